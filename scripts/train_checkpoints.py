@@ -33,8 +33,13 @@ other work, two torch processes that each want both cores slow down by an
 order of magnitude, and these models are too small to gain from more threads.
 The head-count sweep's 30 runs are independent, so they are shared out over
 ``--workers`` single-thread processes (default 2, one per core).
-The same seed and thread count give bit-identical weights; the ``seconds``
-columns of the loss curves are wall-clock times and differ from run to run.
+The same seed and thread count give bit-identical weights, and
+:func:`mha.checkpoints.save_checkpoint` writes them canonically (sorted
+safetensors metadata, tensors in a fixed order), so every ``.safetensors`` file
+and its sha256 come out byte-identical. Only the wall-clock times differ from
+run to run: the ``seconds`` columns of the loss curves and the
+``training_seconds`` / ``seconds`` fields, in the JSON result files and in the
+manifest's ``extra``.
 """
 
 from __future__ import annotations

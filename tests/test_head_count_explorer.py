@@ -113,3 +113,46 @@ def test_html_views_reject_wrong_shapes():
 def test_attention_table_escapes_token_names():
     table = attention_table_html(np.eye(2), ["<i>", "b"], "a <title>")
     assert "<i>" not in table and "&lt;i&gt;" in table and "&lt;title&gt;" in table
+
+
+@pytest.mark.parametrize("typed", ["<img src=x onerror=alert(1)>", "<script>alert(1)</script>", "\ud800", "9" * 5000])
+def test_anything_typed_as_a_head_count_is_answered_as_text(explorer, typed):
+    explorer.train_heads.value = typed
+    assert not explorer.retrain()
+    status = explorer.status.value
+    assert "Cannot train this" in status and "<img" not in status and "<script" not in status
+
+
+@pytest.mark.parametrize("n_heads, seed", [([4], 0), (None, 0), (4, [0]), (4.5, 0)])
+def test_odd_values_passed_to_show_get_a_message(explorer, n_heads, seed):
+    assert explorer.show(4, 0)
+    assert not explorer.show(n_heads, seed)
+    assert "Cannot show this" in explorer.message.value
+
+
+def test_a_run_that_cannot_be_loaded_is_a_message_not_a_dead_view(explorer, monkeypatch):
+    from mha.checkpoints import CheckpointError
+
+    assert explorer.show(4, 0)
+    kept_map = explorer.map_view.value
+
+    def damaged(n_heads, seed):
+        raise CheckpointError("checkpoint file head_count_h2_seed3.safetensors is corrupted <b>")
+    monkeypatch.setattr(explorer, "_sweep_view", damaged)
+    assert not explorer.show(2, 3)
+    assert "Cannot show this" in explorer.message.value and "unexpected CheckpointError" in explorer.message.value
+    assert "corrupted &lt;b&gt;" in explorer.message.value and explorer.map_view.value == kept_map
+
+
+def test_a_live_run_that_fails_says_why_and_keeps_the_view(explorer, monkeypatch):
+    import mha.head_count_explorer
+
+    assert explorer.show(4, 0)
+    kept_map = explorer.map_view.value
+
+    def failing(*args, **kwargs):
+        raise RuntimeError("out of memory")
+    monkeypatch.setattr(mha.head_count_explorer, "train_two_relation_model", failing)
+    assert not explorer.retrain("2", steps=10)
+    assert "unexpected RuntimeError (out of memory)" in explorer.status.value
+    assert not explorer.train_button.disabled and explorer.map_view.value == kept_map

@@ -75,3 +75,38 @@ def test_explorer_update_is_interactive():
         timings.append(explorer.last_refresh_seconds)
     # The budget is 0.1 s per update; a generous bound here keeps the test honest on a busy machine.
     assert np.median(timings[1:]) < 0.25, timings
+
+
+HOSTILE = ["<img src=x onerror=alert(1)>", "<script>alert('x')</script>"]
+
+
+@pytest.mark.parametrize("typed", HOSTILE)
+def test_html_typed_by_the_reader_is_shown_as_text_never_run(typed):
+    explorer = HeadExplorer()
+    explorer.sentence_box.value = typed + " and some words"
+    assert explorer.refresh()
+    assert "<img" not in explorer.message.value and "<script" not in explorer.message.value
+    assert "&lt;" in explorer.message.value and "&gt;" in explorer.message.value
+
+
+def test_a_lone_surrogate_is_explained_and_the_last_map_stays():
+    explorer = HeadExplorer()
+    good = bytes(explorer.image.value)
+    explorer.sentence_box.value = "a broken \ud800 character"
+    assert "Cannot draw this" in explorer.message.value
+    assert "broken character at position 9 (U+D800" in explorer.message.value
+    assert bytes(explorer.image.value) == good
+
+
+def test_an_unexpected_error_is_a_message_not_a_dead_view(monkeypatch):
+    import mha.head_explorer
+
+    explorer = HeadExplorer()
+    good = bytes(explorer.image.value)
+
+    def broken(*args, **kwargs):
+        raise TypeError("<b>surprise</b>")
+    monkeypatch.setattr(mha.head_explorer, "head_attention_maps", broken)
+    assert explorer.refresh() is False
+    assert "Cannot draw this" in explorer.message.value and "unexpected TypeError" in explorer.message.value
+    assert "&lt;b&gt;surprise" in explorer.message.value and bytes(explorer.image.value) == good

@@ -1,5 +1,7 @@
 """The chapter-3 lab explorer: answers within the interactive budget, explains bad input, keeps the last good map."""
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -114,3 +116,42 @@ def test_updates_fit_the_interactive_budget(explorer):
         timings.append(explorer.last_refresh_seconds)
     # The budget is 0.1 s per update; measured medians are under 0.02 s, so this holds on a busy machine too.
     assert np.median(timings) < 0.1, timings
+
+
+@pytest.mark.parametrize("text, words", [
+    ("5 ٣", "'٣' is not a token id"),  # a digit of another script: only 0-9 are ids
+    ("5 " + "9" * 5000, "token id 999999999999999999999999... is outside the vocabulary"),
+    ("5 000000000000000000000007", None),
+])
+def test_odd_digits_and_huge_numbers_are_explained(text, words):
+    if words is None:
+        assert parse_token_ids(text, vocab_size=64, max_len=40) == [5, 7]
+    else:
+        with pytest.raises(ValueError, match=re.escape(words)):
+            parse_token_ids(text, vocab_size=64, max_len=40)
+
+
+@pytest.mark.parametrize("typed", ["<img src=x onerror=alert(1)>", "<script>", "1 2 \ud800"])
+def test_html_and_broken_characters_typed_are_shown_as_text(explorer, typed):
+    explorer.own_tokens.value = ""
+    good_image = bytes(explorer.image.value)
+    explorer.own_tokens.value = typed
+    message = explorer.message.value
+    assert "Cannot draw this" in message and "is not a token id" in message
+    assert "<img" not in message and "<script" not in message and "\ud800" not in message
+    assert bytes(explorer.image.value) == good_image
+    explorer.own_tokens.value = ""
+
+
+def test_an_unexpected_error_is_a_message_not_a_dead_view(explorer, monkeypatch):
+    explorer.own_tokens.value = ""
+    good_image = bytes(explorer.image.value)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("no more memory")
+    monkeypatch.setattr(explorer._canvas, "render", broken)
+    assert explorer.refresh() is False
+    assert "unexpected RuntimeError (no more memory)" in explorer.message.value
+    assert bytes(explorer.image.value) == good_image
+    monkeypatch.undo()
+    assert explorer.refresh()

@@ -84,3 +84,43 @@ def test_missing_file_and_bad_content_raise_clear_errors(tmp_path):
     binary.write_bytes(b"\xff\xfe\x00bad")
     with pytest.raises(ValueError, match="not UTF-8"):
         read_conllu(binary)
+
+
+def conllu_sentence(sent_id, words):
+    """CoNLL-U for one sentence of (form, head) pairs, ids from 1."""
+    lines = [f"# sent_id = {sent_id}"]
+    lines += [f"{i}\t{form}\t{form.lower()}\tNOUN\tNN\t_\t{head}\t{'root' if head == 0 else 'dep'}\t_\t_"
+              for i, (form, head) in enumerate(words, start=1)]
+    return "\n".join(lines) + "\n\n"
+
+
+def test_a_byte_order_mark_is_accepted(tmp_path):
+    text = SAMPLE.read_text(encoding="utf-8")
+    with_mark = tmp_path / "with_bom.conllu"
+    with_mark.write_bytes(b"\xef\xbb\xbf" + text.encode("utf-8"))
+    read = read_conllu(with_mark)
+    assert [s.words for s in read] == [s.words for s in read_conllu(SAMPLE)]
+    assert read[0].origin == "with_bom.conllu#sample-1"
+    assert parse_conllu("\ufeff" + conllu_sentence("bom", [("Hi", 0)]))[0].words == ("Hi",)
+
+
+@pytest.mark.parametrize("words, pattern", [
+    ([("Dogs", 2), ("bark", 0), ("loudly", 0)],
+     r"<string>#s1: word 3 \('loudly'\) has HEAD 0, but word 2 \('bark'\) is already the root"),
+    ([("Dogs", 2), ("bark", 0), ("very", 4), ("loudly", 5), ("now", 3)],
+     r"<string>#s1: the HEAD column has a cycle: word 3 \('very'\) → word 4 \('loudly'\) → word 5 \('now'\) → "
+     r"word 3 \('very'\)"),
+    ([("Dogs", 2), ("bark", 0), ("loudly", 3)], r"<string>#s1: word 3 \('loudly'\) is its own HEAD"),
+    ([("Dogs", 2), ("bark", 1)], r"<string>#s1: no word has HEAD 0, so the sentence has no root"),
+])
+def test_heads_that_do_not_form_one_tree_are_refused_naming_sentence_and_word(words, pattern):
+    good = conllu_sentence("s0", [("Dogs", 2), ("bark", 0)])
+    with pytest.raises(ValueError, match=pattern):
+        parse_conllu(good + conllu_sentence("s1", words))
+
+
+def test_text_that_is_not_a_string_is_explained():
+    with pytest.raises(ValueError, match="decode bytes as UTF-8 first"):
+        parse_conllu(b"1\tHi\thi\tINTJ\tUH\t_\t0\troot\t_\t_\n\n")
+    with pytest.raises(ValueError, match="must be a string, got NoneType"):
+        parse_conllu(None)

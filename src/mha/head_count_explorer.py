@@ -14,7 +14,8 @@ weight in each cell's tooltip) and learning curves as a small hand-made SVG,
 rather than matplotlib images, so that picking a run redraws well within the
 book's 0.1 s budget (a run is loaded and measured once, then cached). Bad input (a head count that was not trained
 or does not divide ``d_model``, text that is not a number) shows a message and
-keeps the last good view.
+keeps the last good view; so does any other error (a damaged checkpoint, a
+failed live run), shown as a message rather than a traceback.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from matplotlib import colormaps
 
 from .head_count import (ANALYSIS_BATCH_SEED, HeadCountSweep, analysis_batch, head_role, load_sweep,
                          relation_shares, token_names, train_two_relation_model)
+from .head_explorer import problem_html
 from .heatmaps import COLORMAP
 from .training import TrainingConfig
 from .validation import head_counts_that_divide
@@ -269,6 +271,17 @@ class HeadCountExplorer:
         if self._quiet:
             return True
         start = time.perf_counter()
+        try:
+            self._draw()
+        except Exception as problem:  # a run that cannot be loaded or drawn: say so, keep the last good view
+            self._complain(problem)
+            self.last_refresh_seconds = time.perf_counter() - start
+            return False
+        self.last_refresh_seconds = time.perf_counter() - start
+        return True
+
+    def _draw(self) -> None:
+        """Fill every part of the view for the current controls (or the live model)."""
         if self._showing_live and self._live is not None:
             view, n_heads, seed = self._live["view"], self._live["n_heads"], self._live["seed"]
             rows = self._live["log"].rows
@@ -290,21 +303,20 @@ class HeadCountExplorer:
                 self.head_slider.value = min(self.head_slider.value, n_heads - 1)
                 self.head_slider.max = n_heads - 1
         head, example = self.head_slider.value, self.example_slider.value
-        self.message.value = intro
-        self.map_view.value = attention_table_html(
+        map_html = attention_table_html(
             view["maps"][example, head], view["tokens"][example],
             f"head {head} of {n_heads}, held-out sequence {example} (seed {ANALYSIS_BATCH_SEED + seed})")
-        self.shares_view.value = shares_table_html(view["shares"])
-        self.curves.value = self._curves_svg(n_heads, seed, self._live if self._showing_live else None)
-        self.last_refresh_seconds = time.perf_counter() - start
-        return True
+        shares_html = shares_table_html(view["shares"])
+        curves_svg = self._curves_svg(n_heads, seed, self._live if self._showing_live else None)
+        self.message.value, self.map_view.value = intro, map_html
+        self.shares_view.value, self.curves.value = shares_html, curves_svg
 
     def _picked(self, change) -> None:
         self._showing_live = False
         self.refresh()
 
-    def _complain(self, problem: Exception | str) -> None:
-        self.message.value = f"<b style='color:#b35806'>Cannot show this:</b> {html.escape(str(problem))}"
+    def _complain(self, problem: BaseException) -> None:
+        self.message.value = problem_html(problem, "show")
 
     # --- actions ----------------------------------------------------------------------------------------
 
@@ -314,7 +326,7 @@ class HeadCountExplorer:
         start = time.perf_counter()
         try:
             self.sweep.check(n_heads, seed)
-        except ValueError as problem:
+        except Exception as problem:  # anything passed in code gets a message, not a traceback
             self._complain(problem)
             self.last_refresh_seconds = time.perf_counter() - start
             return False
@@ -331,17 +343,17 @@ class HeadCountExplorer:
 
         Uses :data:`LIVE_TRAINING` (``steps`` overrides its step count, e.g. for
         a quick test). Returns False, with a message, for a head count that
-        cannot be used; the last good view stays on screen.
+        cannot be used or a run that fails; the last good view stays on screen.
         """
         n_heads = self.train_heads.value if n_heads is None else n_heads
         try:
             n_heads = parse_head_count(n_heads, self.sweep.d_model)
-        except ValueError as problem:
-            self.status.value = f"<b style='color:#b35806'>Cannot train this:</b> {html.escape(str(problem))}"
+            seed = self.seed_picker.value
+            training = TrainingConfig(**{**self.live_training.to_dict(), "seed": seed,
+                                         **({} if steps is None else {"steps": steps})})
+        except Exception as problem:  # whatever was typed, the view answers with a message
+            self.status.value = problem_html(problem, "train")
             return False
-        seed = self.seed_picker.value
-        training = TrainingConfig(**{**self.live_training.to_dict(), "seed": seed,
-                                     **({} if steps is None else {"steps": steps})})
         self.progress.max, self.progress.value = training.steps, 0
         self.train_button.disabled = True
         started = time.perf_counter()
@@ -354,10 +366,16 @@ class HeadCountExplorer:
         try:
             model, log = train_two_relation_model(self.sweep.config(n_heads), self.sweep.task, training, seed=seed,
                                                   on_log=on_log)
+            measured = self._measure(model, n_heads, seed)
+        except Exception as problem:  # a failed run leaves the last good view and says why
+            self.status.value = problem_html(problem, "train")
+            return False
         finally:
             self.train_button.disabled = False
         self.last_train_seconds = time.perf_counter() - started
-        self._live = {"n_heads": n_heads, "seed": seed, "log": log, "view": self._measure(model, n_heads, seed)}
+        # curves of the previous live run go: their key holds id() of a dict that may now be reused
+        self._curve_images = {key: svg for key, svg in self._curve_images.items() if key[2] is None}
+        self._live = {"n_heads": n_heads, "seed": seed, "log": log, "view": measured}
         self._showing_live = True
         self.status.value = (f"Trained h = {n_heads}, seed {seed} in {self.last_train_seconds:.1f} s "
                              f"({training.steps:,} steps at learning rate {training.learning_rate:g}).")

@@ -5,9 +5,10 @@ weights over :mod:`mha.toy_sentences` vectors. For a fixed ``d_model`` and
 seed the projection matrices are the same whatever the head count, so moving
 the head-count slider changes only how the features are cut into heads, which
 is exactly the point the chapter makes. Bad input (a head count that does not
-divide ``d_model``, an empty or over-long sentence) shows a message and keeps
-the last good map on screen; text the reader typed is HTML-escaped before it
-is shown.
+divide ``d_model``, an empty or over-long sentence, a broken character) shows
+a message and keeps the last good map on screen; text the reader typed is
+HTML-escaped before it is shown. :func:`problem_html` is how every view of the
+book shows such a message, for an unexpected error too, never a traceback.
 """
 
 from __future__ import annotations
@@ -22,11 +23,27 @@ from ipywidgets import HTML, Image, IntSlider, Layout, Text, VBox
 
 from .attention import MultiHeadAttention
 from .heatmaps import AttentionPNG
+from .tokenization import check_no_lone_surrogates
 from .toy_sentences import embed_tokens, split_into_tokens
 
-__all__ = ["head_attention_maps", "HeadExplorer"]
+__all__ = ["problem_html", "head_attention_maps", "HeadExplorer"]
 
 DEFAULT_SENTENCE = "The animal did not cross the street because it was too tired ."
+
+
+def problem_html(problem: BaseException, doing: str = "draw") -> str:
+    """What a view shows instead of a traceback: the problem, HTML-escaped, under "Cannot <doing> this:".
+
+    A ``ValueError`` is bad input and its message says what to change; any
+    other exception is reported as unexpected, with its type, so the view
+    keeps working (and keeps its last good picture) whatever the reader types.
+    """
+    if isinstance(problem, ValueError):
+        text = str(problem)
+    else:
+        text = (f"an unexpected {type(problem).__name__} ({problem}). The last good view stays on screen; "
+                "try other input, and please report this.")
+    return f"<b style='color:#b35806'>Cannot {html.escape(doing)} this:</b> {html.escape(text)}"
 
 
 @lru_cache(maxsize=32)
@@ -38,9 +55,12 @@ def head_attention_maps(sentence: str, n_heads: int, d_model: int = 24, seed: in
     """Tokens of ``sentence`` and every head's attention weights (heads, seq, seq) from a random layer.
 
     Raises ``ValueError`` (with the fix) for a head count that does not divide
-    ``d_model`` and for an empty, over-long or non-text sentence.
+    ``d_model`` and for an empty, over-long or non-text sentence, or one with a
+    broken character (a lone surrogate, see :func:`mha.tokenization.check_no_lone_surrogates`).
     """
     layer = _layer(d_model, n_heads, seed)  # validates the head count first
+    if isinstance(sentence, str):
+        check_no_lone_surrogates(sentence, "the sentence")
     tokens = split_into_tokens(sentence)
     with torch.no_grad():
         weights = layer(embed_tokens(tokens, d_model, seed=seed)).weights[0]  # (heads, seq, seq)
@@ -77,22 +97,23 @@ class HeadExplorer:
         n_heads = self.heads_slider.value
         try:
             tokens, weights = head_attention_maps(self.sentence_box.value, n_heads, self.d_model, self.seed)
-        except ValueError as problem:
-            self.message.value = f"<b style='color:#b35806'>Cannot draw this:</b> {html.escape(str(problem))}"
+            if self.head_slider.max != n_heads - 1:
+                with self.head_slider.hold_trait_notifications():
+                    self.head_slider.value = min(self.head_slider.value, n_heads - 1)
+                    self.head_slider.max = n_heads - 1
+            head = self.head_slider.value
+            d_head = self.d_model // n_heads
+            image = self._canvas.render(weights[head], tokens, f"head {head} of {n_heads} (d_head = {d_head})")
+        except Exception as problem:  # whatever the reader typed, the view answers with a message
+            self.message.value = problem_html(problem)
             self.last_refresh_seconds = time.perf_counter() - start
             return False
-        if self.head_slider.max != n_heads - 1:
-            with self.head_slider.hold_trait_notifications():
-                self.head_slider.value = min(self.head_slider.value, n_heads - 1)
-                self.head_slider.max = n_heads - 1
-        head = self.head_slider.value
-        d_head = self.d_model // n_heads
         self.message.value = (
             f"{n_heads} head{'s' if n_heads > 1 else ''} × d_head = {d_head} features each "
             f"(d_model = {self.d_model}); showing head {head}. Tokens: "
             f"<code>{html.escape(' | '.join(tokens))}</code>"
         )
-        self.image.value = self._canvas.render(weights[head], tokens, f"head {head} of {n_heads} (d_head = {d_head})")
+        self.image.value = image
         self.last_refresh_seconds = time.perf_counter() - start
         return True
 

@@ -10,8 +10,8 @@ attended *to*. Everything the view can show is computed when it is built, so
 an update only runs one short sequence through the model and draws one map
 (the book's budget is 0.1 s). Typed sequences that are not token ids, fall
 outside the vocabulary or do not fit the model get a message that says what
-to change, the last good map stays on screen, and typed text is HTML-escaped
-before it is shown.
+to change (any other error is shown as a message too), the last good map stays
+on screen, and typed text is HTML-escaped before it is shown.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from PIL import Image as PILImage
 from .checkpoints import checkpoint_names, load_checkpoint
 from .circuit_scores import (composition_score_baseline, head_role_scores, k_composition_scores,
                              prefix_matching_score, previous_token_score)
+from .head_explorer import problem_html
 from .heatmaps import COLORMAP
 from .induction_roles import ROLE_THRESHOLD, held_out_batch, role_labels
 
@@ -49,6 +50,10 @@ def induction_model_names() -> list[str]:
     return [name for _, name in sorted(found)]
 
 
+def _shortened(piece: str, keep: int = 24) -> str:
+    return piece if len(piece) <= keep else f"{piece[:keep]}..."
+
+
 def parse_token_ids(text: str, vocab_size: int, max_len: int) -> list[int]:
     """Token ids typed as whole numbers separated by spaces or commas; ``ValueError`` saying what to fix.
 
@@ -59,14 +64,16 @@ def parse_token_ids(text: str, vocab_size: int, max_len: int) -> list[int]:
     if not isinstance(text, str):
         raise ValueError(f"type the tokens as text, got {type(text).__name__}.")
     pieces = [piece for piece in re.split(r"[\s,]+", text.strip()) if piece]
-    not_ids = [piece for piece in pieces if not re.fullmatch(r"\d+", piece)]
+    not_ids = [piece for piece in pieces if not re.fullmatch(r"[0-9]+", piece)]
     if not_ids:
-        raise ValueError(f"{not_ids[0]!r} is not a token id: type whole numbers from 0 to {vocab_size - 1} separated "
-                         f"by spaces, e.g. 5 17 42 8 5 17 42.")
-    ids = [int(piece) for piece in pieces]
-    outside = [i for i in ids if i >= vocab_size]
+        raise ValueError(f"{_shortened(not_ids[0])!r} is not a token id: type whole numbers from 0 to "
+                         f"{vocab_size - 1} (digits 0-9) separated by spaces, e.g. 5 17 42 8 5 17 42.")
+    # a huge number is outside the vocabulary before it is converted (int() refuses over 4,300 digits)
+    outside = [piece for piece in pieces if len(piece.lstrip("0")) > len(str(vocab_size)) or int(piece) >= vocab_size]
     if outside:
-        raise ValueError(f"token id {outside[0]} is outside the vocabulary: the ids are 0 to {vocab_size - 1}.")
+        raise ValueError(f"token id {_shortened(outside[0])} is outside the vocabulary: the ids are 0 to "
+                         f"{vocab_size - 1}.")
+    ids = [int(piece) for piece in pieces]
     if len(ids) < 2:
         raise ValueError(f"type at least 2 token ids (got {len(ids)}): a map needs two positions.")
     if len(ids) > max_len:
@@ -246,11 +253,19 @@ class InductionLabExplorer:
                 self.head_slider.max = n_heads - 1
         layer, head = self.layer_slider.value, self.head_slider.value
         try:
-            tokens, query_mask, description = self._sequence(view)
-        except ValueError as problem:
-            self.message.value = f"<b style='color:#b35806'>Cannot draw this:</b> {html.escape(str(problem))}"
+            message, image = self._draw(view, layer, head)
+        except Exception as problem:  # whatever the reader typed, the view answers with a message
+            self.message.value = problem_html(problem)
             self.last_refresh_seconds = time.perf_counter() - start
             return False
+        self.message.value = message
+        self.image.value = image
+        self.last_refresh_seconds = time.perf_counter() - start
+        return True
+
+    def _draw(self, view: _ModelView, layer: int, head: int) -> tuple[str, bytes]:
+        """The message (HTML) and the map (PNG) for the current sequence; ``ValueError`` for bad typed tokens."""
+        tokens, query_mask, description = self._sequence(view)
         with torch.no_grad():
             weights = view.model(tokens).attention_weights[layer]  # (1, heads, seq, seq)
         here_previous = float(previous_token_score(weights)[head])
@@ -260,7 +275,7 @@ class InductionLabExplorer:
             here_prefix = "undefined (no token repeats)"
         scores = {key: float(value[layer, head]) for key, value in view.scores.items()}
         role = view.roles[layer][head]
-        self.message.value = (
+        message = (
             f"<b>{html.escape(view.label)}, layer {layer}, head {head}</b>: role by score "
             f"(threshold {ROLE_THRESHOLD}): <b>{html.escape(role)}</b>.<br>"
             f"On {html.escape(description)}: previous-token {here_previous:.2f}, prefix-matching {here_prefix}.<br>"
@@ -272,9 +287,7 @@ class InductionLabExplorer:
         )
         title = f"{view.label}, layer {layer}, head {head} ({role})"
         marked = prefix_matching_keys(tokens[0].tolist())
-        self.image.value = self._canvas.render(weights[0, head].numpy(), marked, title)
-        self.last_refresh_seconds = time.perf_counter() - start
-        return True
+        return message, self._canvas.render(weights[0, head].numpy(), marked, title)
 
     def _repr_mimebundle_(self, **kwargs):
         bundle = self.widget._repr_mimebundle_(**kwargs)

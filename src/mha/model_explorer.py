@@ -2,28 +2,35 @@
 
 It shows the heads of the pretrained all-MiniLM-L6-v2 (:mod:`mha.encoder`),
 token by token or merged into words (:mod:`mha.words`). Rows attend *from*,
-columns are attended *to*. A typed sentence that is empty or too long to read
-as a map gets a message saying what to change, and the last good map stays on
-screen; typed text is HTML-escaped before it is shown.
+columns are attended *to*. A typed sentence that is empty, too long to read
+as a map or holds a broken character gets a message saying what to change
+(any other error is shown as a message too), and the last good map stays on
+screen; typed text is HTML-escaped before it is shown. The maps of the last
+:data:`CACHED_SENTENCES` sentences are kept, so going back to one is instant.
 """
 
 from __future__ import annotations
 
 import html
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 
 import numpy as np
 from ipywidgets import HTML, Checkbox, Dropdown, Image, IntSlider, Layout, Text, VBox
 
 from .encoder import MiniLMEncoder
+from .head_explorer import problem_html
 from .heatmaps import AttentionPNG
 from .words import word_attention, word_strings
 
-__all__ = ["MAX_VIEW_TOKENS", "sentence_attention", "ModelHeadExplorer"]
+__all__ = ["MAX_VIEW_TOKENS", "CACHED_SENTENCES", "sentence_attention", "strongest_link", "ModelHeadExplorer"]
 
 MAX_VIEW_TOKENS = 40
 """Longest sentence (in wordpiece tokens, [CLS] and [SEP] included) the view draws; the model accepts 512."""
+
+CACHED_SENTENCES = 16
+"""How many (sentence, word level) maps a :class:`ModelHeadExplorer` keeps; the least recently shown goes first."""
 
 TYPE_YOUR_OWN = "(type your own below)"
 
@@ -49,6 +56,21 @@ def sentence_attention(encoder: MiniLMEncoder, sentence: str, *, word_level: boo
         return list(traced.tokens), traced.attention
     labels = word_strings(traced.tokens, traced.word_ids, keep_special=True)
     return labels, word_attention(traced.attention, traced.word_ids, keep_special=True)
+
+
+def strongest_link(weights: np.ndarray) -> tuple[int, int] | None:
+    """The (query, key) pair of two different units with the largest weight, [CLS] and [SEP] left out.
+
+    ``weights`` is one head's map (n, n) whose first and last units are
+    [CLS] and [SEP]; indices count those too. ``None`` when fewer than two
+    units lie between them, so that no link between two different ones exists.
+    """
+    between = np.array(weights, dtype=float)[1:-1, 1:-1]  # (n - 2, n - 2): without [CLS] and [SEP]
+    if between.shape[0] < 2:
+        return None
+    np.fill_diagonal(between, -np.inf)  # a unit attending to itself is not a link
+    query, key = np.unravel_index(np.argmax(between), between.shape)
+    return int(query) + 1, int(key) + 1
 
 
 class ModelHeadExplorer:
@@ -79,7 +101,8 @@ class ModelHeadExplorer:
                             self.word_level, self.message, self.image])
         self.last_refresh_seconds = 0.0
         self._canvas = AttentionPNG(size=(5.4, 5.0))
-        self._cache: dict[tuple[str, bool], tuple[list[str], np.ndarray]] = {}
+        self.cache_size = CACHED_SENTENCES
+        self._cache: OrderedDict[tuple[str, bool], tuple[list[str], np.ndarray]] = OrderedDict()
         self.own_sentence.observe(self._typed, names="value")
         for control in (self.sentence_menu, self.layer_slider, self.head_slider, self.word_level):
             control.observe(lambda change: self.refresh(), names="value")
@@ -96,30 +119,43 @@ class ModelHeadExplorer:
         """The sentence currently shown: the menu's choice, or what the reader typed."""
         return self.own_sentence.value if self.sentence_menu.value == TYPE_YOUR_OWN else self.sentence_menu.value
 
+    def _attention(self, sentence: str, word_level: bool) -> tuple[list[str], np.ndarray]:
+        """Labels and weights of one sentence, from a small least-recently-used cache (typed sentences add up)."""
+        key = (sentence, word_level)
+        if key in self._cache:
+            self._cache.move_to_end(key)
+        else:
+            self._cache[key] = sentence_attention(self.encoder, sentence, word_level=word_level)
+            while len(self._cache) > max(self.cache_size, 1):
+                self._cache.popitem(last=False)
+        return self._cache[key]
+
     def refresh(self) -> bool:
         """Redraw for the current controls; on bad input say why and keep the last good map."""
         start = time.perf_counter()
-        key = (self.sentence, self.word_level.value)
+        unit = "words" if self.word_level.value else "tokens"
         try:
-            if key not in self._cache:
-                self._cache[key] = sentence_attention(self.encoder, key[0], word_level=key[1])
-            labels, attention = self._cache[key]
-        except ValueError as problem:
-            self.message.value = f"<b style='color:#b35806'>Cannot draw this:</b> {html.escape(str(problem))}"
+            labels, attention = self._attention(self.sentence, self.word_level.value)
+            layer, head = self.layer_slider.value, self.head_slider.value
+            weights = attention[layer, head]
+            image = self._canvas.render(weights, labels, f"layer {layer}, head {head}")
+        except Exception as problem:  # whatever the reader typed, the view answers with a message
+            self.message.value = problem_html(problem)
             self.last_refresh_seconds = time.perf_counter() - start
             return False
-        layer, head = self.layer_slider.value, self.head_slider.value
-        weights = attention[layer, head]
-        between_words = weights[1:-1, 1:-1].copy()  # without [CLS] and [SEP]
-        np.fill_diagonal(between_words, -1.0)  # a word attending to itself is not a link
-        strongest = np.unravel_index(np.argmax(between_words), between_words.shape)
+        link = strongest_link(weights)
+        if link is None:
+            link_text = (f"There is only one {unit[:-1]} between [CLS] and [SEP], so no link between two different "
+                         f"{unit}; type a longer sentence to see one.")
+        else:
+            link_text = (f"Strongest link between two different {unit}: <code>{html.escape(labels[link[0]])}</code> → "
+                         f"<code>{html.escape(labels[link[1]])}</code>.")
         self.message.value = (
-            f"layer {layer}, head {head}: {len(labels)} {'words' if self.word_level.value else 'tokens'}; "
+            f"layer {layer}, head {head}: {len(labels)} {unit}; "
             f"attention to [CLS] {weights[:, 0].mean():.0%}, to [SEP] {weights[:, -1].mean():.0%} (mean over rows). "
-            f"Strongest link between two different {'words' if self.word_level.value else 'tokens'}: <code>{html.escape(labels[strongest[0] + 1])}</code> → "
-            f"<code>{html.escape(labels[strongest[1] + 1])}</code>."
+            + link_text
         )
-        self.image.value = self._canvas.render(weights, labels, f"layer {layer}, head {head}")
+        self.image.value = image
         self.last_refresh_seconds = time.perf_counter() - start
         return True
 

@@ -26,7 +26,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-__all__ = ["TokenizedBatch", "default_model_path", "load_tokenizer", "tokenize"]
+__all__ = ["TokenizedBatch", "check_no_lone_surrogates", "default_model_path", "load_tokenizer", "tokenize"]
 
 
 def default_model_path() -> Path:
@@ -101,6 +101,26 @@ def _describe(value: object) -> str:
     return f"{text[:60]}..." if len(text) > 60 else text
 
 
+def check_no_lone_surrogates(text: str, where: str = "the text") -> None:
+    """Raise a ``ValueError`` that says where and what to do if ``text`` holds a lone surrogate (U+D800..U+DFFF).
+
+    A surrogate is half of a UTF-16 pair; alone it is no character at all,
+    cannot be written as UTF-8 and makes the tokenizer fail. A browser can
+    send one when an emoji or other character outside the Basic Multilingual
+    Plane is cut in half (a paste, a deleted half). The text is not cleaned
+    silently: the reader is told which character to delete or retype.
+    """
+    for position, character in enumerate(text):
+        if "\ud800" <= character <= "\udfff":
+            context = text[max(position - 10, 0):position]  # no surrogate before the first one
+            raise ValueError(
+                f"{where} holds a broken character at position {position} (U+{ord(character):04X}, "
+                f"after {context!r}): half of a UTF-16 pair, as left behind when an emoji or another "
+                "character is cut in half. It is not a character, so it cannot be read. Delete it, or retype "
+                "that character."
+            )
+
+
 def _as_sentences(text, is_split_into_words: bool) -> tuple[list, bool]:
     """Normalise the accepted input forms to a list of sentences; also say whether words were pre-split."""
     if isinstance(text, str):
@@ -137,6 +157,7 @@ def _check_sentence(sentence, index: int, split: bool) -> None:
             raise ValueError(f"{where} is {type(sentence).__name__} {_describe(sentence)}, but it must be a string.")
         if not sentence.strip():
             raise ValueError(f"{where} is empty or only whitespace ({sentence!r}); give some text to encode.")
+        check_no_lone_surrogates(sentence, where)
         return
     if len(sentence) == 0:
         raise ValueError(f"{where} is an empty list of words; give at least one word.")
@@ -149,6 +170,7 @@ def _check_sentence(sentence, index: int, split: bool) -> None:
             raise ValueError(
                 f"word {position} of {where} is empty or only whitespace ({word!r}); remove it from the word list."
             )
+        check_no_lone_surrogates(word, f"word {position} of {where}")
 
 
 def tokenize(
@@ -171,7 +193,9 @@ def tokenize(
     than ``tokenizer.model_max_length`` (512) wordpieces raises a
     ``ValueError``; with ``truncate=True`` it is cut to fit instead, with a
     warning that says how much was dropped. Empty text, non-strings, and words
-    that produce no wordpieces raise a ``ValueError`` that says which one.
+    that produce no wordpieces raise a ``ValueError`` that says which one, as
+    does a lone surrogate (half of a UTF-16 pair, which a browser can send;
+    see :func:`check_no_lone_surrogates`): such text is refused, not cleaned.
     """
     tokenizer = load_tokenizer() if tokenizer is None else tokenizer
     sentences, split = _as_sentences(text, is_split_into_words)

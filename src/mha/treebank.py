@@ -82,6 +82,45 @@ def relations_from_ud(heads: list[int], deprels: list[str], upos: list[str]) -> 
     return relations
 
 
+def _check_tree(heads: list[int], words: list, origin: str) -> None:
+    """Raise ``ValueError`` naming the sentence and word unless ``heads`` form one tree with a single root."""
+
+    def named(index: int) -> str:
+        return f"word {words[index]['id']} ({words[index]['form']!r})"
+
+    roots = [index for index, head in enumerate(heads) if head < 0]
+    if len(roots) > 1:
+        raise ValueError(
+            f"{origin}: {named(roots[1])} has HEAD 0, but {named(roots[0])} is already the root; a UD sentence has "
+            f"exactly one root. Set the HEAD of {named(roots[1])} to the id of the word it depends on."
+        )
+    if not roots:
+        raise ValueError(
+            f"{origin}: no word has HEAD 0, so the sentence has no root. Set the HEAD of its main word (usually the "
+            "main verb) to 0."
+        )
+    state = [0] * len(heads)  # 0: not seen, 1: on the path being followed, 2: known to reach the root
+    for start in range(len(heads)):
+        path, index = [], start
+        while index >= 0 and state[index] == 0:
+            state[index] = 1
+            path.append(index)
+            index = heads[index]
+        if index >= 0 and state[index] == 1:  # came back to a word on this path: a cycle
+            cycle = path[path.index(index):]
+            if len(cycle) == 1:
+                raise ValueError(f"{origin}: {named(index)} is its own HEAD. Set its HEAD to the id of the word it "
+                                 "depends on (0 for the root).")
+            loop = " → ".join(named(i) for i in [*cycle, index])
+            raise ValueError(
+                f"{origin}: the HEAD column has a cycle: {loop} (each word's HEAD is the next word), so these "
+                f"words never reach the root. "
+                f"Fix the HEAD of one of them (e.g. {named(index)})."
+            )
+        for visited in path:
+            state[visited] = 2
+
+
 def _sentence_from_tokenlist(tokens: conllu.TokenList, origin: str) -> AnnotatedSentence:
     """One parsed CoNLL-U sentence -> AnnotatedSentence, skipping ranges and empty nodes."""
     words = [t for t in tokens if isinstance(t["id"], int)]  # ranges and empty nodes have tuple ids
@@ -104,6 +143,7 @@ def _sentence_from_tokenlist(tokens: conllu.TokenList, origin: str) -> Annotated
                 f"{origin}: word {t['id']} ({t['form']!r}) points to head {t['head']}, which is not a word of the sentence."
             )
         heads.append(-1 if t["head"] == 0 else position[t["head"]])
+    _check_tree(heads, words, origin)
     relations = relations_from_ud(heads, [t["deprel"] for t in words], [t["upos"] for t in words])
     return AnnotatedSentence(tuple(t["form"] for t in words), tuple(relations), origin=origin)
 
@@ -115,13 +155,19 @@ def parse_conllu(text: str, *, source: str = "<string>") -> list[AnnotatedSenten
     ``origin`` (``"<source>#<sent_id>"``, or ``"<source>#<n>"`` counting from
     1 when a sentence has no ``sent_id``). Relations follow the mapping in
     the module docstring. Raises ``ValueError`` naming the source when the
-    text is not valid CoNLL-U or holds no sentence.
+    text is not valid CoNLL-U or holds no sentence, and naming the sentence and
+    the word when a sentence's HEAD column is not a tree (a second root, no
+    root, a cycle). A leading UTF-8 byte-order mark is ignored.
     """
+    if not isinstance(text, str):
+        raise ValueError(f"CoNLL-U text must be a string, got {type(text).__name__}; decode bytes as UTF-8 first, "
+                         "or read a file with read_conllu(path).")
+    text = text.removeprefix("\ufeff")  # the byte-order mark some editors write at the start of UTF-8 files
     try:
         parsed = conllu.parse(text)
     except ParseException as error:
         raise ValueError(
-            f"{source} is not valid CoNLL-U: {error}. Each word line needs 10 tab-separated columns."
+            f"{source} is not valid CoNLL-U: {str(error).rstrip('.')}. Each word line needs 10 tab-separated columns."
         ) from error
     parsed = [s for s in parsed if len(s) > 0]
     if not parsed:
@@ -132,7 +178,8 @@ def parse_conllu(text: str, *, source: str = "<string>") -> list[AnnotatedSenten
 def read_conllu(path: str | Path) -> list[AnnotatedSentence]:
     """Read a CoNLL-U file into :class:`~mha.corpus.AnnotatedSentence` objects (chapter 3, empirical head roles).
 
-    Any UD treebank works (UTF-8 text); the book ships ``data/sample.conllu``.
+    Any UD treebank works (UTF-8 text, with or without a byte-order mark); the
+    book ships ``data/sample.conllu``.
     Returns one sentence per CoNLL-U sentence, words numbered from 0 without
     multiword-token ranges or empty nodes. Raises ``FileNotFoundError`` when
     the file is missing and ``ValueError`` when its content cannot be parsed.
