@@ -28,7 +28,8 @@ from ..head_importance import heads_removable, michel_importance
 from ..paraphrase_task import ranking_accuracy
 from ..sentence_embedding import sentence_embeddings
 from ..token_mixing import attention_rollout
-from .checking import (CheckResult, as_array, describe_difference, matches, random_attention_maps, run_check, scalar_difference)
+from .checking import (CheckResult, answer_number, as_array, describe_difference, matches, random_attention_maps, run_check,
+                       scalar_difference)
 
 __all__ = [
     "check_norm_based_attention",
@@ -259,45 +260,34 @@ def check_heads_removable(removable_fn: Callable, seed: int = 0) -> CheckResult:
 
     def cases() -> Iterator:
         counts = list(range(0, 73, 8))
-        yield "a curve that never drops", (counts, np.full(10, 0.9), 0.9, 0.01), {}, None
-        quality = np.array([0.90, 0.90, 0.895, 0.88, 0.89, 0.91, 0.85, 0.80, 0.70, 0.60])
-        yield "a curve that drops, recovers, then falls", (counts, quality, 0.90, 0.01), {}, None
-        quality = np.array([1.0, 0.875, 0.75, 0.75, 0.5, 0.5, 0.25, 0.25, 0.0, 0.0])  # exact in binary
-        yield "points exactly max_drop below the reference (still allowed)", (counts, quality, 1.0, 0.25), {}, None
+        curves = [("a curve that never drops", np.full(10, 0.9), 0.9, 0.01),
+                  ("a curve that drops, recovers, then falls",
+                   np.array([0.90, 0.90, 0.895, 0.88, 0.89, 0.91, 0.85, 0.80, 0.70, 0.60]), 0.90, 0.01),
+                  ("points exactly max_drop below the reference (still allowed)",  # exact in binary
+                   np.array([1.0, 0.875, 0.75, 0.75, 0.5, 0.5, 0.25, 0.25, 0.0, 0.0]), 1.0, 0.25)]
         quality = np.clip(0.95 - np.cumsum(rng.uniform(0, 0.02, size=10)), 0, 1)
         quality[0] = 0.95
-        yield "a steadily falling random curve", (counts, quality, 0.95, 0.03), {}, None
+        curves.append(("a steadily falling random curve", quality, 0.95, 0.03))
+        for label, quality, reference, max_drop in curves:
+            yield label, (list(counts), quality.copy(), reference, max_drop), {}, (counts, quality, reference, max_drop)
 
-    def run(fn) -> CheckResult:
-        name = getattr(fn, "__name__", "your function")
-        count = 0
-        for count, (label, args, _, _) in enumerate(cases(), start=1):
-            counts, quality, reference, max_drop = args
-            try:
-                got = fn(list(counts), np.array(quality, dtype=float), reference, max_drop)
-            except NotImplementedError:
-                return CheckResult(False, f"✗ Not attempted yet: {name} raises NotImplementedError. "
-                                          "Replace that line with your code and run the cell again.")
-            except Exception as error:  # the learner's bug, reported rather than raised
-                return CheckResult(False, f"✗ {name} raised {type(error).__name__} on case {count} ({label}): {error}")
-            expected = heads_removable(counts, quality, reference, max_drop)
-            got_array = as_array(got)
-            if got_array is None or got_array.size != 1 or int(got_array) != expected:
-                message = f"✗ Case {count} ({label}): got {got!r}, expected {expected}."
-                within = [c for c, q in zip(counts, quality) if q >= reference - max_drop]
-                if got_array is not None and got_array.size == 1 and within and int(got_array) == max(within):
-                    message += (" That is the last count whose quality is within the limit anywhere on the curve; "
-                                "stop at the FIRST point that falls too far (later recoveries do not count).")
-                elif got_array is not None and got_array.size == 1 and int(got_array) in counts:
-                    position = counts.index(int(got_array))
-                    if position + 1 < len(counts) and counts[position + 1] == expected:
-                        message += " One step too early: a drop of exactly max_drop is still allowed."
-                    elif position > 0 and counts[position - 1] == expected:
-                        message += " One step too far: return the last count BEFORE the first point that drops too far."
-                return CheckResult(False, message)
-        return CheckResult(True, f"✓ {name} reads a pruning curve: it matches the reference on all {count} test cases.")
+    def compare(got, case) -> str | None:
+        counts, quality, reference, max_drop = case
+        expected = heads_removable(counts, quality, reference, max_drop)
+        value = answer_number(got, "the number of removable heads", whole=True)
+        if value == expected:
+            return None
+        message = f"got {value}, expected {expected}."
+        within = [c for c, q in zip(counts, quality) if q >= reference - max_drop]
+        if within and value == max(within):
+            message += (" That is the last count whose quality is within the limit anywhere on the curve; "
+                        "stop at the FIRST point that falls too far (later recoveries do not count).")
+        elif value in counts:
+            position = counts.index(value)
+            if position + 1 < len(counts) and counts[position + 1] == expected:
+                message += " One step too early: a drop of exactly max_drop is still allowed."
+            elif position > 0 and counts[position - 1] == expected:
+                message += " One step too far: return the last count BEFORE the first point that drops too far."
+        return message
 
-    if not callable(removable_fn):
-        return CheckResult(False, f"✗ Expected a function, got {type(removable_fn).__name__}: pass the function itself, "
-                                  "without calling it.")
-    return run(removable_fn)
+    return run_check(removable_fn, cases(), compare, "reads a pruning curve")

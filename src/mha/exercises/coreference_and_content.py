@@ -17,7 +17,8 @@ from ..coreference import candidate_picks, candidate_weights, count_flips
 from ..head_contrasts import familywise_p_values
 from ..relatedness import crossed_contrast
 from ..word_frequency import extreme_hit_rates
-from .checking import (CheckResult, as_array, describe_difference, matches, random_attention_maps, run_check, scalar_difference)
+from .checking import (CheckResult, answer_number, answer_tuple, as_array, describe_difference, matches, random_attention_maps,
+                       run_check, scalar_difference)
 
 __all__ = [
     "check_candidate_picks",
@@ -80,8 +81,7 @@ def check_count_flips(count_flips_fn: Callable, seed: int = 0) -> CheckResult:
 
     def compare(got, args) -> str | None:
         expected = count_flips(*args)
-        if not (isinstance(got, tuple) and len(got) == 3):
-            return "return three arrays (right, wrong, unchanged), each with one count per head."
+        got = answer_tuple(got, ("right", "wrong", "unchanged"), "three arrays of one count per head")
         for name, value, want in zip(("right", "wrong", "unchanged"), got, (expected.right, expected.wrong,
                                                                               expected.unchanged)):
             problem = describe_difference(f"`{name}`", value, want, head_axis=0)
@@ -118,16 +118,15 @@ def check_held_out_best(held_out_fn: Callable, seed: int = 0) -> CheckResult:
     def compare(got, args) -> str | None:
         scores, selection, held_out = args
         best, selection_mean, held_out_mean = _held_out_reference(*args)
-        if not (isinstance(got, tuple) and len(got) == 3):
-            return "return a triple (best_head, selection_mean, held_out_mean)."
-        got_best = as_array(got[0])
-        if got_best is None or got_best.shape != () or int(got_best) != best:
-            if got_best is not None and got_best.shape == () and int(got_best) == int(scores.mean(axis=0).argmax()):
-                return (f"best_head is {int(got_best)}, the best head on ALL items; pick it on the selection items "
+        got = answer_tuple(got, ("best_head", "selection_mean", "held_out_mean"))
+        got_best = answer_number(got[0], "best_head", whole=True)
+        if got_best != best:
+            if got_best == int(scores.mean(axis=0).argmax()):
+                return (f"best_head is {got_best}, the best head on ALL items; pick it on the selection items "
                         f"only (expected {best}).")
-            if got_best is not None and got_best.shape == () and int(got_best) == int(scores[held_out].mean(axis=0).argmax()):
-                return f"best_head is {int(got_best)}, chosen on the held-out items; choose on `selection` (expected {best})."
-            return f"best_head is {got[0]!r}, expected {best}: the head with the largest mean score over `selection`."
+            if got_best == int(scores[held_out].mean(axis=0).argmax()):
+                return f"best_head is {got_best}, chosen on the held-out items; choose on `selection` (expected {best})."
+            return f"best_head is {got_best}, expected {best}: the head with the largest mean score over `selection`."
         problem = scalar_difference("selection_mean", got[1], selection_mean)
         if problem:
             return problem

@@ -26,7 +26,8 @@ from ..circuit_scores import k_composition_score, prefix_matching_score, previou
 from ..geometry import ov_circuit, qk_circuit
 from ..head_permutation import permute_head_weights
 from ..induction_roles import heads_with_role, uniform_causal_weights
-from .checking import (CheckResult, compare_array, compare_number, describe_difference, one_hot_attention, random_attention_maps, run_check)
+from .checking import (AnswerError, CheckResult, answer_number, answer_tuple, as_array, compare_array, compare_number,
+                       describe_difference, describe_value, matches, one_hot_attention, random_attention_maps, run_check)
 
 __all__ = [
     "check_previous_token_score",
@@ -199,6 +200,24 @@ def check_k_composition(k_composition_fn: Callable[..., float], seed: int = 0) -
 
 # --- chapter 3, section 6: heads are not preassigned -----------------------------------------
 
+def _as_pairs(got) -> list[tuple[int, int]]:
+    """The learner's list of (layer, head) pairs (a list of tuples, or np.argwhere's array) as Python int pairs."""
+    array = as_array(got)
+    flat = " A flat index would hide the layer: give each head as (layer, head)."
+    if array is not None and array.ndim == 2 and array.shape[1] == 2:  # np.argwhere / torch.nonzero
+        got = list(array)
+    if not isinstance(got, (list, tuple)):
+        hint = flat if array is not None and array.ndim <= 1 and array.dtype.kind in "iu" else ""
+        raise AnswerError(f"return a list of (layer, head) pairs, e.g. [(0, 3)], got {describe_value(got)}.{hint}")
+    pairs = []
+    for entry in got:
+        if not isinstance(entry, (tuple, list, np.ndarray, torch.Tensor)) or getattr(entry, "ndim", 1) != 1 or len(entry) != 2:
+            hint = flat if as_array(entry) is not None and as_array(entry).size == 1 else ""
+            raise AnswerError(f"each entry should be a (layer, head) pair, e.g. (0, 3); one is {describe_value(entry)}.{hint}")
+        pairs.append(tuple(answer_number(v, "a layer or head index", whole=True) for v in entry))
+    return pairs
+
+
 def check_heads_with_role(heads_with_role_fn: Callable[[np.ndarray, float], list], seed: int = 0) -> CheckResult:
     """``heads_with_role_fn(scores, threshold)``: scores (layers, heads) -> the list of every (layer, head) whose
     score is above ``threshold``, in (layer, head) order."""
@@ -223,13 +242,7 @@ def check_heads_with_role(heads_with_role_fn: Callable[[np.ndarray, float], list
 
     def compare(got, expected) -> str | None:
         want, scores, threshold, hint = expected
-        try:
-            as_pairs = [tuple(int(v) for v in pair) for pair in got]
-        except (TypeError, ValueError):
-            return (f"return a list of (layer, head) pairs, e.g. [(0, 3)], got {type(got).__name__} {got!r}. "
-                    f"A flat index would hide the layer.")
-        if any(len(pair) != 2 for pair in as_pairs):
-            return f"each entry should be a (layer, head) pair, got {got!r}."
+        as_pairs = _as_pairs(got)
         if as_pairs == want:
             return None
         at_or_above = [(int(l), int(h)) for l, h in np.argwhere(scores >= threshold)]
@@ -265,8 +278,7 @@ def check_permute_heads(permute_heads_fn: Callable, seed: int = 0) -> CheckResul
 
     def compare(got, expected) -> str | None:
         want, matrices, order = expected
-        if not isinstance(got, (tuple, list)) or len(got) != 4:
-            return f"return the four matrices (W_Q, W_K, W_V, W_O) as a tuple, got {type(got).__name__}."
+        got = answer_tuple(got, ("W_Q", "W_K", "W_V", "W_O"), "the four matrices as a tuple")
         n_heads, d_model = len(order), matrices[0].shape[0]
         d_head = d_model // n_heads
         inverse = list(np.argsort(order))
@@ -275,19 +287,18 @@ def check_permute_heads(permute_heads_fn: Callable, seed: int = 0) -> CheckResul
             problem = describe_difference(name, got_matrix, want_matrix)
             if problem is None:
                 continue
-            got_array = np.asarray(got_matrix, dtype=float)
-            if name == "W_O" and got_array.shape == original.shape:
+            if name == "W_O":
                 columns = [old * d_head + f for old in order for f in range(d_head)]
-                if np.allclose(got_array, original[:, columns]):
+                if matches(got_matrix, original[:, columns]):
                     return (f"{problem} You moved the COLUMNS of W_O. Head k owns a block of d_head ROWS of W_O "
                             f"(it writes z_k @ W_O[k*d_head:(k+1)*d_head]); its columns are the d_model output "
                             f"features, shared by all heads.")
-            if got_array.shape == original.shape and order != inverse:
+            if order != inverse:
                 inverse_want = permute_head_weights(*matrices, inverse)[names.index(name)]
-                if np.allclose(got_array, inverse_want):
+                if matches(got_matrix, inverse_want):
                     return (f"{problem} You applied the inverse order: old head k went to position order[k]. "
                             f"The new head k should be the old head order[k].")
-            if got_array.shape == original.shape and np.allclose(got_array, original):
+            if matches(got_matrix, original):
                 return f"{problem} {name} is unchanged: its blocks of d_head features belong to the heads and move too."
             return problem
         return None

@@ -18,7 +18,7 @@ import torch
 
 from ..geometry import effective_rank, numerical_rank, principal_angle_cosines, score_terms
 from ..pattern_fitting import dense_random_pattern, min_head_width
-from .checking import CheckResult, describe_difference, run_check
+from .checking import CheckResult, answer_array, answer_number, compare_array, run_check
 
 __all__ = [
     "check_attention_from_circuit",
@@ -39,14 +39,6 @@ def _softmax(scores: np.ndarray, axis: int = -1) -> np.ndarray:
     return shifted / shifted.sum(axis=axis, keepdims=True)
 
 
-def _as_whole_number(got) -> int | None:
-    if hasattr(got, "item") and getattr(got, "ndim", 0) == 0:
-        got = got.item()
-    if isinstance(got, bool) or not isinstance(got, (int, np.integer)):
-        return None
-    return int(got)
-
-
 # --- chapter 2, "Each head's own subspace" ------------------------------------------------------
 
 def check_attention_from_circuit(attention: Callable, seed: int = 0) -> CheckResult:
@@ -64,30 +56,20 @@ def check_attention_from_circuit(attention: Callable, seed: int = 0) -> CheckRes
             b_Q, b_K = (rng.normal(size=d_head) for _ in range(2))
             terms = score_terms(*(torch.from_numpy(a) for a in (x, x, W_Q, W_K, b_Q, b_K)))
             want = terms.total().softmax(dim=-1).numpy()  # the real head, b_K included
-            hints = {
-                "without_key_bias": terms.bilinear.softmax(dim=-1).numpy(),
-                "unscaled": ((terms.bilinear + terms.key_only) * d_head ** 0.5).softmax(dim=-1).numpy(),
-                "wrong_axis": _softmax((terms.bilinear + terms.key_only).numpy(), axis=0),
+            slips = {
+                "without_key_bias": (terms.bilinear.softmax(dim=-1).numpy(),
+                                     "Your weights are softmax(x W_QK xᵀ / sqrt(d_head)): the per-key term "
+                                     "b_Q W_Kᵀ x_jᵀ / sqrt(d_head) is missing. It differs from key to key, so it "
+                                     "survives the softmax."),
+                "unscaled": (((terms.bilinear + terms.key_only) * d_head ** 0.5).softmax(dim=-1).numpy(),
+                             "Divide the scores by sqrt(d_head) before the softmax."),
+                "wrong_axis": (_softmax((terms.bilinear + terms.key_only).numpy(), axis=0),
+                               "The softmax runs over keys, along each row (axis -1), not down the columns."),
             }
-            yield f"x {x.shape}, d_head = {d_head}", (x.copy(), W_Q.copy(), W_K.copy(), b_Q.copy()), {}, (want, hints)
+            yield f"x {x.shape}, d_head = {d_head}", (x.copy(), W_Q.copy(), W_K.copy(), b_Q.copy()), {}, (want, slips)
 
-    def compare(got, expected) -> str | None:
-        want, hints = expected
-        problem = describe_difference("the weight matrix", got, want, atol=1e-6)
-        if problem is None:
-            return None
-        got = np.asarray(got, dtype=float)
-        if got.shape == want.shape:
-            if np.allclose(got, hints["without_key_bias"], atol=1e-6):
-                return (problem + " Your weights are softmax(x W_QK xᵀ / sqrt(d_head)): the per-key term "
-                        "b_Q W_Kᵀ x_jᵀ / sqrt(d_head) is missing. It differs from key to key, so it survives the softmax.")
-            if np.allclose(got, hints["unscaled"], atol=1e-6):
-                return problem + " Divide the scores by sqrt(d_head) before the softmax."
-            if np.allclose(got, hints["wrong_axis"], atol=1e-6):
-                return problem + " The softmax runs over keys, along each row (axis -1), not down the columns."
-        return problem
-
-    return run_check(attention, cases(), compare, "computes a head's attention through its QK circuit")
+    return run_check(attention, cases(), lambda got, want: compare_array(got, want[0], want[1], "the weight matrix"),
+                     "computes a head's attention through its QK circuit")
 
 
 def check_numerical_rank(rank: Callable, seed: int = 0) -> CheckResult:
@@ -110,9 +92,7 @@ def check_numerical_rank(rank: Callable, seed: int = 0) -> CheckResult:
 
     def compare(got, expected) -> str | None:
         want, hints = expected
-        value = _as_whole_number(got)
-        if value is None:
-            return f"return a whole number, got {type(got).__name__} {got!r}."
+        value = answer_number(got, "the rank", whole=True)
         if value == want:
             return None
         message = f"you found rank {value}; it is {want}."
@@ -138,26 +118,18 @@ def check_principal_angle_cosines(cosines: Callable, seed: int = 0) -> CheckResu
             B = np.concatenate([common, rng.normal(size=(d, k_b - shared))], axis=1) * rng.uniform(0.5, 3.0, size=k_b)
             want = principal_angle_cosines(torch.from_numpy(A), torch.from_numpy(B)).numpy()
             label = f"A {A.shape}, B {B.shape}" + (f", sharing {shared} direction" if shared else "")
-            raw = np.linalg.svd(A.T @ B, compute_uv=False)
-            yield label, (A.copy(), B.copy()), {}, (want, raw)
+            slips = {
+                "raw": (np.linalg.svd(A.T @ B, compute_uv=False)[: len(want)],
+                        "These are the singular values of Aᵀ B: orthonormalise the columns of A and B first "
+                        "(np.linalg.qr or the SVD), or the lengths of the columns leak into the answer."),
+                "ascending": (want[::-1], "The right numbers in the wrong order: sort them largest first (smallest "
+                              "angle first)."),
+                "angles": (np.arccos(np.clip(want, -1.0, 1.0)), "These are the angles in radians; return their cosines."),
+            }
+            yield label, (A.copy(), B.copy()), {}, (want, slips)
 
-    def compare(got, expected) -> str | None:
-        want, raw = expected
-        problem = describe_difference("the array of cosines", got, want, atol=1e-6)
-        if problem is None:
-            return None
-        got = np.asarray(got, dtype=float)
-        if got.shape == want.shape:
-            if np.allclose(got, raw[: len(want)], atol=1e-6):
-                return (problem + " These are the singular values of Aᵀ B: orthonormalise the columns of A and B "
-                        "first (np.linalg.qr or the SVD), or the lengths of the columns leak into the answer.")
-            if np.allclose(got, want[::-1], atol=1e-6):
-                return problem + " The right numbers in the wrong order: sort them largest first (smallest angle first)."
-            if np.allclose(got, np.arccos(want), atol=1e-6):
-                return problem + " These are the angles in radians; return their cosines."
-        return problem
-
-    return run_check(cosines, cases(), compare, "computes the cosines of the principal angles")
+    return run_check(cosines, cases(), lambda got, want: compare_array(got, want[0], want[1], "the array of cosines"),
+                     "computes the cosines of the principal angles")
 
 
 # --- chapter 2, "The low-rank bottleneck" --------------------------------------------------------
@@ -183,9 +155,7 @@ def check_min_head_width(width: Callable, seed: int = 0) -> CheckResult:
 
     def compare(got, expected) -> str | None:
         want, hints = expected
-        value = _as_whole_number(got)
-        if value is None:
-            return f"return a whole number, got {type(got).__name__} {got!r}."
+        value = answer_number(got, "the width", whole=True)
         if value == want:
             return None
         message = f"you found width {value}; the smallest that works is {want}."
@@ -210,13 +180,7 @@ def check_rank_two_scores(make_scores: Callable, threshold: float = 0.9) -> Chec
 
     def compare(got, permutation) -> str | None:
         n = len(permutation)
-        if hasattr(got, "detach"):
-            got = got.detach().cpu().numpy()
-        if not isinstance(got, np.ndarray) or got.shape != (n, n):
-            return f"return an array of scores of shape ({n}, {n}), got {getattr(got, 'shape', type(got).__name__)}."
-        scores = got.astype(np.float64)
-        if not np.isfinite(scores).all():
-            return "the scores contain NaN or infinity; a head's scores are finite numbers."
+        scores = answer_array(got, "the array of scores", (n, n)).astype(np.float64)
         rank = int(numerical_rank(torch.from_numpy(scores), rtol=1e-9))
         if rank > 2:
             return (f"these scores have rank {rank}, but a head of width 2 can only make rank 2. Give each query a "
@@ -252,9 +216,7 @@ def check_effective_rank(rank: Callable, seed: int = 0) -> CheckResult:
 
     def compare(got, expected) -> str | None:
         want, hints = expected
-        value = _as_whole_number(got)
-        if value is None:
-            return f"return a whole number, got {type(got).__name__} {got!r}."
+        value = answer_number(got, "the number of directions", whole=True)
         if value == want:
             return None
         message = f"you found {value}; the answer is {want}."

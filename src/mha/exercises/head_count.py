@@ -23,7 +23,8 @@ import torch
 
 from ..head_count import answer_parts, first_step_below, relation_shares
 from ..tasks import TwoRelationTask
-from .checking import CheckResult, describe_difference, random_attention_maps, run_check
+from .checking import (CheckResult, answer_number, answer_tuple, as_array, compare_array, describe_difference, matches,
+                       random_attention_maps, run_check)
 
 __all__ = ["check_relation_shares", "check_first_step_below", "check_answer_parts"]
 
@@ -53,7 +54,7 @@ def _reference_shares(weights: np.ndarray, fact_position: np.ndarray) -> np.ndar
 
 
 def _share_slips(weights: np.ndarray, fact_position: np.ndarray) -> dict[str, np.ndarray]:
-    """What typical wrong answers give, to name the slip."""
+    """What typical wrong answers give, keyed by the slip (finishing "It looks like you ...")."""
     batch, heads, seq, _ = weights.shape
     ask = fact_position >= 0  # (batch, seq)
     b_index, q_index = np.nonzero(ask)
@@ -88,17 +89,9 @@ def check_relation_shares(function: Callable) -> CheckResult:
     def compare(got, inputs):
         weights, fact_position = inputs
         expected = _reference_shares(weights, fact_position)
-        problem = describe_difference("your shares", got, expected, atol=1e-6, head_axis=0)
-        if problem is None:
-            return None
-        got_array = np.asarray(got.detach().numpy() if hasattr(got, "detach") else got, dtype=float)
-        if got_array.shape == expected.shape:
-            for slip, value in _share_slips(weights, fact_position).items():
-                if np.allclose(got_array, value, atol=1e-6):
-                    return f"{problem} It looks like you {slip}."
-            if np.allclose(got_array, expected[:, ::-1], atol=1e-6):
-                return f"{problem} The two columns are swapped: column 0 is the fact, column 1 the previous token."
-        return problem
+        slips = {slip: (value, f"It looks like you {slip}.") for slip, value in _share_slips(weights, fact_position).items()}
+        slips["swapped"] = (expected[:, ::-1], "The two columns are swapped: column 0 is the fact, column 1 the previous token.")
+        return compare_array(got, expected, slips, "your shares", head_axis=0)
 
     return run_check(function, cases, compare, "measures where each head looks from the ask positions")
 
@@ -139,12 +132,12 @@ def check_first_step_below(function: Callable) -> CheckResult:
                     f"got {got!r}. Return None rather than a number (0, -1 or the last step would read as a step).")
         if got is None:
             return f"got None, but the loss is {losses[steps.index(expected)]} <= {threshold} at step {expected}."
-        if isinstance(got, bool) or not isinstance(got, (int, np.integer)) and not (
-                isinstance(got, (float, np.floating)) and float(got).is_integer()):
-            return f"got {got!r}; return the step, a whole number such as {expected}."
-        if int(got) == expected:
+        value = answer_number(got, "the step", kind="a whole number (an int), or None if it never gets there")
+        if not float(value).is_integer():
+            return f"got {value:g}; return the step, a whole number such as {expected}."
+        got = int(value)
+        if got == expected:
             return None
-        got = int(got)
         first_strictly_below = next((s for s, loss in zip(steps, losses) if loss < threshold), None)
         below_at = {s for s, loss in zip(steps, losses) if loss <= threshold}
         hint = ""
@@ -198,30 +191,26 @@ def check_answer_parts(function: Callable) -> CheckResult:
         predicted, target, task = inputs
         reference = answer_parts(torch.as_tensor(predicted), torch.as_tensor(target), task)
         expected = np.array([reference["value"], reference["modifier"]])
-        if isinstance(got, dict):
-            return "got a dict; return a pair (value_accuracy, modifier_accuracy)."
-        if isinstance(got, (tuple, list)):
-            try:
-                got = np.array([float(np.asarray(part.detach() if hasattr(part, "detach") else part)) for part in got])
-            except (TypeError, ValueError):
-                return f"got {got!r}; return two numbers, (value_accuracy, modifier_accuracy)."
+        names = ("value_accuracy", "modifier_accuracy")
+        if as_array(got) is None:  # not already an array of two numbers: a pair of numbers
+            got = np.array([answer_number(part, name) for part, name in zip(answer_tuple(got, names), names)])
         problem = describe_difference("your (value, modifier) accuracy", got, expected, atol=1e-6)
         if problem is None:
             return None
-        got_array = np.asarray(got, dtype=float) if np.ndim(got) == 1 else None
-        if got_array is not None and got_array.shape == (2,):
-            if np.allclose(got_array, expected[::-1], atol=1e-6):
+        got_array = as_array(got).astype(float)
+        if got_array.shape == (2,):
+            if matches(got_array, expected[::-1]):
                 return (f"{problem} Value and modifier are swapped: v = (token - first_answer) // n_modifiers, "
                         f"m = (token - first_answer) % n_modifiers.")
             p, t = predicted - task.first_answer, target - task.first_answer
             loose = np.array([np.mean(p // task.n_modifiers == t // task.n_modifiers),
                               np.mean(p % task.n_modifiers == t % task.n_modifiers)])
-            if np.allclose(got_array, loose, atol=1e-6) and not np.allclose(loose, expected, atol=1e-6):
+            if matches(got_array, loose) and not np.allclose(loose, expected, atol=1e-6):
                 return (f"{problem} A prediction that is not an answer token (a fact, a modifier, ...) must count as "
                         f"wrong; the // and % of its id land on some value and modifier by accident.")
             v_wrong = np.array([np.mean(p // task.n_values == t // task.n_values),
                                 np.mean(p % task.n_values == t % task.n_values)])
-            if np.allclose(got_array, v_wrong, atol=1e-6):
+            if matches(got_array, v_wrong):
                 return f"{problem} Divide by n_modifiers (the answers of one value are n_modifiers apart), not n_values."
         return problem
 

@@ -23,7 +23,8 @@ import numpy as np
 from ..corpus import AnnotatedSentence, Relation
 from ..roles import AttentionRecord, fixed_offset_baseline, head_role_table
 from ..words import word_attention
-from .checking import (CheckResult, as_number, compare_number, describe_difference, one_hot_attention, random_attention_maps, run_check)
+from .checking import (CheckResult, answer_number, answer_tuple, as_array, compare_array, compare_number, describe_value,
+                       one_hot_attention, random_attention_maps, run_check)
 
 __all__ = [
     "check_previous_token_share",
@@ -174,7 +175,7 @@ def check_is_positional(is_positional: Callable[[Sequence[np.ndarray]], bool], s
 
     def compare(got, want) -> str | None:
         if not isinstance(got, (bool, np.bool_)):
-            return f"return True or False, got {type(got).__name__} {got!r}."
+            return f"return True or False, got {describe_value(got)}."
         if bool(got) == want:
             return None
         return (f"you said {bool(got)}, the answer is {want}. A head is positional when the argmax of a row is on the "
@@ -274,21 +275,17 @@ def check_best_offset(best_offset: Callable[..., tuple[float, int]]) -> CheckRes
 
     def compare(got, want) -> str | None:
         (accuracy, offset), flipped, direction = want
-        if not (isinstance(got, tuple) and len(got) == 2):
-            return f"return a pair (accuracy, offset), got {type(got).__name__} {got!r}."
-        got_accuracy, got_offset = as_number(got[0]), as_number(got[1])
-        if got_accuracy is None or got_offset is None:
-            return f"return two numbers (accuracy, offset), got {got!r}."
+        got_accuracy, got_offset = answer_tuple(got, ("accuracy", "offset"))
+        got_offset = answer_number(got_offset, "the offset")
         if got_offset == flipped[1] and got_offset != offset:
             return (f"you chose offset {got_offset:+g}, the answer is {offset:+d}: the sign is flipped. With "
                     f"{direction} the guess is read from the {'source' if direction == 'source_to_target' else 'target'} "
                     "word: offset = (guessed word) - (word whose row is read).")
         if got_offset != offset:
             return f"you chose offset {got_offset:+g}, the answer is {offset:+d} (ties: smallest |offset|, then negative)."
-        if abs(got_accuracy - accuracy) > 1e-9:
-            hint = " Give a fraction between 0 and 1, not a percentage." if abs(got_accuracy - 100 * accuracy) < 1e-6 else ""
-            return f"offset {offset:+d} is right, but its accuracy is {accuracy:.4g}, you said {got_accuracy:.4g}.{hint}"
-        return None
+        problem = compare_number(got_accuracy, accuracy, {"percentage": (100 * accuracy, "Give a fraction between 0 and 1, "
+                                                                           "not a percentage.")}, "its accuracy", atol=1e-9)
+        return None if problem is None else f"offset {offset:+d} is right, but {problem}"
 
     return run_check(best_offset, cases(), compare, "finds the best fixed-offset baseline")
 
@@ -322,15 +319,9 @@ def check_word_attention(merge: Callable[[np.ndarray, Sequence[int | None]], np.
 
     def compare(got, want) -> str | None:
         expected, slips = want
-        problem = describe_difference("the word map", got, expected)
-        if problem is None:
-            return None
-        got_array = np.asarray(got, dtype=float) if np.shape(got) == expected.shape else None
-        if got_array is not None:
-            for slip, hint in slips.values():
-                if np.allclose(got_array, slip, atol=1e-9):
-                    return f"{problem} {hint}"
-        elif np.ndim(got) == 2 and np.shape(got)[0] > expected.shape[0]:
+        problem = compare_array(got, expected, slips, "the word map")
+        got_array = as_array(got)
+        if problem is not None and got_array is not None and got_array.ndim == 2 and got_array.shape[0] > expected.shape[0]:
             problem += " Drop the special tokens ([CLS], [SEP]: word id None)."
         return problem
 

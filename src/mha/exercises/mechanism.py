@@ -14,7 +14,7 @@ import torch
 
 from .. import attention_numpy
 from ..attention import MultiHeadAttention, head_contributions, split_heads
-from .checking import CheckResult, describe_difference, run_check
+from .checking import CheckResult, answer_number, answer_tuple, describe_difference, run_check
 
 __all__ = [
     "check_softmax",
@@ -57,10 +57,8 @@ def check_attention(attention: Callable, seed: int = 0) -> CheckResult:
             yield label, (q, k, v), {"mask": mask}, attention_numpy.scaled_dot_product_attention(q, k, v, mask)
 
     def compare(got, want) -> str | None:
-        if not (isinstance(got, tuple) and len(got) == 2):
-            return "return a pair (output, weights)."
-        return (describe_difference("weights", got[1], want[1])
-                or describe_difference("output", got[0], want[0]))
+        output, weights = answer_tuple(got, ("output", "weights"))
+        return describe_difference("weights", weights, want[1]) or describe_difference("output", output, want[0])
 
     return run_check(attention, cases(), compare, "computes scaled dot-product attention")
 
@@ -95,8 +93,7 @@ def check_parameter_count(count: Callable[..., int]) -> CheckResult:
             yield f"d_model = {d_model}, n_heads = {n_heads}, bias = {bias}", (d_model, n_heads), {"bias": bias}, want
 
     def compare(got, want) -> str | None:
-        if isinstance(got, bool) or not isinstance(got, (int, np.integer)):
-            return f"return a whole number, got {type(got).__name__} {got!r}."
+        got = answer_number(got, "the count", whole=True)
         return None if got == want else f"you counted {got:,} parameters; the layer has {want:,}."
 
     return run_check(count, cases(), compare, "counts the parameters")
