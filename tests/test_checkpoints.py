@@ -234,7 +234,7 @@ def test_a_named_pipe_or_a_folder_is_refused_without_blocking(tmp_path):
 def test_a_file_larger_than_the_limit_is_refused(tmp_path, monkeypatch):
     _, path = saved_model(tmp_path)
     monkeypatch.setattr(mha.checkpoints, "MAX_FILE_BYTES", path.stat().st_size - 1)
-    with pytest.raises(CheckpointError, match="bytes, more than the .* bytes a lab file may have"):
+    with pytest.raises(CheckpointError, match="bytes, more than the .* bytes it may have"):
         load_checkpoint("tiny", tmp_path)
 
 

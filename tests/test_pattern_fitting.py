@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import importlib.util
+import json
+import math
+from pathlib import Path
+
 import pytest
 import torch
 
 from mha.pattern_fitting import (
+    PATTERN_FITS_PATH,
+    REGENERATE_PATTERN_FITS,
+    PatternFitsError,
     dense_random_pattern,
     first_token_pattern,
     fit_head_patterns,
+    load_pattern_fits,
     min_head_width,
     pattern_error,
     permutation_pattern,
@@ -94,3 +103,90 @@ def test_fit_head_patterns_rejects_bad_inputs():
         fit_head_patterns(tokens, first_token_pattern(5)[None], d_heads=[1])
     with pytest.raises(ValueError, match="positive"):
         fit_head_patterns(tokens, first_token_pattern(4)[None], d_heads=[1], score_cap=0.0)
+
+
+def _script():
+    """scripts/fit_head_patterns.py as a module, for its setup constants."""
+    path = Path(__file__).resolve().parents[1] / "scripts" / "fit_head_patterns.py"
+    spec = importlib.util.spec_from_file_location("fit_head_patterns_script", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_stored_fits_match_the_setup_they_declare_and_the_script():
+    stored = load_pattern_fits()
+    script = _script()
+    assert stored.path == PATTERN_FITS_PATH and stored.regenerate == REGENERATE_PATTERN_FITS
+    assert stored.targets == tuple(script.TARGET_RECIPES) and stored.target_recipes == script.TARGET_RECIPES
+    assert stored.widths == script.WIDTHS and len(stored.seeds) >= 2
+    assert stored.score_caps == script.REGIMES
+    assert stored.setup == {"n": script.N, "d_model": script.D_MODEL, "token_seed": script.TOKEN_SEED,
+                            "steps": script.STEPS, "lr": script.LR, "restarts": script.RESTARTS}
+    shape = (len(stored.seeds), len(stored.targets), len(stored.widths))
+    for regime in stored.regimes:
+        assert stored.error[regime].shape == shape and stored.score_range[regime].shape == shape
+    stored.check_setup(n=16, d_model=64, targets=list(script.TARGET_RECIPES), widths=script.WIDTHS, steps=300,
+                       restarts=2)
+    with pytest.raises(PatternFitsError, match="widths: the file has"):
+        stored.check_setup(n=16, d_model=64, targets=list(script.TARGET_RECIPES), widths=(1, 2), steps=300, restarts=2)
+
+
+def test_the_stored_fits_obey_what_is_known_exactly():
+    stored = load_pattern_fits()
+    capped = stored.error["scores capped at ±5"]
+    first, dense = stored.targets.index("first token"), stored.targets.index("dense random")
+    # scores within ±5 put at most e^5 / (e^5 + 15 e^-5) on one key of 16: a one-hot row misplaces at least this
+    floor = 15 / (math.exp(10) + 15)
+    assert float(capped[:, first].min()) >= round(floor, 4) - 1e-12
+    assert float(stored.error["free scores"][:, first].max()) < 0.01  # width 1 suffices for "everyone looks at token 0"
+    assert float(stored.error["free scores"][:, dense, 0].min()) > 0.1  # width 1 cannot give a dense graded pattern
+    assert float(stored.score_range["scores capped at ±5"].max()) <= 10.0  # largest minus smallest, within ±5
+
+
+def _write(tmp_path, data) -> Path:
+    path = tmp_path / "pattern_fits.json"
+    path.write_text(data if isinstance(data, str) else json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+def test_load_pattern_fits_names_the_regeneration_command_when_the_file_is_missing_or_unreadable(tmp_path):
+    with pytest.raises(PatternFitsError, match="missing") as missing:
+        load_pattern_fits(tmp_path / "absent.json")
+    assert REGENERATE_PATTERN_FITS in str(missing.value)
+    with pytest.raises(PatternFitsError, match="not a regular file") as folder:
+        load_pattern_fits(tmp_path)
+    assert REGENERATE_PATTERN_FITS in str(folder.value)
+    with pytest.raises(PatternFitsError, match="cannot be read as JSON") as broken:
+        load_pattern_fits(_write(tmp_path, '{"format": 1, "setup": '))
+    assert REGENERATE_PATTERN_FITS in str(broken.value)
+
+
+def test_load_pattern_fits_rejects_malformed_contents(tmp_path):
+    good = json.loads(PATTERN_FITS_PATH.read_text(encoding="utf-8"))
+    assert load_pattern_fits(_write(tmp_path, good)).targets == load_pattern_fits().targets
+
+    def broken(change):
+        data = json.loads(json.dumps(good))
+        change(data)
+        return _write(tmp_path, data)
+
+    regime = next(iter(good["regimes"]))
+    cases = [
+        (lambda d: d.clear(), "no field 'format'"),
+        (lambda d: d.update(format=2), "format 2"),
+        (lambda d: d["setup"].pop("steps"), "no field 'steps'"),
+        (lambda d: d.update(widths=[1, 1]), "distinct head widths"),
+        (lambda d: d["regimes"][regime]["error"].pop(), "list of"),  # one seed short
+        (lambda d: d["regimes"][regime]["error"][0][0].append(0.0), "list of"),  # one width too many
+        (lambda d: d["regimes"][regime]["error"][0][0].__setitem__(0, 1.5), r"number in \[0.0, 1.0\]"),
+        (lambda d: d["regimes"][regime]["score_range"][0][0].__setitem__(0, "big"), "number in"),
+        (lambda d: d["regimes"][regime].update(score_cap=-1), "positive number"),
+        (lambda d: d.update(regimes=[]), "non-empty object"),
+    ]
+    for change, message in cases:
+        with pytest.raises(PatternFitsError, match=message) as error:
+            load_pattern_fits(broken(change))
+        assert "malformed" in str(error.value) and REGENERATE_PATTERN_FITS in str(error.value)
+    with pytest.raises(PatternFitsError, match="JSON object"):
+        load_pattern_fits(_write(tmp_path, "[1, 2]"))

@@ -32,7 +32,6 @@ import hashlib
 import json
 import os
 import re
-import stat
 import struct
 import sys
 import tempfile
@@ -43,6 +42,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load as load_safetensors_bytes
 
+from .data_files import DATA_DIRECTORY, read_data_file
 from .tiny_transformer import TinyTransformer, TinyTransformerConfig
 
 __all__ = [
@@ -63,7 +63,7 @@ __all__ = [
     "checkpoint_names",
 ]
 
-LAB_DIRECTORY = Path(__file__).resolve().parents[2] / "data" / "lab"
+LAB_DIRECTORY = DATA_DIRECTORY / "lab"
 """``data/lab/`` of the repository this package is installed from (editable install)."""
 
 MANIFEST_NAME = "manifest.json"
@@ -116,42 +116,9 @@ def _how(regenerate: str) -> str:
     return f"Regenerate it with:\n    {regenerate}\n(run from the repository root)."
 
 
-def _file_kind(mode: int) -> str:
-    for test, kind in ((stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket")):
-        if test(mode):
-            return kind
-    return "not a regular file"
-
-
 def _read_regular_file(path: Path, what: str, how: str) -> bytes:
     """The bytes of ``path``: only a regular file of at most :data:`MAX_FILE_BYTES` is read, so devices never hang."""
-    limit = MAX_FILE_BYTES
-    try:
-        before = os.stat(path)
-    except FileNotFoundError:
-        raise CheckpointError(f"{what} {path} is missing. {how}") from None
-    except OSError as error:
-        raise CheckpointError(f"{what} {path} cannot be read ({error}). {how}") from error
-    if not stat.S_ISREG(before.st_mode):
-        raise CheckpointError(f"{what} {path} is {_file_kind(before.st_mode)}, not a regular file, so it is not "
-                              f"read. Put the real file there. {how}")
-    if before.st_size > limit:
-        raise CheckpointError(f"{what} {path} is {before.st_size:,} bytes, more than the {limit:,} bytes a lab "
-                              f"file may have, so it is not read. {how}")
-    try:
-        # O_NONBLOCK: should the path turn into a pipe after the check above, opening it cannot block
-        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
-        with os.fdopen(descriptor, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                raise CheckpointError(f"{what} {path} changed into something other than a regular file while it "
-                                      f"was read. {how}")
-            data = handle.read(limit + 1)
-    except OSError as error:
-        raise CheckpointError(f"{what} {path} cannot be read ({error}). {how}") from error
-    if len(data) > limit:
-        raise CheckpointError(f"{what} {path} grew past {limit:,} bytes while it was read. {how}")
-    return data
+    return read_data_file(path, what=what, how=how, limit=MAX_FILE_BYTES, error=CheckpointError)
 
 
 def sha256_of_file(path: str | os.PathLike) -> str:

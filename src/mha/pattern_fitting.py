@@ -11,7 +11,16 @@ bottleneck in multi-head attention models"). This module
   (:func:`min_head_width`), using that the softmax ignores a constant added to a row;
 * fits a single head's ``W_Q``, ``W_K`` to target patterns over fixed token
   vectors, for several widths at once (:func:`fit_head_patterns`), and scores
-  a fit by :func:`pattern_error`.
+  a fit by :func:`pattern_error`;
+* loads the book's stored fits (:func:`load_pattern_fits`), which
+  ``scripts/fit_head_patterns.py`` writes to ``data/pattern_fits.json``.
+
+Why the book stores its fits instead of recomputing them: the fit is an
+optimisation whose path is chaotic. Perturbing the token vectors in the 13th
+digit, or running on another CPU (AVX2 against generic kernels, which round
+sums differently), moves the fitted error of a narrow head by up to about 0.1.
+So the notebook reads one set of runs from the file, and the test suite gives
+the same verdict on every machine.
 
 Patterns are (n, n) with row = query (attends from), column = key (attended
 to), rows summing to 1, as everywhere in :mod:`mha`.
@@ -19,13 +28,17 @@ to), rows summing to 1, as everywhere in :mod:`mha`.
 
 from __future__ import annotations
 
+import json
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 from torch import Tensor
 
+from .data_files import DATA_DIRECTORY, read_data_file
 from .geometry import numerical_rank
 from .validation import check_rank
 
@@ -39,7 +52,21 @@ __all__ = [
     "pattern_error",
     "PatternFit",
     "fit_head_patterns",
+    "PATTERN_FITS_PATH",
+    "REGENERATE_PATTERN_FITS",
+    "PatternFitsError",
+    "StoredPatternFits",
+    "load_pattern_fits",
 ]
+
+PATTERN_FITS_PATH = DATA_DIRECTORY / "pattern_fits.json"
+"""``data/pattern_fits.json`` of the repository this package is installed from (editable install)."""
+
+REGENERATE_PATTERN_FITS = "python scripts/fit_head_patterns.py"
+"""Run from the repository root, this rewrites :data:`PATTERN_FITS_PATH` (about a minute on one core)."""
+
+_PATTERN_FITS_FORMAT = 1
+_MAX_PATTERN_FITS_BYTES = 2**20  # the file is a few kB; anything far larger is not it
 
 
 def _check_length(n: int) -> None:
@@ -205,3 +232,147 @@ def fit_head_patterns(tokens: Tensor, targets: Tensor, d_heads: Sequence[int], *
             fitted=fitted.gather(0, pick).squeeze(0),  # (targets, widths, n, n)
             scores=final_scores.gather(0, pick).squeeze(0),
         )
+
+
+class PatternFitsError(RuntimeError):
+    """The stored pattern fits are missing, unreadable or malformed; the message says how to regenerate them."""
+
+
+@dataclass(frozen=True)
+class StoredPatternFits:
+    """The fits ``scripts/fit_head_patterns.py`` stored, as :func:`load_pattern_fits` reads them (chapter 2).
+
+    ``error[regime]`` and ``score_range[regime]`` are (seeds, targets, widths):
+    for every seed, :attr:`PatternFit.error` and :meth:`PatternFit.score_range`
+    of :func:`fit_head_patterns` (best of ``setup["restarts"]`` restarts),
+    rounded to 4 decimals. ``score_caps[regime]`` is the ``score_cap`` the
+    regime used (None for free scores). ``setup`` records the token vectors,
+    steps, learning rate and restarts; ``target_recipes`` how each target was
+    built.
+    """
+
+    path: Path
+    targets: tuple[str, ...]
+    target_recipes: dict[str, str]
+    widths: tuple[int, ...]
+    seeds: tuple[int, ...]
+    score_caps: dict[str, float | None]
+    error: dict[str, Tensor]  # regime -> (seeds, targets, widths)
+    score_range: dict[str, Tensor]  # regime -> (seeds, targets, widths)
+    setup: dict
+    regenerate: str
+
+    @property
+    def regimes(self) -> tuple[str, ...]:
+        """The regimes' names, in the file's order (for example ``"free scores"``)."""
+        return tuple(self.error)
+
+    def check_setup(self, *, n: int, d_model: int, targets: Sequence[str], widths: Sequence[int],
+                    steps: int, restarts: int) -> None:
+        """Raise :class:`PatternFitsError` unless the file describes this experiment (a notebook's own setup)."""
+        expected = {"n": n, "d_model": d_model, "targets": tuple(targets), "widths": tuple(int(w) for w in widths),
+                    "steps": steps, "restarts": restarts}
+        stored = {"n": self.setup["n"], "d_model": self.setup["d_model"], "targets": self.targets,
+                  "widths": self.widths, "steps": self.setup["steps"], "restarts": self.setup["restarts"]}
+        different = [f"{key}: the file has {stored[key]!r}, the notebook {expected[key]!r}"
+                     for key in expected if stored[key] != expected[key]]
+        if different:
+            raise PatternFitsError(f"the pattern fits in {self.path} were made for another setup ("
+                                   + "; ".join(different) + f"). {_how_to_regenerate()}")
+
+
+def _how_to_regenerate() -> str:
+    return f"Regenerate the file with:\n    {REGENERATE_PATTERN_FITS}\n(run from the repository root)."
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value) -> bool:
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)) and math.isfinite(value)
+
+
+def _field(mapping: dict, key: str, check, wanted: str, where: str):
+    if not isinstance(mapping, dict) or key not in mapping:
+        raise ValueError(f"{where} has no field {key!r} ({wanted})")
+    value = mapping[key]
+    if not check(value):
+        raise ValueError(f"{where}[{key!r}] should be {wanted}, got {value!r:.80}")
+    return value
+
+
+def _table(value, shape: tuple[int, int, int], lowest: float, highest: float, where: str) -> Tensor:
+    """A nested list of numbers of exactly ``shape``, every entry in [lowest, highest], as a float64 tensor."""
+    def walk(item, depth: int, at: str):
+        if depth == len(shape):
+            if not _is_number(item) or not lowest <= item <= highest:
+                raise ValueError(f"{at} should be a number in [{lowest}, {highest}], got {item!r:.80}")
+            return float(item)
+        if not isinstance(item, list) or len(item) != shape[depth]:
+            size = len(item) if isinstance(item, list) else type(item).__name__
+            raise ValueError(f"{at} should be a list of {shape[depth]} (the shape is seeds x targets x widths = "
+                             f"{shape[0]} x {shape[1]} x {shape[2]}), got {size}")
+        return [walk(entry, depth + 1, f"{at}[{index}]") for index, entry in enumerate(item)]
+
+    return torch.tensor(walk(value, 0, where), dtype=torch.float64)
+
+
+def _parse_pattern_fits(data, path: Path) -> StoredPatternFits:
+    if not isinstance(data, dict):
+        raise ValueError(f"the file should hold a JSON object, not {type(data).__name__}")
+    version = _field(data, "format", _is_int, "a whole number", "the file")
+    if version != _PATTERN_FITS_FORMAT:
+        raise ValueError(f"the file is in format {version}, this version of mha reads format {_PATTERN_FITS_FORMAT}")
+    setup = _field(data, "setup", lambda v: isinstance(v, dict), "an object", "the file")
+    for key in ("n", "d_model", "token_seed", "steps", "restarts"):
+        _field(setup, key, lambda v: _is_int(v) and v >= 0, "a whole number >= 0", "setup")
+    _field(setup, "lr", lambda v: _is_number(v) and v > 0, "a positive number", "setup")
+    recipes = _field(data, "targets", lambda v: isinstance(v, dict) and v and all(
+        isinstance(k, str) and isinstance(r, str) for k, r in v.items()),
+        "an object: target name -> recipe", "the file")
+    widths = _field(data, "widths", lambda v: isinstance(v, list) and v and all(_is_int(w) and w >= 1 for w in v)
+                    and len(set(v)) == len(v), "a list of distinct head widths >= 1", "the file")
+    seeds = _field(data, "seeds", lambda v: isinstance(v, list) and v and all(_is_int(s) for s in v)
+                   and len(set(v)) == len(v), "a list of distinct whole-number seeds", "the file")
+    regimes = _field(data, "regimes", lambda v: isinstance(v, dict) and v, "a non-empty object: regime -> fits",
+                     "the file")
+    shape = (len(seeds), len(recipes), len(widths))
+    score_caps, error, score_range = {}, {}, {}
+    for regime, fits in regimes.items():
+        where = f"regimes[{regime!r}]"
+        score_caps[regime] = _field(fits, "score_cap", lambda v: v is None or (_is_number(v) and v > 0),
+                                    "null (free scores) or a positive number", where)
+        error[regime] = _table(_field(fits, "error", lambda v: True, "", where), shape, 0.0, 1.0,
+                               f"{where}['error']")
+        score_range[regime] = _table(_field(fits, "score_range", lambda v: True, "", where), shape, 0.0, math.inf,
+                                     f"{where}['score_range']")
+    regenerate = data.get("regenerate", REGENERATE_PATTERN_FITS)
+    return StoredPatternFits(path=path, targets=tuple(recipes), target_recipes=dict(recipes), widths=tuple(widths),
+                             seeds=tuple(seeds), score_caps=score_caps, error=error, score_range=score_range,
+                             setup=dict(setup), regenerate=str(regenerate))
+
+
+def load_pattern_fits(path: str | os.PathLike | None = None) -> StoredPatternFits:
+    """The book's stored single-head fits (``data/pattern_fits.json``), checked. Chapter 2, "The low-rank bottleneck".
+
+    The fits are an optimisation whose path is chaotic (a perturbation in the
+    13th digit moves a narrow head's error by up to about 0.1), so they cannot
+    be recomputed identically on another CPU; ``scripts/fit_head_patterns.py``
+    runs them once, for several seeds, and this reads the result. A missing,
+    unreadable or malformed file raises :class:`PatternFitsError` with the
+    command that regenerates it.
+    """
+    path = PATTERN_FITS_PATH if path is None else Path(path)
+    raw = read_data_file(path, what="the stored pattern fits", how=_how_to_regenerate(),
+                         limit=_MAX_PATTERN_FITS_BYTES, error=PatternFitsError)
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise PatternFitsError(f"the stored pattern fits {path} cannot be read as JSON ({error}). "
+                               f"{_how_to_regenerate()}") from error
+    try:
+        return _parse_pattern_fits(data, path)
+    except ValueError as error:
+        raise PatternFitsError(f"the stored pattern fits {path} are malformed: {error}. "
+                               f"{_how_to_regenerate()}") from error
