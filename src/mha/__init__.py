@@ -23,6 +23,9 @@ Chapter 3, the lab
     :mod:`~mha.head_permutation`, :mod:`~mha.lab_explorer`.
 Exercises
     :mod:`~mha.exercises`: one module of checks per chapter, built on :mod:`mha.exercises.checking`.
+Every notebook
+    :mod:`~mha.book` (numbers stored at the precision the text shows, and glue), :mod:`~mha.data_files` (where
+    the stored results live, read without trusting them).
 """
 
 from .attention import AttentionOutput, HeadWeights, MultiHeadAttention, head_contributions, merge_heads, scaled_dot_product_attention, split_heads

@@ -74,9 +74,12 @@ def key_removal_effects(encoder: MiniLMEncoder, trace: EncoderTrace,
             for later in encoder.layers[layer + 1:]:
                 x, _ = later(x, mask=key_mask)
             changed = sentence_embeddings(x, copy_real).view(batch, len(in_layer), seq, -1)  # (batch, heads, seq, d)
-            cosine = torch.einsum("bhkd,bd->bhk", changed, full).cpu().numpy()  # (batch, heads in layer, seq)
+            # 1 - cos(a, b) = |a - b|² / 2 for unit vectors. Taking the difference first keeps the small effects
+            # exact: 1 - (a · b) in float32 cancels to noise below about 1e-6, which differs from CPU to CPU.
+            difference = changed.double() - full.double()[:, None, None, :]  # (batch, heads in layer, seq, d)
+            removal_effect = (0.5 * difference.pow(2).sum(dim=-1)).cpu().numpy()  # (batch, heads in layer, seq)
         for position, (row, _) in enumerate(in_layer):
-            effects[:, row] = 1.0 - cosine[:, position]
+            effects[:, row] = removal_effect[:, position]
     effects[~real.cpu().numpy()[:, None, :].repeat(len(heads), axis=1)] = np.nan
     return effects
 

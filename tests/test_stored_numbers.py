@@ -1,0 +1,155 @@
+"""Every number a notebook stores is at the precision a reader sees, so nbval's verdict does not depend on the CPU.
+
+nbval re-executes each notebook and compares its text outputs with the committed ones. Float32 results agree
+between CPUs (AVX2 against AVX-512, one thread against two) only to about six significant digits, so a stored
+number with more digits than that makes the test suite's verdict depend on the machine. These tests read the
+committed notebooks; `.ci/run` also executes them under another set of CPU kernels than the machine's own.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from mha.book import as_shown, decimals_shown, glue, shown
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted(p for p in (ROOT / "chapters").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+PROSE_GLUE = re.compile(r"\{glue:text\}`([A-Za-z_]\w*)(?::([^`]*))?`")
+GLUE_RECORD = "application/papermill.record/text/plain"
+DECIMAL_NUMBER = re.compile(r"(?<![\w.])-?(\d+\.\d+)(?:[eE][+-]?\d+)?(?![\w.])")
+MAX_SIGNIFICANT_DIGITS = 6
+
+
+def significant_digits(digits: str) -> int:
+    """Significant digits of a decimal literal such as '0.0529343914': leading zeros do not count."""
+    return len(digits.replace(".", "").lstrip("0")) or 1
+
+
+def glued_values(notebook) -> dict[str, str]:
+    """The stored text of every value a notebook glues, by name."""
+    values = {}
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            name = output.get("metadata", {}).get("scrapbook", {}).get("name")
+            if name is not None and GLUE_RECORD in output.get("data", {}):
+                values[name] = output["data"][GLUE_RECORD]
+    return values
+
+
+def prose_formats(notebook) -> dict[str, set[str]]:
+    """Every format the prose shows each glued name with (an empty string where it gives none)."""
+    formats: dict[str, set[str]] = {}
+    for cell in notebook.cells:
+        if cell.cell_type == "markdown":
+            for name, fmt in PROSE_GLUE.findall(cell.source):
+                formats.setdefault(name, set()).add(fmt)
+    return formats
+
+
+def stored_texts(notebook):
+    """(cell index, text) for every text output nbval compares: streams, plain text, HTML and glue records."""
+    for index, cell in enumerate(notebook.cells):
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "stream":
+                yield index, output.get("text", "")
+            for mime, data in output.get("data", {}).items():
+                if mime.startswith("text/") or mime == GLUE_RECORD:
+                    yield index, data if isinstance(data, str) else "".join(data)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_glued_float_is_stored_as_the_prose_shows_it(path):
+    notebook = nbformat.read(path, as_version=4)
+    formats = prose_formats(notebook)
+    problems = []
+    for name, text in glued_values(notebook).items():
+        value = ast.literal_eval(text)
+        if not isinstance(value, float):
+            continue
+        if name not in formats:
+            continue  # glued for completeness in a loop, never shown; its digits are checked below
+        shown_with = {fmt for fmt in formats[name] if fmt}
+        if not shown_with:
+            problems.append(f"{name} = {text} is a float the prose shows without a format; give it one such as :.2f")
+            continue
+        if not any(value == as_shown(value, fmt) for fmt in shown_with):
+            problems.append(f"{name} = {text} has more decimals than the prose shows ({sorted(shown_with)})")
+    assert not problems, f"{path.name}: glue floats with mha.book.glue(name, value, fmt):\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_name_the_prose_shows_is_glued(path):
+    notebook = nbformat.read(path, as_version=4)
+    shown_names, glued_names = set(prose_formats(notebook)), set(glued_values(notebook))
+    assert shown_names <= glued_names, f"{path.name}: the prose shows names no cell glues: {sorted(shown_names - glued_names)}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_no_stored_number_carries_more_than_six_significant_digits(path):
+    notebook = nbformat.read(path, as_version=4)
+    noisy = [f"cell {index}: {match.group(0)}" for index, text in stored_texts(notebook)
+             for match in DECIMAL_NUMBER.finditer(text) if significant_digits(match.group(1)) > MAX_SIGNIFICANT_DIGITS]
+    assert not noisy, (f"{path.name} stores numbers whose last digits depend on the CPU; round them with "
+                       "mha.book.shown (tables, printouts) or mha.book.glue (prose):\n" + "\n".join(noisy[:20]))
+
+
+def test_significant_digits_ignore_leading_zeros():
+    assert significant_digits("0.0529343914") == 9
+    assert significant_digits("12.50") == 4
+    assert significant_digits("0.000") == 1
+
+
+@pytest.mark.parametrize("fmt, decimals", [(".2f", 2), (".0f", 0), (".0%", 2), (".1%", 3), (".4f", 4)])
+def test_decimals_shown_reads_the_prose_format(fmt, decimals):
+    assert decimals_shown(fmt) == decimals
+
+
+@pytest.mark.parametrize("fmt", [".3g", "d", "", "s"])
+def test_formats_whose_rounding_is_not_defined_are_refused(fmt):
+    with pytest.raises(ValueError, match="fixed-point, percentage or scientific"):
+        as_shown(0.5, fmt)
+
+
+def test_as_shown_keeps_exactly_the_digits_a_format_shows():
+    assert as_shown(0.73259, ".1%") == 0.733
+    assert as_shown(3.2187e-05, ".1e") == 3.2e-05
+    assert as_shown(12.5, ".0f") == 12.0  # half to even, as format() itself rounds
+    assert format(as_shown(0.123456, ".2f"), ".2f") == format(0.123456, ".2f")
+    with pytest.raises(ValueError, match="significant digits"):
+        decimals_shown(".2e")
+
+
+def test_shown_rounds_and_never_keeps_negative_zero():
+    import numpy as np
+    import pandas as pd
+    import torch
+
+    assert shown(0.123456789, 3) == 0.123
+    assert str(shown(-0.0004, 2)) == "0.0"
+    assert shown(7, 2) == 7 and shown("L3H1", 2) == "L3H1"
+    assert np.array_equal(shown(torch.tensor([0.12345, -0.00001]), 3), np.array([0.123, 0.0]))
+    assert str(shown(np.array([-1e-9]), 2)[0]) == "0.0"
+    table = pd.DataFrame({"score": [0.123456, -0.0000001], "head": ["L0H1", "L2H3"], "count": [3, 4]})
+    rounded = shown(table, 2)
+    assert rounded["score"].tolist() == [0.12, 0.0] and rounded["count"].tolist() == [3, 4]
+    assert "-0.00" not in rounded.to_string()
+    with pytest.raises(ValueError, match="whole number"):
+        shown(0.5, -1)
+    with pytest.raises(TypeError, match="not set"):
+        shown({1.0}, 2)
+
+
+def test_glue_asks_floats_for_the_format_the_prose_uses():
+    with pytest.raises(ValueError, match="needs the format"):
+        glue("share", 0.25)
+    with pytest.raises(ValueError, match="cannot show"):
+        glue("share", float("nan"), ".2f")
+    with pytest.raises(ValueError, match="plain identifier"):
+        glue("a share", 0.25, ".2f")
+    with pytest.raises(TypeError, match="number or a string"):
+        glue("share", [0.25], ".2f")
