@@ -67,14 +67,15 @@ def test_explorer_escapes_html_typed_by_the_reader():
     assert explorer.sentence_box.value == ""  # the reader's text is left as typed
 
 
-def test_explorer_update_is_interactive():
+def test_every_head_count_redraws_the_maps():
+    # How fast each update is belongs to the benchmark (scripts/bench_views.py, budget 50 ms), not to a timed test.
     explorer = HeadExplorer()
-    timings = []
+    pictures = {}
     for n_heads in (1, 2, 3, 4, 6, 8, 12, 2, 4):
         explorer.heads_slider.value = n_heads
-        timings.append(explorer.last_refresh_seconds)
-    # The budget is 0.1 s per update; a generous bound here keeps the test honest on a busy machine.
-    assert np.median(timings[1:]) < 0.25, timings
+        assert explorer.last_refresh_seconds is not None
+        pictures[n_heads] = explorer.image.value
+    assert len(set(pictures.values())) == 7, "each head count should draw its own maps"
 
 
 HOSTILE = ["<img src=x onerror=alert(1)>", "<script>alert('x')</script>"]

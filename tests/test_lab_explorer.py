@@ -2,7 +2,6 @@
 
 import re
 
-import numpy as np
 import pytest
 import torch
 
@@ -98,24 +97,22 @@ def test_a_one_layer_model_can_be_shown_next_to_the_others():
     assert "nothing to compose with" in explorer.message.value
 
 
-def test_updates_fit_the_interactive_budget(explorer):
+def test_every_control_redraws_the_map(explorer):
+    # How fast each update is belongs to the benchmark (scripts/bench_views.py, budget 50 ms), not to a timed test.
     explorer.own_tokens.value = ""
-    explorer.refresh()  # the first draw of a sequence length builds the background once
-    timings = []
+    explorer.refresh()
+    pictures = []
     for name in induction_model_names()[:5]:
         explorer.model_menu.value = name
-        timings.append(explorer.last_refresh_seconds)
         for layer in (0, 1):
             explorer.layer_slider.value = layer
-            timings.append(explorer.last_refresh_seconds)
             for head in range(4):
                 explorer.head_slider.value = head
-                timings.append(explorer.last_refresh_seconds)
+                pictures.append(explorer.image.value)
     for sequence in range(16):
         explorer.sequence_slider.value = sequence
-        timings.append(explorer.last_refresh_seconds)
-    # The budget is 0.1 s per update; measured medians are under 0.02 s, so this holds on a busy machine too.
-    assert np.median(timings) < 0.1, timings
+        pictures.append(explorer.image.value)
+    assert len(set(pictures)) > 40, "moving the model, layer, head and sequence controls should change the map"
 
 
 @pytest.mark.parametrize("text, words", [
