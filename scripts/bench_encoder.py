@@ -27,7 +27,7 @@ torch.set_num_threads(1)  # the same thread count for both models
 from transformers import BertModel  # noqa: E402
 from transformers.utils import logging as transformers_logging  # noqa: E402
 
-from mha.encoder import MiniLMEncoder  # noqa: E402
+from mha.pretrained.encoder import MiniLMEncoder  # noqa: E402
 
 SUBJECTS = ["The old fisherman", "A committee of unusually cautious economists", "She", "My neighbour's parrot",
             "The newly elected mayor of the small coastal town", "Nobody"]

@@ -17,7 +17,7 @@ RETRAIN_BUDGET_S = 20.0  # the head-count explorer's live retrain of the slowest
 
 
 def time_head_explorer() -> tuple[float, list[float]]:
-    from mha.head_explorer import HeadExplorer
+    from mha.views.head_explorer import HeadExplorer
 
     start = time.perf_counter()
     explorer = HeadExplorer()
@@ -36,7 +36,7 @@ def time_head_explorer() -> tuple[float, list[float]]:
 
 
 def time_model_explorer() -> tuple[float, list[float]]:
-    from mha.model_explorer import ModelHeadExplorer
+    from mha.views.model_explorer import ModelHeadExplorer
 
     start = time.perf_counter()
     explorer = ModelHeadExplorer(["The keys to the cabinet are on the table .",
@@ -73,20 +73,20 @@ def time_every_control(make_view) -> tuple[float, list[float]]:
 
 
 def time_head_count_explorer() -> tuple[float, list[float]]:
-    from mha.head_count_explorer import HeadCountExplorer
+    from mha.views.head_count_explorer import HeadCountExplorer
 
     return time_every_control(HeadCountExplorer)
 
 
 def time_lab_explorer() -> tuple[float, list[float]]:
-    from mha.lab_explorer import InductionLabExplorer
+    from mha.views.induction_explorer import InductionLabExplorer
 
     return time_every_control(InductionLabExplorer)
 
 
 def time_live_retrain() -> float:
     """Seconds for the head-count explorer to retrain its slowest model (32 heads) for the full live run."""
-    from mha.head_count_explorer import HeadCountExplorer
+    from mha.views.head_count_explorer import HeadCountExplorer
 
     explorer = HeadCountExplorer()
     explorer.seed_picker.value = 0
@@ -98,11 +98,11 @@ def time_live_retrain() -> float:
 
 
 def _controls_of(explorer) -> list:
-    """Every slider or dropdown of a view, with a few values to move it through."""
+    """Every slider or dropdown of a view (mha.views.explorer.Explorer.controls), with a few values to move it through."""
     from ipywidgets import Dropdown, IntSlider
 
     moves = []
-    for control in vars(explorer).values():
+    for control in explorer.controls.values():
         if isinstance(control, IntSlider):
             moves.append((control, [v for v in (control.max, control.min, (control.min + control.max) // 2)]))
         elif isinstance(control, Dropdown):

@@ -6,7 +6,7 @@ Run from the repository root:
     python scripts/fit_head_patterns.py --seeds 0 1 2    # fewer seeds
 
 The section fits one head's W_Q, W_K (d_model = 64, d_head from 1 to 32) over n = 16 fixed random token vectors
-to four target patterns with :func:`mha.pattern_fitting.fit_head_patterns` (Adam, 300 steps, best of 2 restarts),
+to four target patterns with :func:`mha.core.low_rank_fitting.fit_head_patterns` (Adam, 300 steps, best of 2 restarts),
 once with free scores and once with scores capped at ±5, and repeats that for every seed. For every regime, seed,
 target and width the file records the error (the share of attention misplaced) and the mean range of a row's
 scores, rounded to 4 decimals, with the setup that produced them.
@@ -14,7 +14,7 @@ scores, rounded to 4 decimals, with the setup that produced them.
 Why a file: the optimisation's path is chaotic. Perturbing the tokens by 1e-13 moves the fitted errors of heads of
 width 1 or 2 by up to 0.1 (scores capped) or 0.01 (free scores), and another CPU's kernels (AVX2 against generic,
 which round sums differently) do the same, so the numbers cannot be recomputed identically on every machine. The
-notebook reads this one set of runs (:func:`mha.pattern_fitting.load_pattern_fits`), and reports the best error
+notebook reads this one set of runs (:func:`mha.core.low_rank_fitting.load_pattern_fits`), and reports the best error
 over the seeds, an upper bound on the best error a head of that width can reach, with the spread over seeds.
 Everything runs on one thread; the same machine, torch version and thread count give the same file.
 """
@@ -29,7 +29,7 @@ from pathlib import Path
 
 import torch
 
-from mha.pattern_fitting import (REGENERATE_PATTERN_FITS, dense_random_pattern, first_token_pattern,
+from mha.core.low_rank_fitting import (REGENERATE_PATTERN_FITS, dense_random_pattern, first_token_pattern,
                                  fit_head_patterns, load_pattern_fits, permutation_pattern, previous_token_pattern)
 
 ROOT = Path(__file__).resolve().parents[1]

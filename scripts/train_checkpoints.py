@@ -34,7 +34,7 @@ order of magnitude, and these models are too small to gain from more threads.
 The head-count sweep's 30 runs are independent, so they are shared out over
 ``--workers`` single-thread processes (default 2, one per core).
 The same seed and thread count give bit-identical weights, and
-:func:`mha.checkpoints.save_checkpoint` writes them canonically (sorted
+:func:`mha.lab.checkpoints.save_checkpoint` writes them canonically (sorted
 safetensors metadata, tensors in a fixed order), so every ``.safetensors`` file
 and its sha256 come out byte-identical. Only the wall-clock times differ from
 run to run: the ``seconds`` columns of the loss curves and the
@@ -57,12 +57,12 @@ from pathlib import Path
 
 import torch
 
-from mha.checkpoints import LAB_DIRECTORY, load_checkpoint, record_file, save_checkpoint
-from mha.circuit_scores import head_role_scores, k_composition_scores
-from mha.head_count import analysis_batch, answer_part_accuracy, relation_shares
-from mha.tasks import InductionTask, TwoRelationTask
-from mha.tiny_transformer import TinyTransformer, TinyTransformerConfig
-from mha.training import TrainingConfig, TrainingLog, steepest_drop, train
+from mha.lab.checkpoints import LAB_DIRECTORY, load_checkpoint, record_file, save_checkpoint
+from mha.lab.circuit_scores import head_role_scores, k_composition_scores
+from mha.lab.head_count_sweep import analysis_batch, answer_part_accuracy, relation_shares
+from mha.lab.tasks import InductionTask, TwoRelationTask
+from mha.lab.tiny_model import TinyTransformer, TinyTransformerConfig
+from mha.lab.training import TrainingConfig, TrainingLog, steepest_drop, train
 
 SCRIPT = "python scripts/train_checkpoints.py"
 GROUPS = ("induction_2layer", "induction_1layer", "induction_seeds", "head_count_sweep")
@@ -296,7 +296,7 @@ def run_head_count_sweep(workers: int) -> None:
                {"task": SWEEP_TASK.to_dict(), "d_model": SWEEP_D_MODEL, "n_layers": 1,
                 "head_counts": list(SWEEP_HEAD_COUNTS), "seeds": list(SWEEP_SEEDS),
                 "budgets": list(SWEEP_BUDGETS), "role_every": SWEEP_ROLE_EVERY,
-                "analysis_batch": "mha.head_count.analysis_batch(task, seed): 256 sequences drawn with seed 10000 + seed",
+                "analysis_batch": "mha.lab.head_count_sweep.analysis_batch(task, seed): 256 sequences drawn with seed 10000 + seed",
                 "training": {key: value for key, value in TrainingConfig(**SWEEP_TRAINING).to_dict().items()
                              if key != "seed"},
                 "summary": summary, "runs": runs},

@@ -1,4 +1,4 @@
-"""mha.attention checked against torch's own implementations, not against itself.
+"""mha.core.attention checked against torch's own implementations, not against itself.
 
 Property-based: hypothesis draws batch sizes, lengths, head counts, head sizes
 and masks; everything is float64 so agreement within 1e-6 is a real test.
@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import mha
-from mha import attention_numpy
-from mha.attention import MultiHeadAttention, head_contributions, merge_heads, split_heads
+from mha.core import attention_numpy
+from mha.core.attention import MultiHeadAttention, head_contributions, merge_heads, split_heads
 
 TOLERANCE = 1e-6
 settings.register_profile("book", max_examples=200, deadline=None, derandomize=True)

@@ -1,6 +1,7 @@
 """The book itself: notebooks are committed executed and follow the section skeleton, and the site builds
 with warnings treated as errors (``jupyter-book build -W -n --keep-going``)."""
 
+import ast
 import json
 import os
 import re
@@ -12,8 +13,17 @@ from pathlib import Path
 import pytest
 import yaml
 
+from mha.book import head_label, head_labels, label_heads, parse_head_label
+
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted(p for p in (ROOT / "chapters").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+PAGES = sorted(p for p in (ROOT / "chapters").rglob("*.md") if p.name != "notation.md")  # notation.md shows the others
+HIDDEN = {"hide-input", "remove-input", "remove-cell"}
+GLUE_RECORD = "application/papermill.record/text/plain"
+# A head is written L3H1 (layer 3, head 1, both from 0) and nothing else: not "L3 H1", "L3-H1", "layer 3, head 1" ...
+OTHER_HEAD_SPELLINGS = re.compile(r"\bL\d+[ _-]H\d+\b|\blayer \d+,? head \d+\b|\blayer \d+'s head \d+\b")
+# ... and code makes labels with mha.book.head_label, never with an f-string of its own
+HAND_MADE_LABEL = re.compile(r"""L\{[^}]*\} ?H\{|"L\{\} ?H\{\}"|"L" \+ .* \+ " ?H" \+""")
 
 
 def test_there_are_notebooks_and_every_one_is_in_the_table_of_contents():
@@ -135,3 +145,113 @@ def test_every_exercise_is_in_the_instructors_index():
     missing = [label for label in labels if f"{{ref}}`{label}`" not in guide]
     assert not missing, f"exercises missing from chapters/instructors.md: {missing}"
     assert len(labels) == len(set(labels)), "exercise labels must be unique across the book"
+
+
+def code_cells(path):
+    return [c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
+
+
+def calls(source: str, name: str) -> int:
+    """How many times a cell's code calls the function `name` (IPython magics are read as `pass`)."""
+    lines = [line[:len(line) - len(line.lstrip())] + "pass" if line.lstrip().startswith(("%", "!")) else line
+             for line in source.splitlines()]
+    tree = ast.parse("\n".join(lines))
+    return sum(isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name
+               for node in ast.walk(tree))
+
+
+def is_hidden(cell) -> bool:
+    return bool(HIDDEN & set(cell["metadata"].get("tags", [])))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_visible_code_cell_calls_glue(path):
+    """Storing numbers for the prose is bookkeeping: glue calls live in hidden (remove-input) cells."""
+    visible = [i for i, c in enumerate(code_cells(path)) if not is_hidden(c) and calls("".join(c["source"]), "glue")]
+    assert not visible, (f"{path.name}: code cells {visible} (counting code cells from 0) call glue( in view; move the "
+                         "glue calls into a following cell tagged remove-input")
+    glued = sum(calls("".join(c["source"]), "glue") for c in code_cells(path))
+    records = sum(GLUE_RECORD in o.get("data", {}) for c in code_cells(path) for o in c["outputs"])
+    assert records >= 1 or glued == 0, f"{path.name}: the hidden glue cells must keep their outputs (the glue records)"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_figure_styling_code_is_folded_away(path):
+    """A cell that lays out a matplotlib figure is behind hide-input: the page shows the figure, not the styling."""
+    exposed = [i for i, c in enumerate(code_cells(path))
+               if "plt.subplots(" in "".join(c["source"]) and not is_hidden(c)]
+    assert not exposed, f"{path.name}: code cells {exposed} draw a figure in view; tag them hide-input"
+
+
+def stored_head_texts(path):
+    """(where, text) for everything a reader sees of a notebook: prose, alt text and every stored text output."""
+    for index, cell in enumerate(json.loads(path.read_text())["cells"]):
+        if cell["cell_type"] == "markdown":
+            yield f"cell {index} (prose)", "".join(cell["source"])
+            continue
+        alt = cell["metadata"].get("mystnb", {}).get("image", {}).get("alt")
+        if alt:
+            yield f"cell {index} (alt text)", alt
+        for output in cell.get("outputs", []):
+            if output["output_type"] == "stream":
+                yield f"cell {index} (output)", "".join(output["text"])
+            for mime, data in output.get("data", {}).items():
+                if mime.startswith("text/") or mime == GLUE_RECORD:
+                    yield f"cell {index} (output)", data if isinstance(data, str) else "".join(data)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS + PAGES, ids=lambda p: p.name)
+def test_heads_are_named_one_way(path):
+    """Prose, tables, printouts and figure labels write a head as L3H1; code makes the label with head_label."""
+    if path.suffix == ".md":
+        texts = [("prose", path.read_text())]
+    else:
+        texts = list(stored_head_texts(path))
+        texts += [(f"code cell {i}", "".join(c["source"])) for i, c in enumerate(code_cells(path))]
+    other = [f"{where}: {match.group(0)!r}" for where, text in texts for match in OTHER_HEAD_SPELLINGS.finditer(text)]
+    assert not other, f"{path.name} spells heads another way than L3H1 (see chapters/notation.md):\n" + "\n".join(other)
+    hand_made = [f"{where}: {match.group(0)!r}" for where, text in texts if where.startswith("code")
+                 for match in HAND_MADE_LABEL.finditer(text)]
+    assert not hand_made, f"{path.name} builds head labels by hand; use mha.book.head_label:\n" + "\n".join(hand_made)
+
+
+def test_the_spelling_check_catches_the_old_spellings():
+    for text in ("L0 H2", "L3-H1", "layer 1, head 4", "layer 0's head 9", "L{l} H{h}"):
+        assert OTHER_HEAD_SPELLINGS.search(text) or HAND_MADE_LABEL.search(text), text
+    for text in ("L0H2", "L11H10", "layer 0", "head 3", "f\"{head_label(l, h)}\"", "8-11"):
+        assert not (OTHER_HEAD_SPELLINGS.search(text) or HAND_MADE_LABEL.search(text)), text
+
+
+def test_head_labels_round_trip_and_refuse_other_spellings():
+    import numpy as np
+    import pandas as pd
+    import torch
+
+    assert head_label(3, 1) == "L3H1" and head_label(np.int64(0), torch.tensor(11)) == "L0H11"
+    assert parse_head_label("L12H10") == (12, 10)
+    assert head_labels(2, 3) == ["L0H0", "L0H1", "L0H2", "L1H0", "L1H1", "L1H2"]
+    assert all(parse_head_label(label) == divmod(i, 3) for i, label in enumerate(head_labels(2, 3)))
+    for layer, head in ((-1, 0), (1.0, 2), (True, 1), (0, "1")):
+        with pytest.raises(ValueError, match="whole number"):
+            head_label(layer, head)
+    for label in ("L3 H1", "l3h1", "L3H", "3-1", 31):
+        with pytest.raises(ValueError, match="not a head label"):
+            parse_head_label(label)
+    table = pd.DataFrame({"relation": ["det", "aux"], "layer": [3, 1], "head": [1, 4], "acc": [0.9, 0.97]})
+    labelled = label_heads(table)
+    assert list(labelled.columns) == ["relation", "head", "acc"] and labelled["head"].tolist() == ["L3H1", "L1H4"]
+    assert table["head"].tolist() == [1, 4], "the table passed in is left unchanged"
+    indexed = label_heads(table.set_index(["layer", "head"]))
+    assert indexed.index.name == "head" and indexed.index.tolist() == ["L3H1", "L1H4"]
+    with pytest.raises(ValueError, match="needs a 'layer' and a 'head' column"):
+        label_heads(table.drop(columns="layer"))
+
+
+def test_the_notation_page_is_in_the_book_and_linked_from_the_landing_page():
+    toc = (ROOT / "_toc.yml").read_text()
+    assert "file: chapters/notation" in toc
+    assert "{doc}`notation`" in (ROOT / "chapters" / "index.md").read_text()
+    notation = (ROOT / "chapters" / "notation.md").read_text()
+    for term in ("d_\\text{model}", "d_\\text{head}", "W_{QK}", "W_{OV}", "L3H1", "[CLS]", "[SEP]", "wordpiece",
+                 "(batch, heads, seq, d_head)", "sums to 1", "may attend"):
+        assert term in notation, f"the notation page should explain {term}"

@@ -1,12 +1,12 @@
-"""Tests for mha.circuit_scores on hand-made attention maps and hand-made weights with known answers."""
+"""Tests for mha.lab.circuit_scores on hand-made attention maps and hand-made weights with known answers."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from mha.geometry import ov_circuit, qk_circuit
-from mha.circuit_scores import (
+from mha.core.geometry import ov_circuit, qk_circuit
+from mha.lab.circuit_scores import (
     attention_to_key_positions,
     composition_score_baseline,
     copying_score,
@@ -20,8 +20,8 @@ from mha.circuit_scores import (
     q_composition_score,
     v_composition_score,
 )
-from mha.tasks import InductionTask
-from mha.tiny_transformer import TinyTransformer, TinyTransformerConfig
+from mha.lab.tasks import InductionTask
+from mha.lab.tiny_model import TinyTransformer, TinyTransformerConfig
 
 torch.set_num_threads(1)
 

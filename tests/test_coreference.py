@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from mha.coreference import (antecedent_preference, baseline_picks, candidate_picks, candidate_weights,
+from mha.analysis.coreference import (antecedent_preference, baseline_picks, candidate_picks, candidate_weights,
                              count_flips, flip_scores, pair_halves)
-from mha.corpus import AnnotatedSentence, pronoun_pairs
+from mha.corpora.templates import AnnotatedSentence, pronoun_pairs
 
 
 def test_candidate_weights_read_the_pronoun_row():
@@ -70,8 +70,8 @@ def test_pair_halves_validates_pairs():
 
 
 def test_score_pronoun_items_on_the_model_and_layer_zero_never_flips():
-    from mha.coreference import candidate_similarity, score_pronoun_items
-    from mha.encoder import MiniLMEncoder
+    from mha.analysis.coreference import candidate_similarity, score_pronoun_items
+    from mha.pretrained.encoder import MiniLMEncoder
 
     encoder = MiniLMEncoder.load()
     items = pronoun_pairs()[:6]

@@ -2,8 +2,8 @@
 
 import pytest
 
-from mha import corpus as corpus_module
-from mha.corpus import (
+from mha.corpora import templates as corpus_module
+from mha.corpora.templates import (
     ADJECTIVES,
     AUXILIARIES,
     DETERMINERS,

@@ -1,4 +1,4 @@
-"""Tests for mha.encoder and mha.tokenization: the rebuilt all-MiniLM-L6-v2 must equal transformers' BertModel.
+"""Tests for mha.pretrained.encoder and mha.pretrained.tokenizer: the rebuilt all-MiniLM-L6-v2 must equal transformers' BertModel.
 
 The reference is transformers' ``BertModel`` loaded from the same local folder
 with eager attention (so it returns attention weights). Hidden states and
@@ -22,8 +22,8 @@ import torch
 
 torch.set_num_threads(1)  # two shared cores: one thread is faster than two competing
 
-from mha.encoder import EncoderTrace, MiniLMEncoder, SentenceTrace, uniform_attention_weights  # noqa: E402
-from mha.tokenization import TokenizedBatch  # noqa: E402
+from mha.pretrained.encoder import EncoderTrace, MiniLMEncoder, SentenceTrace, uniform_attention_weights  # noqa: E402
+from mha.pretrained.tokenizer import TokenizedBatch  # noqa: E402
 
 TOLERANCE = 1e-5
 
@@ -134,7 +134,7 @@ def test_trace_shapes_and_sentence_view(encoder):
     np.testing.assert_allclose(sentence.attention.sum(-1), 1.0, atol=1e-5)
     assert sentence.queries.shape == sentence.head_outputs.shape == (layers, heads, n, d_head)
     assert sentence.hidden_states.shape == (layers + 1, n, d_model)
-    np.testing.assert_array_equal(trace.attention_numpy(0), sentence.attention)
+    np.testing.assert_array_equal(trace.attention_maps(0), sentence.attention)
     assert trace.tokens[0][n:] == ["[PAD]"] * (seq - n) and trace.word_ids[0][n:] == [None] * (seq - n)
 
 
@@ -227,6 +227,50 @@ def test_uniform_attention_override(encoder):
     assert uniform_attention_weights(real, 5).shape == (2, 1, 5, real.shape[1])
 
 
+# ---------------------------------------------------------------- resuming at a layer
+
+
+def test_run_from_layer_resumes_the_stored_states(encoder):
+    inputs = encoder.tokenize(BATCH[:3])  # padded
+    mask = encoder.head_mask([(3, 2), (4, 0), (4, 9)])
+    override = encoder.uniform_attention([(4, 1), (5, 7)])
+    with torch.inference_mode():
+        plain = encoder(inputs)
+        masked = encoder(inputs, head_mask=mask)
+        overridden = encoder(inputs, attention_override=override)
+        for layer in range(6):  # no intervention: the last layer's output again, whatever the layer resumed
+            resumed = encoder.run_from_layer(plain.hidden_states[layer], layer, real_tokens=inputs.real_tokens)
+            torch.testing.assert_close(resumed, plain.hidden_states[-1], atol=1e-6, rtol=0)
+        for layer in (0, 3):  # the first layer the mask and the override touch is 3 and 4
+            with_mask = encoder.run_from_layer(plain.hidden_states[layer], layer, real_tokens=inputs.real_tokens,
+                                               head_mask=mask)
+            with_override = encoder.run_from_layer(plain.hidden_states[layer], layer, real_tokens=inputs.real_tokens,
+                                                   attention_override=override)
+            torch.testing.assert_close(with_mask, masked.hidden_states[-1], atol=1e-6, rtol=0)
+            torch.testing.assert_close(with_override, overridden.hidden_states[-1], atol=1e-6, rtol=0)
+        alone = encoder.trace(BATCH[1])  # one sentence: no padding, so no key mask is needed
+        torch.testing.assert_close(encoder.run_from_layer(alone.hidden_states[2], 2), alone.hidden_states[-1],
+                                   atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda e, t: e.run_from_layer(t.hidden_states[6], 6), "layer must be a whole number in 0..5"),
+        (lambda e, t: e.run_from_layer(t.hidden_states[:2], 1), r"give a tensor \(batch, seq, 384\)"),
+        (lambda e, t: e.run_from_layer(t.hidden_states[1].numpy(), 1), "hidden_states is ndarray"),
+        (lambda e, t: e.run_from_layer(t.hidden_states[1], 1, real_tokens=t.real_tokens[:, :2]), "real_tokens is"),
+        (lambda e, t: e.run_from_layer(t.hidden_states[3], 3, real_tokens=t.real_tokens,
+                                       head_mask=e.head_mask([(1, 0), (4, 4)])),
+         r"changes layers \[1\], below layer 3"),
+    ],
+)
+def test_run_from_layer_explains_bad_arguments(encoder, call, message):
+    trace = encoder.trace(BATCH[:2])
+    with pytest.raises(ValueError, match=message):
+        call(encoder, trace)
+
+
 # ---------------------------------------------------------------- tokenisation
 
 
@@ -290,6 +334,7 @@ def test_truncation_only_when_asked_and_with_a_warning(encoder):
         (lambda e: e.head_mask([(6, 0)]), "layer must be a whole number in 0..5"),
         (lambda e: e.head_mask([(0, 12)]), "head must be a whole number in 0..11"),
         (lambda e: e.uniform_attention([3]), r"\(layer, head\) pairs"),
+        (lambda e: e.check_heads([(0, 12)]), "head must be a whole number in 0..11"),
         (lambda e: e.head_weights(-1, 0), "layer must be"),
         (lambda e: e.trace(["a", "b"]).sentence(2), "sentence index"),
         (lambda e: e(torch.tensor([[101, 102]])), "takes a TokenizedBatch"),

@@ -1,10 +1,10 @@
-"""Fuzzing the public functions of mha.attention, mha.attention_numpy and mha.masks (issue 7).
+"""Fuzzing the public functions of mha.core.attention, mha.core.attention_numpy and mha.core.masks (issue 7).
 
 Hypothesis draws shapes (sometimes wrong), dtypes (float16/32/64, int, bool),
 containers (tensor, numpy array, nested list), NaN and inf, and masks of any
 shape and dtype. Every call must end one of two ways:
 
-* it raises :class:`mha.validation.InputError` -- the package's own error, a
+* it raises :class:`mha.core.validation.InputError` -- the package's own error, a
   ``ValueError`` whose message says what to fix -- and nothing else; or
 * it returns a result that equals an independent float64 reference and obeys
   the invariants (weights >= 0, rows sum to 1, blocked keys get weight 0).
@@ -23,9 +23,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import mha
-from mha import attention_numpy
-from mha.attention import MultiHeadAttention, head_contributions, merge_heads, split_heads
-from mha.validation import InputError, NonFiniteWarning, check_head_count
+from mha.core import attention_numpy
+from mha.core.attention import MultiHeadAttention, head_contributions, merge_heads, split_heads
+from mha.core.validation import InputError, NonFiniteWarning, check_head_count
 
 FUZZ = settings(max_examples=120, deadline=None, derandomize=True)
 DTYPES = ["float16", "float32", "float32", "float64", "float64", "int64", "bool"]  # about 1 input in 7 is refused

@@ -1,4 +1,4 @@
-"""Tests for mha.geometry on hand-made matrices with known answers, and on the real MiniLM heads."""
+"""Tests for mha.core.geometry on hand-made matrices with known answers, and on the real MiniLM heads."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import math
 import pytest
 import torch
 
-from mha.attention import MultiHeadAttention
-from mha.geometry import (
+from mha.core.attention import MultiHeadAttention
+from mha.core.geometry import (
     effective_rank,
     head_subspace_angles,
     head_writes,
@@ -212,7 +212,7 @@ def test_share_in_subspace_by_hand():
 # --- the real model ------------------------------------------------------------------------------
 
 def test_minilm_circuits_have_rank_d_head_and_the_layer_output_is_a_sum_over_heads():
-    from mha.encoder import MiniLMEncoder
+    from mha.pretrained.encoder import MiniLMEncoder
 
     encoder = MiniLMEncoder.load()
     stacked = encoder.stacked_head_weights()

@@ -5,7 +5,7 @@ import itertools
 import numpy as np
 import pytest
 
-from mha.head_contrasts import (bootstrap_interval, familywise_p_values, held_out_best, mean_by_unit, paired_t,
+from mha.analysis.statistics import (bootstrap_interval, familywise_p_values, held_out_best, mean_by_unit, paired_t,
                                 sign_flip_signs)
 
 

@@ -1,4 +1,4 @@
-"""mha.head_count: attention shares, head roles, answer parts, curve thresholds, the shipped head-count sweep."""
+"""mha.lab.head_count_sweep: attention shares, head roles, answer parts, curve thresholds, the shipped head-count sweep."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 import torch
 
-from mha.head_count import (ROLES, analysis_batch, answer_part_accuracy, answer_parts, ask_attention_override,
+from mha.lab.head_count_sweep import (ROLES, analysis_batch, answer_part_accuracy, answer_parts, ask_attention_override,
                             fact_attention_by, first_step_below, head_role, load_sweep, previous_positions,
                             relation_shares, token_names, train_two_relation_model)
-from mha.tasks import TwoRelationTask
-from mha.training import TrainingConfig
+from mha.lab.tasks import TwoRelationTask
+from mha.lab.training import TrainingConfig
 
 torch.set_num_threads(1)
 TASK = TwoRelationTask()
@@ -149,7 +149,7 @@ def test_analysis_batch_is_fixed_by_the_seed():
 
 def test_train_two_relation_model_reports_progress():
     sweep_task = TwoRelationTask()
-    from mha.tiny_transformer import TinyTransformerConfig
+    from mha.lab.tiny_model import TinyTransformerConfig
 
     config = TinyTransformerConfig(vocab_size=sweep_task.vocab_size, max_seq_len=sweep_task.seq_len, d_model=32,
                                    n_layers=1, n_heads=4)

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from mha.head_count_explorer import (HeadCountExplorer, attention_table_html, parse_head_count,
-                                     shares_table_html)
+from mha.views.head_count_explorer import HeadCountExplorer, parse_head_count, shares_table_html
+from mha.views.heatmaps import attention_table_html
 
 torch.set_num_threads(1)
 
@@ -21,7 +21,8 @@ def explorer():
 def test_first_view_shows_a_run_of_the_sweep(explorer):
     assert "h = 1 heads of d_head = 32" in explorer.message.value
     assert "11,904 parameters" in explorer.message.value
-    assert "ask k" in explorer.map_view.value and "attended TO" in explorer.map_view.value
+    assert bytes(explorer.image.value).startswith(b"\x89PNG")
+    assert "ask k" in explorer.map_table.value and "attended TO" in explorer.map_table.value
     assert explorer.shares_view.value.count("<td>head ") == 1
     assert explorer.curves.value.startswith("<svg") and "polyline" in explorer.curves.value
 
@@ -34,7 +35,7 @@ def test_picking_a_head_count_updates_every_part(explorer):
     explorer.head_slider.value = 7
     explorer.heads_picker.value = 2
     assert explorer.head_slider.max == 1 and explorer.head_slider.value == 1
-    assert "head 1 of 2" in explorer.map_view.value
+    assert "head 1 of 2" in explorer.map_table.value
 
 
 @pytest.mark.parametrize("n_heads, seed, words", [(3, 0, "does not divide d_model = 32"), (64, 0, "does not divide"),
@@ -42,10 +43,11 @@ def test_picking_a_head_count_updates_every_part(explorer):
                                                   (4, 42, "no run with seed 42")])
 def test_asking_for_a_run_that_does_not_exist_explains_and_keeps_the_view(explorer, n_heads, seed, words):
     assert explorer.show(4, 0)
-    kept_map, kept_curves = explorer.map_view.value, explorer.curves.value
+    kept_map, kept_table, kept_curves = bytes(explorer.image.value), explorer.map_table.value, explorer.curves.value
     assert not explorer.show(n_heads, seed)
     assert "Cannot show this" in explorer.message.value and words in explorer.message.value
-    assert explorer.map_view.value == kept_map and explorer.curves.value == kept_curves
+    assert bytes(explorer.image.value) == kept_map and explorer.map_table.value == kept_table
+    assert explorer.curves.value == kept_curves
     assert explorer.heads_picker.value == 4 and explorer.seed_picker.value == 0
 
 
@@ -79,8 +81,10 @@ def test_every_control_redraws_the_view(explorer):
         for value in values:
             control.value = value
             assert explorer.last_refresh_seconds is not None
-            views.append(explorer.map_view.value)
-        assert len(set(views)) > 1, f"moving {control.description!r} changed nothing in the view"
+            views.append((bytes(explorer.image.value), explorer.map_table.value))
+        pictures, tables = zip(*views)
+        assert len(set(pictures)) > 1, f"moving {control.description!r} changed nothing in the map"
+        assert len(set(tables)) > 1, f"moving {control.description!r} changed nothing in the table of the map"
 
 
 def test_live_retrain_shows_the_new_model_and_fits_the_time_budget(explorer):
@@ -124,28 +128,30 @@ def test_odd_values_passed_to_show_get_a_message(explorer, n_heads, seed):
 
 
 def test_a_run_that_cannot_be_loaded_is_a_message_not_a_dead_view(explorer, monkeypatch):
-    from mha.checkpoints import CheckpointError
+    from mha.lab.checkpoints import CheckpointError
 
     assert explorer.show(4, 0)
-    kept_map = explorer.map_view.value
+    kept_map, kept_table = bytes(explorer.image.value), explorer.map_table.value
 
     def damaged(n_heads, seed):
         raise CheckpointError("checkpoint file head_count_h2_seed3.safetensors is corrupted <b>")
     monkeypatch.setattr(explorer, "_sweep_view", damaged)
     assert not explorer.show(2, 3)
     assert "Cannot show this" in explorer.message.value and "unexpected CheckpointError" in explorer.message.value
-    assert "corrupted &lt;b&gt;" in explorer.message.value and explorer.map_view.value == kept_map
+    assert "corrupted &lt;b&gt;" in explorer.message.value
+    assert bytes(explorer.image.value) == kept_map and explorer.map_table.value == kept_table
 
 
 def test_a_live_run_that_fails_says_why_and_keeps_the_view(explorer, monkeypatch):
-    import mha.head_count_explorer
+    import mha.views.head_count_explorer
 
     assert explorer.show(4, 0)
-    kept_map = explorer.map_view.value
+    kept_map, kept_table = bytes(explorer.image.value), explorer.map_table.value
 
     def failing(*args, **kwargs):
         raise RuntimeError("out of memory")
-    monkeypatch.setattr(mha.head_count_explorer, "train_two_relation_model", failing)
+    monkeypatch.setattr(mha.views.head_count_explorer, "train_two_relation_model", failing)
     assert not explorer.retrain("2", steps=10)
     assert "unexpected RuntimeError (out of memory)" in explorer.status.value
-    assert not explorer.train_button.disabled and explorer.map_view.value == kept_map
+    assert not explorer.train_button.disabled
+    assert bytes(explorer.image.value) == kept_map and explorer.map_table.value == kept_table

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from mha.head_explorer import HeadExplorer, head_attention_maps
-from mha.toy_sentences import MAX_TOKENS, embed_tokens, split_into_tokens
+from mha.views.head_explorer import HeadExplorer, head_attention_maps
+from mha.core.toy_sentences import MAX_TOKENS, embed_tokens, split_into_tokens
 
 
 def test_maps_have_one_row_per_token_and_rows_sum_to_one():
@@ -100,14 +100,14 @@ def test_a_lone_surrogate_is_explained_and_the_last_map_stays():
 
 
 def test_an_unexpected_error_is_a_message_not_a_dead_view(monkeypatch):
-    import mha.head_explorer
+    import mha.views.head_explorer
 
     explorer = HeadExplorer()
     good = bytes(explorer.image.value)
 
     def broken(*args, **kwargs):
         raise TypeError("<b>surprise</b>")
-    monkeypatch.setattr(mha.head_explorer, "head_attention_maps", broken)
+    monkeypatch.setattr(mha.views.head_explorer, "head_attention_maps", broken)
     assert explorer.refresh() is False
     assert "Cannot draw this" in explorer.message.value and "unexpected TypeError" in explorer.message.value
     assert "&lt;b&gt;surprise" in explorer.message.value and bytes(explorer.image.value) == good

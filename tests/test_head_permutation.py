@@ -1,12 +1,12 @@
-"""mha.head_permutation: reordering heads renames them and changes nothing the layer computes."""
+"""mha.lab.permutation: reordering heads renames them and changes nothing the layer computes."""
 
 import numpy as np
 import pytest
 import torch
 
-from mha.attention_numpy import multi_head_attention
-from mha.head_permutation import head_order_columns, permute_head_weights, permute_heads
-from mha.tiny_transformer import TinyTransformer, TinyTransformerConfig
+from mha.core.attention_numpy import multi_head_attention
+from mha.lab.permutation import head_order_columns, permute_head_weights, permute_heads
+from mha.lab.tiny_model import TinyTransformer, TinyTransformerConfig
 
 torch.set_num_threads(1)
 

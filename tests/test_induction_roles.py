@@ -1,15 +1,15 @@
-"""mha.induction_roles: roles found by score on hand-made scores and maps, and on the stored lab models."""
+"""mha.lab.induction: roles found by score on hand-made scores and maps, and on the stored lab models."""
 
 import json
 
 import pytest
 import torch
 
-from mha.checkpoints import LAB_DIRECTORY, load_checkpoint
-from mha.circuit_scores import prefix_matching_score, previous_token_score
-from mha.induction_roles import (ROLE_THRESHOLD, attention_by_offset, head_ablation_losses, heads_with_role,
+from mha.lab.checkpoints import LAB_DIRECTORY, load_checkpoint
+from mha.lab.circuit_scores import prefix_matching_score, previous_token_score
+from mha.lab.induction import (ROLE_SCORE_THRESHOLD, attention_by_offset, head_ablation_losses, heads_with_role,
                                  held_out_batch, role_labels, role_table, uniform_causal_weights)
-from mha.tasks import INDUCTION_HELD_OUT_PERIODS, InductionTask
+from mha.lab.tasks import INDUCTION_HELD_OUT_PERIODS, InductionTask
 
 torch.set_num_threads(1)
 
@@ -100,7 +100,7 @@ def test_role_table_reproduces_the_stored_roles(seed0):
     assert layer1.loc[layer1.role == "induction", "head"].tolist() == stored["induction_heads_layer1"]
     torch.testing.assert_close(torch.tensor(layer1.prefix_matching.tolist()), torch.tensor(stored["prefix_matching"][1]),
                                atol=1e-5, rtol=0)
-    assert ROLE_THRESHOLD == json.loads((LAB_DIRECTORY / "induction_roles.json").read_text())["thresholds"]["previous_token"]
+    assert ROLE_SCORE_THRESHOLD == json.loads((LAB_DIRECTORY / "induction_roles.json").read_text())["thresholds"]["previous_token"]
 
 
 def test_removing_the_previous_token_head_breaks_induction(seed0):
@@ -112,4 +112,4 @@ def test_removing_the_previous_token_head_breaks_induction(seed0):
     previous_head = int(previous_token_score(weights)[0].argmax())
     assert int(losses[0].argmax()) == previous_head
     assert float(losses[0, previous_head]) > torch.log(torch.tensor(64.0))  # worse than guessing uniformly
-    assert prefix_matching_score(weights, batch.inputs, batch.details["repeat_mask"])[1].min() > ROLE_THRESHOLD
+    assert prefix_matching_score(weights, batch.inputs, batch.details["repeat_mask"])[1].min() > ROLE_SCORE_THRESHOLD

@@ -5,7 +5,7 @@ import re
 import pytest
 import torch
 
-from mha.lab_explorer import InductionLabExplorer, induction_model_names, parse_token_ids, prefix_matching_keys
+from mha.views.induction_explorer import InductionLabExplorer, induction_model_names, parse_token_ids, prefix_matching_keys
 
 torch.set_num_threads(1)
 
@@ -45,7 +45,7 @@ def test_commas_and_spaces_both_separate_tokens():
 def test_default_view_shows_a_map_and_the_head_scores(explorer):
     assert bytes(explorer.image.value).startswith(b"\x89PNG")
     message = explorer.message.value
-    assert "seed 0, layer 1, head 0" in message and "induction" in message
+    assert "seed 0, L1H0" in message and "induction" in message
     assert "never trained on" in message and "K-composition" in message
 
 
@@ -146,7 +146,7 @@ def test_an_unexpected_error_is_a_message_not_a_dead_view(explorer, monkeypatch)
 
     def broken(*args, **kwargs):
         raise RuntimeError("no more memory")
-    monkeypatch.setattr(explorer._canvas, "render", broken)
+    monkeypatch.setattr(explorer.renderer, "render", broken)
     assert explorer.refresh() is False
     assert "unexpected RuntimeError (no more memory)" in explorer.message.value
     assert bytes(explorer.image.value) == good_image

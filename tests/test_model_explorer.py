@@ -5,8 +5,8 @@ import re
 import numpy as np
 import pytest
 
-from mha.encoder import MiniLMEncoder
-from mha.model_explorer import (CACHED_SENTENCES, TYPE_YOUR_OWN, ModelHeadExplorer, sentence_attention,
+from mha.pretrained.encoder import MiniLMEncoder
+from mha.views.model_explorer import (CACHED_SENTENCES, TYPE_YOUR_OWN, ModelHeadExplorer, sentence_attention,
                                  strongest_link)
 
 SENTENCES = ["The keys to the cabinet are on the table .", "The trophy does not fit in the suitcase because it is too big ."]
@@ -35,7 +35,7 @@ def test_explorer_follows_layer_head_and_sentence(encoder):
     explorer = ModelHeadExplorer(SENTENCES, encoder=encoder)
     first = bytes(explorer.image.value)
     explorer.layer_slider.value, explorer.head_slider.value = 2, 7
-    assert "layer 2, head 7" in explorer.message.value and bytes(explorer.image.value) != first
+    assert "L2H7" in explorer.message.value and bytes(explorer.image.value) != first
     explorer.sentence_menu.value = SENTENCES[1]
     assert explorer.sentence == SENTENCES[1]
 
@@ -65,10 +65,10 @@ def test_explorer_needs_sentences(encoder):
 
 @pytest.mark.parametrize("typed", ["<img src=x onerror=alert(1)>", "<script>alert(1)</script>"])
 def test_html_typed_by_the_reader_is_shown_as_text_never_run(encoder, typed, monkeypatch):
-    import mha.model_explorer
+    import mha.views.model_explorer
 
     explorer = ModelHeadExplorer(SENTENCES, encoder=encoder)
-    monkeypatch.setattr(mha.model_explorer, "strongest_link", lambda weights: (1, 2))  # the link "<" -> "img"/"script"
+    monkeypatch.setattr(mha.views.model_explorer, "strongest_link", lambda weights: (1, 2))  # the link "<" -> "img"/"script"
     explorer.own_sentence.value = typed + " the cat sat"
     assert explorer.refresh()
     message = explorer.message.value

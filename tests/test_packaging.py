@@ -120,6 +120,6 @@ def test_the_pretrained_model_weights_are_the_ones_the_book_was_checked_with():
         f"{path} has sha256 {digest.hexdigest()}, not the {MODEL_WEIGHTS_SHA256} the book was checked with: the "
         f"model package changed. Reinstall {MODEL_DISTRIBUTION}=={distribution.version} from requirements.txt, or "
         "re-run the chapter-3 notebooks and update the hash here if the change is intended.")
-    from mha.tokenization import default_model_path
+    from mha.pretrained.tokenizer import default_model_path
 
     assert path.resolve() == (default_model_path() / MODEL_WEIGHTS).resolve()  # the file the encoder loads

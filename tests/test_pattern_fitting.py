@@ -1,4 +1,4 @@
-"""Tests for mha.pattern_fitting: hand-made targets, exact minimum widths, and small fits with known outcomes."""
+"""Tests for mha.core.low_rank_fitting: hand-made targets, exact minimum widths, and small fits with known outcomes."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from mha.pattern_fitting import (
+from mha.core.low_rank_fitting import (
     PATTERN_FITS_PATH,
     REGENERATE_PATTERN_FITS,
     PatternFitsError,

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from mha.relatedness import FRAMES, RELATED_PAIRS, crossed_contrast, crossed_items, slot_weights
-from mha.tokenization import load_tokenizer
+from mha.analysis.relatedness import FRAMES, RELATED_PAIRS, crossed_contrast, crossed_items, slot_weights
+from mha.pretrained.tokenizer import load_tokenizer
 
 
 def test_every_item_crosses_two_pairs_in_one_frame():

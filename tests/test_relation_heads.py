@@ -1,4 +1,4 @@
-"""mha.relation_heads on hand-made maps whose answers are known (chapter 3, syntax).
+"""mha.analysis.relations on hand-made maps whose answers are known (chapter 3, syntax).
 
 Row = query = the word attending FROM, column = key = the word attended TO.
 """
@@ -8,9 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from mha.corpus import AnnotatedSentence, Relation
-from mha.relation_heads import best_heads, relation_predictions, spanning_attractor_records
-from mha.roles import AttentionRecord, head_role_table
+from mha.corpora.templates import AnnotatedSentence, Relation
+from mha.analysis.relations import best_heads, relation_predictions, spanning_attractor_records
+from mha.analysis.role_table import AttentionRecord, head_role_table
 
 WORDS = ("The", "old", "dog", "saw", "a", "cat", ".")
 RELATIONS = (Relation("det_noun", 0, 2), Relation("adj_noun", 1, 2), Relation("det_noun", 4, 5),

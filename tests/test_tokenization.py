@@ -2,7 +2,7 @@
 
 import pytest
 
-from mha.tokenization import check_no_lone_surrogates, tokenize
+from mha.pretrained.tokenizer import check_no_lone_surrogates, tokenize
 
 
 @pytest.mark.parametrize("text, words", [

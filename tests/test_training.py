@@ -1,4 +1,4 @@
-"""Tests for mha.training: determinism, logging, checkpoint callbacks, threads, and that training learns."""
+"""Tests for mha.lab.training: determinism, logging, checkpoint callbacks, threads, and that training learns."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import math
 import pytest
 import torch
 
-from mha.tasks import CopyBackTask, InductionTask
-from mha.tiny_transformer import TinyTransformer, TinyTransformerConfig
-from mha.training import TrainingConfig, TrainingLog, steepest_drop, train
+from mha.lab.tasks import CopyBackTask, InductionTask
+from mha.lab.tiny_model import TinyTransformer, TinyTransformerConfig
+from mha.lab.training import TrainingConfig, TrainingLog, steepest_drop, train
 
 torch.set_num_threads(1)
 

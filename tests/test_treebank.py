@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from mha.corpus import relation_counts
-from mha.treebank import parse_conllu, read_conllu
+from mha.corpora.templates import relation_counts
+from mha.corpora.treebank import parse_conllu, read_conllu
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample.conllu"
 

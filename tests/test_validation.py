@@ -7,9 +7,9 @@ import pytest
 import torch
 
 import mha
-from mha import attention_numpy
-from mha.attention import MultiHeadAttention, head_contributions, merge_heads, split_heads
-from mha.validation import InputError, NonFiniteWarning, head_counts_that_divide
+from mha.core import attention_numpy
+from mha.core.attention import MultiHeadAttention, head_contributions, merge_heads, split_heads
+from mha.core.validation import InputError, NonFiniteWarning, head_counts_that_divide
 
 
 def test_head_count_that_does_not_divide_lists_the_ones_that_do():

@@ -5,8 +5,8 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from mha.tokenization import load_tokenizer
-from mha.word_frequency import (COMMON_NOUNS, RARE_NOUNS, count_rarity, count_tokens, extreme_hit_rates,
+from mha.pretrained.tokenizer import load_tokenizer
+from mha.analysis.rarity import (COMMON_NOUNS, RARE_NOUNS, count_rarity, count_tokens, extreme_hit_rates,
                                 rare_common_items, split_words, vocabulary_rank)
 
 

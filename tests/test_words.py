@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from mha.words import word_attention, word_strings, word_units
+from mha.pretrained.word_maps import word_attention, word_strings, word_units
 
 # [CLS] play ##ing cards [SEP]: word 0 = "play ##ing", word 1 = "cards"
 WORD_IDS = [None, 0, 0, 1, None]

@@ -1,35 +1,27 @@
 """mha: the package behind the book *What each head of multi-head attention learns*.
 
-Each module has one job; its docstring names the section that explains it. By chapter:
+The package's tree follows the book. Each subpackage's docstring maps its modules to the sections that use them,
+and each module's docstring cites its section (``tests/test_package_map.py`` keeps both true).
 
-Chapter 1, the mechanism
-    :mod:`~mha.attention` (scaled dot-product and multi-head attention, torch), :mod:`~mha.attention_numpy`
-    (the same in numpy), :mod:`~mha.masks`, :mod:`~mha.validation` (boundary checks that say how to fix the
-    input), :mod:`~mha.toy_sentences` (sentence vectors for random-weight demos), :mod:`~mha.heatmaps`,
-    :mod:`~mha.head_explorer` (the head-count view).
-Chapter 2, geometry
-    :mod:`~mha.geometry` (QK/OV circuits, ranks, subspace angles), :mod:`~mha.pattern_fitting` (what one head of a
-    given width can express).
-Chapter 3, a pretrained model
-    :mod:`~mha.tokenization`, :mod:`~mha.encoder` (all-MiniLM-L6-v2 on :mod:`~mha.attention`, with traces and
-    interventions), :mod:`~mha.words` (word-level maps), :mod:`~mha.corpus` and :mod:`~mha.treebank` (sentences
-    with gold relations), :mod:`~mha.corpus_attention` (batched encoding), :mod:`~mha.roles` (the head-role table),
-    :mod:`~mha.relation_heads`, :mod:`~mha.head_contrasts` (paired statistics over heads, corrected for many
-    heads), :mod:`~mha.coreference`, :mod:`~mha.relatedness`, :mod:`~mha.word_frequency`,
-    :mod:`~mha.head_removal`, :mod:`~mha.model_explorer` (the layer / head / sentence view).
-Chapter 3, the lab
-    :mod:`~mha.tiny_transformer`, :mod:`~mha.tasks`, :mod:`~mha.training`, :mod:`~mha.checkpoints`,
-    :mod:`~mha.circuit_scores` (previous-token, prefix-matching, copying, composition), :mod:`~mha.induction_roles`,
-    :mod:`~mha.head_permutation`, :mod:`~mha.lab_explorer`.
-Exercises
-    :mod:`~mha.exercises`: one module of checks per chapter, built on :mod:`mha.exercises.checking`.
-Every notebook
-    :mod:`~mha.book` (numbers stored at the precision the text shows, and glue), :mod:`~mha.data_files` (where
-    the stored results live, read without trusting them).
+- :mod:`mha.core`: the math with no trained weights: attention (torch and numpy), masks, boundary checks, the
+  geometry of heads and low-rank fitting (chapter 1 "The mechanism", chapter 2 "The geometry of subspace
+  projection").
+- :mod:`mha.pretrained`: all-MiniLM-L6-v2 rebuilt on :mod:`mha.core.attention`: tokenizer, encoder, word maps,
+  sentence vectors, interventions (chapters 2 to 4).
+- :mod:`mha.corpora`: text with known answers: templates, a treebank reader, paraphrases (chapters 3 and 4).
+- :mod:`mha.analysis`: measurements on the pretrained model: role table, relations, statistics, coreference,
+  relatedness, rarity, ablation, norms, attention flow (chapter 3 "Empirical head roles", chapter 4 "Caveats").
+- :mod:`mha.lab`: tiny transformers trained here: model, tasks, training, checkpoints, circuit scores, induction,
+  permutation, head-count sweep (sections 3.5 to 3.7).
+- :mod:`mha.views`: the interactive views and the heatmaps (chapters 1 and 3).
+- :mod:`mha.exercises`: one module of checks per chapter, built on :mod:`mha.exercises.checking`.
+- :mod:`mha.book`: what every notebook shares: numbers stored at the precision the text shows, glue, head labels.
+- :mod:`mha.data_files`: where the stored results live, read without trusting them (sections 2.2, 3.5-3.7).
 """
 
-from .attention import AttentionOutput, HeadWeights, MultiHeadAttention, head_contributions, merge_heads, scaled_dot_product_attention, split_heads
-from .masks import causal_mask, padding_mask
+from mha.core.attention import (AttentionOutput, HeadWeights, MultiHeadAttention, head_contributions, merge_heads,
+                                scaled_dot_product_attention, split_heads)
+from mha.core.masks import causal_mask, padding_mask
 
 __all__ = [
     "AttentionOutput",

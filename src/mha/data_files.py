@@ -1,7 +1,7 @@
 """Where the book's data files live, and how they are read without trusting them (chapters 2 and 3).
 
-The notebooks read stored results: the lab's checkpoints (``data/lab/``, :mod:`mha.checkpoints`) and the fitted
-heads of chapter 2 (``data/pattern_fits.json``, :mod:`mha.pattern_fitting`). A data file may be missing, replaced
+The notebooks read stored results: the lab's checkpoints (``data/lab/``, :mod:`mha.lab.checkpoints`) and the fitted
+heads of chapter 2 (``data/pattern_fits.json``, :mod:`mha.core.low_rank_fitting`). A data file may be missing, replaced
 by something else, or damaged. :func:`read_data_file` reads only a regular file of bounded size, so a path that
 names a device such as ``/dev/zero`` or a pipe fails at once instead of hanging, and every failure is raised as the
 caller's own error class with the command that regenerates the file.

@@ -1,6 +1,6 @@
 """Automatic checks for the book's exercises: ``check_x(your_function)`` says what differs, or that it passes.
 
-Checks are grouped by chapter: :mod:`~mha.exercises.mechanism` (chapter 1, re-exported here),
+Checks are grouped by chapter: :mod:`~mha.exercises.mechanism` (chapter 1, "The mechanism"; re-exported here),
 :mod:`~mha.exercises.geometry` (chapter 2), :mod:`~mha.exercises.head_roles`,
 :mod:`~mha.exercises.coreference_and_content`, :mod:`~mha.exercises.emergence` and
 :mod:`~mha.exercises.head_count` (chapter 3), :mod:`~mha.exercises.caveats` (chapter 4). The machinery

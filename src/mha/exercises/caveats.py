@@ -8,9 +8,9 @@ Section "Attention is not explanation": :func:`check_norm_based_attention`,
 
 Each check runs the learner's function on small seeded inputs (random
 attention maps, values, hidden states, similarities; no model needed),
-compares with the package's own implementation (:mod:`mha.attention_norms`,
-:mod:`mha.token_mixing`, :mod:`mha.sentence_embedding`,
-:mod:`mha.paraphrase_task`, :mod:`mha.head_importance`, and
+compares with the package's own implementation (:mod:`mha.analysis.norms`,
+:mod:`mha.analysis.attention_flow`, :mod:`mha.pretrained.sentence_embedding`,
+:mod:`mha.corpora.paraphrases`, :mod:`mha.analysis.ablation`, and
 ``scipy.stats.spearmanr``), and names the slip when the answer matches a
 typical wrong one.
 """
@@ -23,11 +23,11 @@ import numpy as np
 import torch
 from scipy.stats import spearmanr
 
-from ..attention_norms import norm_based_attention, transformed_value_norms
-from ..head_importance import heads_removable, michel_importance
-from ..paraphrase_task import ranking_accuracy
-from ..sentence_embedding import sentence_embeddings
-from ..token_mixing import attention_rollout
+from mha.analysis.norms import norm_based_attention, transformed_value_norms
+from mha.analysis.ablation import heads_removable, michel_importance
+from mha.corpora.paraphrases import ranking_accuracy
+from mha.pretrained.sentence_embedding import sentence_embeddings
+from mha.analysis.attention_flow import attention_rollout
 from .checking import (CheckResult, answer_number, as_array, describe_difference, matches, random_attention_maps, run_check,
                        scalar_difference)
 

@@ -2,8 +2,8 @@
 
 Each ``check_*`` runs the learner's function on small seeded inputs (random
 attention maps and scores, no model needed), compares with the package's own
-implementation (:mod:`mha.coreference`, :mod:`mha.head_contrasts`,
-:mod:`mha.relatedness`, :mod:`mha.word_frequency`), and says what differs,
+implementation (:mod:`mha.analysis.coreference`, :mod:`mha.analysis.statistics`,
+:mod:`mha.analysis.relatedness`, :mod:`mha.analysis.rarity`), and says what differs,
 with a hint for the mistakes learners make most often.
 """
 
@@ -13,10 +13,10 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from ..coreference import candidate_picks, candidate_weights, count_flips
-from ..head_contrasts import familywise_p_values
-from ..relatedness import crossed_contrast
-from ..word_frequency import extreme_hit_rates
+from mha.analysis.coreference import candidate_picks, candidate_weights, count_flips
+from mha.analysis.statistics import familywise_p_values
+from mha.analysis.relatedness import crossed_contrast
+from mha.analysis.rarity import extreme_hit_rates
 from .checking import (CheckResult, answer_number, answer_tuple, as_array, describe_difference, matches, random_attention_maps,
                        run_check, scalar_difference)
 

@@ -1,10 +1,10 @@
-"""Checks for the exercises of chapter 3 on how specialisation emerges: induction heads, and heads not preassigned.
+"""Checks for the exercises of sections 3.5 "Induction heads" and 3.6 "Heads are not preassigned".
 
 Each ``check_*`` takes the learner's function, runs it on small seeded inputs
 (hand-made or random attention maps and weight matrices: no model needed),
 and compares with the package's own implementation
-(:mod:`mha.circuit_scores`, :mod:`mha.induction_roles`,
-:mod:`mha.head_permutation`), which their own tests check on hand-made
+(:mod:`mha.lab.circuit_scores`, :mod:`mha.lab.induction`,
+:mod:`mha.lab.permutation`), which their own tests check on hand-made
 answers. When an answer is wrong the message says which common slip it
 matches (the next token instead of the previous one, the earlier copy
 instead of the token after it, the paper's column-vector formula copied into
@@ -22,10 +22,10 @@ from collections.abc import Callable, Iterator
 import numpy as np
 import torch
 
-from ..circuit_scores import k_composition_score, prefix_matching_score, previous_token_score
-from ..geometry import ov_circuit, qk_circuit
-from ..head_permutation import permute_head_weights
-from ..induction_roles import heads_with_role, uniform_causal_weights
+from mha.lab.circuit_scores import k_composition_score, prefix_matching_score, previous_token_score
+from mha.core.geometry import ov_circuit, qk_circuit
+from mha.lab.permutation import permute_head_weights
+from mha.lab.induction import heads_with_role, uniform_causal_weights
 from .checking import (AnswerError, CheckResult, answer_number, answer_tuple, as_array, compare_array, compare_number,
                        describe_difference, describe_value, matches, one_hot_attention, random_attention_maps, run_check)
 

@@ -1,8 +1,9 @@
-"""Checks for the exercises of chapter 2 (the geometry of heads): circuits, ranks, subspaces, the low-rank bottleneck.
+"""Checks for the exercises of chapter 2, "The geometry of subspace projection": circuits, ranks, subspaces and
+the low-rank bottleneck.
 
 Each ``check_*`` takes the learner's function, runs it on small seeded numpy
 inputs whose answers are known, and compares with the package's own
-implementation (:mod:`mha.geometry`, :mod:`mha.pattern_fitting`, tested on
+implementation (:mod:`mha.core.geometry`, :mod:`mha.core.low_rank_fitting`, tested on
 hand-made matrices in ``tests/test_geometry.py`` and
 ``tests/test_pattern_fitting.py``). When an answer is wrong, the message also
 names the common slip it matches (a bias term left out, singular values not
@@ -16,8 +17,8 @@ from collections.abc import Callable, Iterator
 import numpy as np
 import torch
 
-from ..geometry import effective_rank, numerical_rank, principal_angle_cosines, score_terms
-from ..pattern_fitting import dense_random_pattern, min_head_width
+from mha.core.geometry import effective_rank, numerical_rank, principal_angle_cosines, score_terms
+from mha.core.low_rank_fitting import dense_random_pattern, min_head_width
 from .checking import CheckResult, answer_array, answer_number, compare_array, run_check
 
 __all__ = [

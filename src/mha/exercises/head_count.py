@@ -2,8 +2,8 @@
 
 Each ``check_*`` runs the learner's function on small seeded inputs whose
 answers are known (random causal attention maps, hand-made loss curves, token
-ids of :class:`mha.tasks.TwoRelationTask`), compares with the package's own
-implementation in :mod:`mha.head_count` (tested in
+ids of :class:`mha.lab.tasks.TwoRelationTask`), compares with the package's own
+implementation in :mod:`mha.lab.head_count_sweep` (tested in
 ``tests/test_head_count.py``), and when the answer is wrong says which common
 slip it matches: averaging over every position instead of the ask positions,
 reading a column instead of a row, the next token instead of the previous
@@ -21,8 +21,8 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from ..head_count import answer_parts, first_step_below, relation_shares
-from ..tasks import TwoRelationTask
+from mha.lab.head_count_sweep import answer_parts, first_step_below, relation_shares
+from mha.lab.tasks import TwoRelationTask
 from .checking import (CheckResult, answer_number, answer_tuple, as_array, compare_array, describe_difference, matches,
                        random_attention_maps, run_check)
 
@@ -81,7 +81,7 @@ def check_relation_shares(function: Callable) -> CheckResult:
     (batch, seq) ints, the position of the asked fact at each ask position and
     -1 elsewhere. Column 0: the weight an ask position puts on its fact;
     column 1: on the position just before it; both averaged over every ask
-    position of the batch. Compared with :func:`mha.head_count.relation_shares`.
+    position of the batch. Compared with :func:`mha.lab.head_count_sweep.relation_shares`.
     """
     cases = [(label, (weights, fact_position), {}, (weights, fact_position))
              for label, weights, fact_position in _share_cases()]
@@ -114,7 +114,7 @@ def _curve_cases():
 def check_first_step_below(function: Callable) -> CheckResult:
     """Check ``function(steps, losses, threshold)``: the first logged step with loss <= threshold, or None.
 
-    Compared with :func:`mha.head_count.first_step_below` on hand-made curves
+    Compared with :func:`mha.lab.head_count_sweep.first_step_below` on hand-made curves
     (a spike after an early dip, a curve that never gets there, a loss equal
     to the threshold).
     """
@@ -179,10 +179,10 @@ def check_answer_parts(function: Callable) -> CheckResult:
     """Check ``function(predicted, target, task) -> (value_accuracy, modifier_accuracy)``.
 
     ``predicted`` and ``target`` are 1-d arrays of token ids at the ask
-    positions, ``task`` a :class:`~mha.tasks.TwoRelationTask`. Answer ``(v, m)``
+    positions, ``task`` a :class:`~mha.lab.tasks.TwoRelationTask`. Answer ``(v, m)``
     is token ``task.first_answer + v * task.n_modifiers + m``; a prediction that
     is not an answer token is wrong for both. Compared with
-    :func:`mha.head_count.answer_parts`.
+    :func:`mha.lab.head_count_sweep.answer_parts`.
     """
     cases = [(label, (predicted, target, task), {}, (predicted, target, task))
              for label, predicted, target, task in _answer_cases()]

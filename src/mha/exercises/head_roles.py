@@ -1,9 +1,10 @@
-"""Checks for the exercises of chapter 3 (head roles): the tour of all heads, and syntax.
+"""Checks for the exercises of sections 3.1 "A tour of all 72 heads" and 3.2 "Syntax: heads that follow
+grammatical relations".
 
 Each ``check_*`` takes the learner's function, runs it on small seeded
 attention maps whose answers are known, and compares with the package's own
-implementation (:func:`mha.roles.head_role_table`,
-:func:`mha.roles.fixed_offset_baseline`, :func:`mha.words.word_attention`),
+implementation (:func:`mha.analysis.role_table.head_role_table`,
+:func:`mha.analysis.role_table.fixed_offset_baseline`, :func:`mha.pretrained.word_maps.word_attention`),
 which ``tests/test_roles.py`` and ``tests/test_words.py`` test on hand-made
 maps. When an answer is wrong the message also says which common slip it
 matches (the next token instead of the previous one, a row read instead of
@@ -20,9 +21,9 @@ from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
-from ..corpus import AnnotatedSentence, Relation
-from ..roles import AttentionRecord, fixed_offset_baseline, head_role_table
-from ..words import word_attention
+from mha.corpora.templates import AnnotatedSentence, Relation
+from mha.analysis.role_table import AttentionRecord, fixed_offset_baseline, head_role_table
+from mha.pretrained.word_maps import word_attention
 from .checking import (CheckResult, answer_number, answer_tuple, as_array, compare_array, compare_number, describe_value,
                        one_hot_attention, random_attention_maps, run_check)
 

@@ -1,4 +1,4 @@
-"""Checks for the exercises of chapter 1 (the mechanism).
+"""Checks for the exercises of chapter 1, "The mechanism".
 
 Each ``check_*`` takes the learner's function, runs it on seeded random
 inputs, and compares with the package's own implementation, which is itself
@@ -12,8 +12,8 @@ from collections.abc import Callable, Iterator
 import numpy as np
 import torch
 
-from .. import attention_numpy
-from ..attention import MultiHeadAttention, head_contributions, split_heads
+from mha.core import attention_numpy
+from mha.core.attention import MultiHeadAttention, head_contributions, split_heads
 from .checking import CheckResult, answer_number, answer_tuple, describe_difference, run_check
 
 __all__ = [

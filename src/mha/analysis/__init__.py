@@ -1,0 +1,16 @@
+"""Measurements on the pretrained model: what its heads attend to, and whether it matters (chapters 3 and 4).
+
+- :mod:`~mha.analysis.role_table`: the head-role table, every head scored over a corpus (3.1 "A tour of all 72
+  heads", 3.2, 4.2).
+- :mod:`~mha.analysis.relations`: which head tracks each grammatical relation, against positional baselines
+  (3.2 "Syntax: heads that follow grammatical relations").
+- :mod:`~mha.analysis.statistics`: paired differences per head, corrected for testing 72 heads (3.3, 3.4).
+- :mod:`~mha.analysis.coreference`: heads scored on pronoun minimal pairs (3.3 "Coreference, honestly").
+- :mod:`~mha.analysis.relatedness`: do heads link related words, in a crossed design (3.4 "Content and rare words").
+- :mod:`~mha.analysis.rarity`: how rare a token is, and which heads look at the rarest (3.4).
+- :mod:`~mha.analysis.ablation`: how much each head matters: mask builders, gradient importance, pruning curves,
+  attention's column means (4.2 "Redundancy and pruning", 4.1).
+- :mod:`~mha.analysis.norms`: attention weights next to the size of the vectors they weight
+  (4.1 "Attention is not explanation").
+- :mod:`~mha.analysis.attention_flow`: how much of a position's vector still comes from its own token (4.1).
+"""

@@ -1,0 +1,176 @@
+"""How much each head, and each token a head reads, matters for the model's output: importance and pruning.
+
+Chapter 4 asks the question of Michel et al. (2019, "Are sixteen heads
+really better than one?") and Voita et al. (2019, "Analyzing multi-head
+self-attention: specialized heads do the heavy lifting, the rest can be
+pruned") of all-MiniLM-L6-v2: how much worse does the model get when heads
+are removed, one at a time or many at once (chapter 4, "Redundancy and pruning")?
+
+A set of heads to keep is a **head mask** (layers, heads): 1 keeps a head,
+0 removes it (its output ``z_h`` is set to 0 before ``W_O``; see
+:meth:`mha.pretrained.encoder.MiniLMEncoder.head_mask`). The model runs under
+masks in :mod:`mha.pretrained.interventions`
+(:func:`~mha.pretrained.interventions.embeddings_under_masks`); this module
+is the analysis on top:
+
+* builds the masks the section uses (:func:`single_head_masks`,
+  :func:`keep_one_head_masks`, :func:`pruning_masks`);
+* estimates every head's importance from one backward pass, as Michel et
+  al. do (:func:`head_mask_gradients`, :func:`michel_importance`);
+* reads a pruning curve (:func:`heads_removable`);
+* gives attention's own answer to "which token matters?", to set beside
+  :func:`~mha.pretrained.interventions.key_removal_effects`:
+  :func:`column_means` (chapter 4, "Attention is not explanation").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import numpy.typing as npt
+import torch
+from torch import Tensor
+
+from mha.pretrained.encoder import HeadMask, MiniLMEncoder
+from mha.pretrained.interventions import as_head_masks
+from mha.pretrained.sentence_embedding import sentence_embeddings
+from mha.pretrained.tokenizer import TokenizedBatch
+
+__all__ = ["column_means", "head_mask_gradients", "heads_removable", "keep_one_head_masks", "michel_importance",
+           "pruning_masks", "single_head_masks"]
+
+
+def single_head_masks(n_layers: int, n_heads: int) -> np.ndarray:
+    """One mask per head with only that head removed: (layers * heads, layers, heads), in order layer, head.
+
+    Row ``layer * heads + head`` removes head ``head`` of layer ``layer``
+    (chapter 4, "Redundancy and pruning").
+    """
+    masks = np.ones((n_layers * n_heads, n_layers, n_heads), dtype=np.float32)
+    for index in range(n_layers * n_heads):
+        masks[index].flat[index] = 0.0
+    return masks
+
+
+def keep_one_head_masks(n_layers: int, n_heads: int, layer: int, keep: Sequence[int]) -> np.ndarray:
+    """Masks that remove every head of ``layer`` but one, one mask per head in ``keep``: (len(keep), layers, heads).
+
+    The other layers keep all their heads. Michel et al. (2019) found that
+    many layers of a trained model work almost as well with a single head
+    at test time (chapter 4, "Redundancy and pruning").
+    """
+    if not 0 <= layer < n_layers:
+        raise ValueError(f"layer must be in 0..{n_layers - 1}, got {layer}.")
+    bad = [h for h in keep if not 0 <= h < n_heads]
+    if bad:
+        raise ValueError(f"heads to keep must be in 0..{n_heads - 1}, got {bad}.")
+    masks = np.ones((len(keep), n_layers, n_heads), dtype=np.float32)
+    for row, head in enumerate(keep):
+        masks[row, layer] = 0.0
+        masks[row, layer, head] = 1.0
+    return masks
+
+
+def pruning_masks(order: Sequence[int] | np.ndarray, counts: Sequence[int], n_layers: int, n_heads: int) -> np.ndarray:
+    """Masks that remove the first ``k`` heads of ``order``, one per ``k`` in ``counts``: (len(counts), layers, heads).
+
+    ``order`` lists heads as flat indices ``layer * n_heads + head``, the
+    first to be pruned first (e.g. ``np.argsort(importance.ravel())``)
+    (chapter 4, "Redundancy and pruning").
+    """
+    order = [int(i) for i in order]
+    total = n_layers * n_heads
+    if sorted(order) != sorted(set(order)) or any(not 0 <= i < total for i in order):
+        raise ValueError(f"order must list distinct flat head indices in 0..{total - 1}.")
+    masks = np.ones((len(counts), total), dtype=np.float32)
+    for row, k in enumerate(counts):
+        if not 0 <= k <= len(order):
+            raise ValueError(f"cannot remove {k} heads from an order of {len(order)}.")
+        masks[row, order[:k]] = 0.0
+    return masks.reshape(len(counts), n_layers, n_heads)
+
+
+def head_mask_gradients(encoder: MiniLMEncoder, inputs: TokenizedBatch,
+                        loss_of_embeddings: Callable[[Tensor], Tensor], mask: HeadMask | None = None) -> np.ndarray:
+    """d loss / d (head mask), one mask per sentence: (batch, layers, heads), after Michel et al. (2019).
+
+    Every sentence gets its own copy of the (layers, heads) mask (default
+    all ones), the model runs with autograd, the sentence vectors
+    (:func:`mha.pretrained.sentence_embedding.sentence_embeddings`, (batch, d_model))
+    go into ``loss_of_embeddings`` (a scalar), and one backward pass gives
+    the derivative of the loss with respect to every head's mask value in
+    every sentence. ``-gradient`` is the first-order estimate of how the loss
+    changes when that head's output is switched off in that sentence
+    (chapter 4, "Redundancy and pruning").
+    """
+    n_layers, n_heads = encoder.config.n_layers, encoder.config.n_heads
+    base = torch.ones(n_layers, n_heads) if mask is None else as_head_masks(encoder, mask)[0]  # (layers, heads)
+    per_sentence = base.repeat(len(inputs), 1, 1).to(encoder.word_embeddings)  # (batch, layers, heads)
+    per_sentence.requires_grad_(True)
+    with torch.enable_grad():
+        trace = encoder(inputs, head_mask=per_sentence)
+        real = inputs.real_tokens.to(trace.hidden_states.device)
+        loss = loss_of_embeddings(sentence_embeddings(trace.hidden_states[-1], real))
+        if loss.ndim != 0:
+            raise ValueError(f"loss_of_embeddings must return one number (a 0-d tensor), got shape {tuple(loss.shape)}.")
+        (gradient,) = torch.autograd.grad(loss, per_sentence)
+    return gradient.detach().cpu().numpy()
+
+
+def michel_importance(gradients: npt.ArrayLike, *, normalize_layers: bool = True) -> np.ndarray:
+    """Head importance of Michel et al. (2019): mean over examples of |d loss / d mask| -> (layers, heads).
+
+    ``gradients`` (examples, layers, heads), e.g. from
+    :func:`head_mask_gradients`. With ``normalize_layers`` each layer's
+    scores are divided by their Euclidean norm, as Michel et al. do before
+    comparing heads of different layers (chapter 4, "Redundancy and pruning").
+    """
+    gradients = np.asarray(gradients, dtype=np.float64)
+    if gradients.ndim != 3:
+        raise ValueError(f"gradients has shape {gradients.shape}; give (examples, layers, heads).")
+    importance = np.abs(gradients).mean(axis=0)  # (layers, heads)
+    if normalize_layers:
+        importance = importance / np.maximum(np.linalg.norm(importance, axis=1, keepdims=True), 1e-12)
+    return importance
+
+
+def heads_removable(counts: Sequence[int], quality: npt.ArrayLike, reference: float, max_drop: float) -> int:
+    """The most heads a pruning curve removes before its quality first falls more than ``max_drop`` below ``reference``.
+
+    ``counts`` (points,) are numbers of heads removed, increasing;
+    ``quality`` (points,) the score at each (higher = better). The curve is
+    read from the left and stops at the first point below ``reference -
+    max_drop``: later recoveries do not count. Returns the last count
+    before that point (the largest count if the curve never drops)
+    (chapter 4, "Redundancy and pruning").
+    """
+    counts, quality = list(counts), np.asarray(quality, dtype=float)
+    if len(counts) != len(quality) or not counts:
+        raise ValueError(f"counts and quality must be non-empty and of equal length, got {len(counts)} and {len(quality)}.")
+    if any(b <= a for a, b in zip(counts, counts[1:])):
+        raise ValueError("counts must increase from left to right.")
+    removable = None
+    for count, value in zip(counts, quality):
+        if value < reference - max_drop:
+            break
+        removable = count
+    if removable is None:
+        raise ValueError(f"the first point ({quality[0]:.4g}) is already more than {max_drop} below the reference "
+                         f"{reference:.4g}; start the curve at 0 heads removed.")
+    return int(removable)
+
+
+def column_means(attention: npt.ArrayLike) -> np.ndarray:
+    """Attention each key receives, averaged over the queries: (..., seq_q, seq_k) -> (..., seq_k).
+
+    For a head whose output were mean-pooled directly, this is exactly the
+    weight with which each key's value enters the pooled vector: attention's
+    answer to "which token matters?", to set beside
+    :func:`mha.pretrained.interventions.key_removal_effects`
+    (chapter 4, "Attention is not explanation").
+    """
+    attention = np.asarray(attention, dtype=np.float64)
+    if attention.ndim < 2:
+        raise ValueError(f"attention has shape {attention.shape}; give (..., seq_q, seq_k), e.g. one head's map.")
+    return attention.mean(axis=-2)  # (..., seq_k)

@@ -1,0 +1,202 @@
+"""How rare is a token, and does a head look at the rarest one? (chapter 3, "Content and rare words")
+
+Voita et al. (2019) found, in a translation encoder, a head whose largest
+weight falls on the least frequent token of the sentence. To look for such
+a head in all-MiniLM-L6-v2 we need a token's frequency, and the book
+downloads nothing, so we use proxies and say what each one gets wrong:
+
+* :func:`vocabulary_rank`: the position of the token in the model's
+  WordPiece vocabulary. From ``the`` (id 1996) onwards the BERT uncased
+  vocabulary lists whole words roughly from most to least frequent in the
+  text it was built from (``the``, ``of``, ``and``, ``in``, ``to`` ...), so a
+  larger id means a rarer token. This is read off the file, not documented;
+  it says nothing about the sentence-similarity data the model was later
+  trained on; and ids below ``the`` (single characters and punctuation) are
+  not in frequency order, so they get rank 0 (treated as the most common).
+* :func:`count_rarity`: minus the number of times a token occurs in a
+  reference text we choose (for example the book's own corpus): exact for that
+  text, but a small text makes most content words tie at one or two.
+* :func:`split_words`: words the tokenizer cuts into several pieces are rarer
+  than words it keeps whole; a coarse yes/no with many exceptions.
+
+:func:`extreme_hit_rates` then asks, for every head, how often a word
+piece's most-attended word piece is the rarest (or the most common) one of
+the sentence, next to the rate a random choice would get.
+
+The module also holds the controlled sentences of the section: the same
+frames filled once with a common and once with a rare noun, all single word
+pieces so positions do not move (:func:`rare_common_items`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = [
+    "vocabulary_rank",
+    "count_tokens",
+    "count_rarity",
+    "split_words",
+    "ExtremeHits",
+    "extreme_hit_rates",
+    "COMMON_NOUNS",
+    "RARE_NOUNS",
+    "RARE_WORD_FRAMES",
+    "RareCommonItem",
+    "rare_common_items",
+]
+
+
+def vocabulary_rank(tokens: Sequence[str], vocabulary: dict[str, int], *, first_word: str = "the") -> np.ndarray:
+    """A rarity score from the vocabulary order: token id minus the id of ``first_word`` (chapter 3).
+
+    ``tokens`` (n,) are word pieces, ``vocabulary`` maps piece -> id (the
+    tokenizer's ``get_vocab()``). Larger = rarer. Pieces with an id below
+    ``first_word`` (single characters, punctuation) get 0, as if very common;
+    special tokens (``[CLS]``, ``[SEP]``, ``[PAD]``, ``[MASK]``, ``[UNK]``) and
+    pieces not in the vocabulary get NaN. Returns (n,) floats.
+    """
+    if first_word not in vocabulary:
+        raise ValueError(f"{first_word!r} is not in the vocabulary; give the first whole word of a frequency-"
+                         "ordered vocabulary.")
+    start = vocabulary[first_word]
+    ranks = []
+    for token in tokens:
+        if token not in vocabulary or (token.startswith("[") and token.endswith("]")):
+            ranks.append(np.nan)
+        else:
+            ranks.append(float(max(vocabulary[token] - start, 0)))
+    return np.array(ranks)
+
+
+def count_tokens(token_lists: Iterable[Sequence[str]], *, skip: Iterable[str] = ("[CLS]", "[SEP]", "[PAD]")) -> Counter:
+    """How often each token occurs over a reference text given as lists of tokens (chapter 3)."""
+    skip = set(skip)
+    return Counter(t for tokens in token_lists for t in tokens if t not in skip)
+
+
+def count_rarity(tokens: Sequence[str], counts: Counter) -> np.ndarray:
+    """A rarity score from counts: minus the token's count in the reference text (unseen tokens: 0) (chapter 3).
+
+    Larger = rarer, as for :func:`vocabulary_rank`. Returns (n,) floats.
+    """
+    return -np.array([float(counts.get(t, 0)) for t in tokens])
+
+
+def split_words(word_ids: Sequence[int | None]) -> np.ndarray:
+    """For each token: 1.0 if its word was cut into several pieces, 0.0 if not, NaN for special tokens (chapter 3).
+
+    A coarse rarity score (larger = rarer) of the same shape as the others, (n,).
+    """
+    pieces = Counter(w for w in word_ids if w is not None)
+    return np.array([np.nan if w is None else float(pieces[w] > 1) for w in word_ids])
+
+
+@dataclass(frozen=True)
+class ExtremeHits:
+    """For each head: rows whose most-attended key is an extreme token, and the random expectation (chapter 3).
+
+    ``hits`` (heads...) counts content rows whose argmax over content keys is
+    a token with the extreme rarity; ``expected`` (scalar) is the number a
+    uniformly random choice among the content keys would hit on average;
+    ``rows`` is the number of rows scored. Add several sentences' results
+    with ``+``.
+    """
+
+    hits: np.ndarray
+    expected: float
+    rows: int
+
+    def __add__(self, other: ExtremeHits) -> ExtremeHits:
+        return ExtremeHits(self.hits + other.hits, self.expected + other.expected, self.rows + other.rows)
+
+    @property
+    def rate(self) -> np.ndarray:
+        return self.hits / self.rows
+
+    @property
+    def chance(self) -> float:
+        return self.expected / self.rows
+
+
+def extreme_hit_rates(attention: np.ndarray, rarity: Sequence[float], *, which: str = "rarest") -> ExtremeHits:
+    """Does each head's most-attended token tend to be the rarest (or commonest) token of the sentence? (chapter 3)
+
+    ``attention`` (..., n, n), rows = queries (attend FROM), columns = keys
+    (attended TO); ``rarity`` (n,), larger = rarer, NaN for tokens to leave
+    out ([CLS], [SEP]). Rows and keys are the tokens with a finite rarity;
+    for each such row the argmax is taken over those keys only (ties: the
+    first). A row hits when that key's rarity is the sentence's maximum
+    (``which="rarest"``) or minimum (``"commonest"``); several tokens may
+    share it. The random expectation per row is (tokens with the extreme
+    value) / (keys).
+    """
+    attention = np.asarray(attention, dtype=float)
+    rarity = np.asarray(rarity, dtype=float)
+    n = attention.shape[-1]
+    if attention.ndim < 2 or attention.shape[-2] != n or rarity.shape != (n,):
+        raise ValueError(f"attention {attention.shape} should be (..., n, n) and rarity ({n},), got {rarity.shape}.")
+    if which not in ("rarest", "commonest"):
+        raise ValueError(f"which must be 'rarest' or 'commonest', got {which!r}.")
+    scored = np.isfinite(rarity)  # (n,)
+    if scored.sum() < 2:
+        raise ValueError("at least two tokens need a finite rarity to say which is the rarest.")
+    extreme_value = rarity[scored].max() if which == "rarest" else rarity[scored].min()
+    extreme = scored & (rarity == extreme_value)  # (n,)
+    keys = np.flatnonzero(scored)
+    rows = attention[..., scored, :][..., keys]  # (..., scored rows, scored keys)
+    top = keys[rows.argmax(axis=-1)]  # (..., scored rows): the key each row attends to most
+    hits = extreme[top].sum(axis=-1)  # (...)
+    n_rows = int(scored.sum())
+    return ExtremeHits(hits=hits, expected=n_rows * extreme.sum() / len(keys), rows=n_rows)
+
+
+# --- controlled sentences: the same frame with a common or a rare noun ------------------------------
+# All single word pieces. Common nouns have vocabulary ranks below 4100, rare ones above 11500
+# (vocabulary ids 2338..6045 and 13541..29242).
+COMMON_NOUNS: tuple[str, ...] = (
+    "book", "cup", "phone", "key", "chair", "ball", "letter", "picture", "bag", "clock", "coat", "knife",
+    "bottle", "hat",
+)
+RARE_NOUNS: tuple[str, ...] = (
+    "kettle", "briefcase", "microscope", "pendant", "medallion", "kite", "harmonica", "wallet", "flashlight",
+    "cassette", "candle", "tuba", "harpsichord", "pendulum",
+)
+RARE_WORD_FRAMES: tuple[str, ...] = (
+    "the old man found the {} under the bed .",
+    "she put the {} on the table and left .",
+    "my brother bought a new {} last week .",
+    "we looked at the {} for a long time .",
+)
+
+
+@dataclass(frozen=True)
+class RareCommonItem:
+    """One frame filled with a common noun and with a rare noun at the same word index ``slot`` (chapter 3)."""
+
+    frame: str
+    common: str
+    rare: str
+    sentences: tuple[tuple[str, ...], tuple[str, ...]]  # (common version, rare version)
+    slot: int
+
+
+def rare_common_items() -> list[RareCommonItem]:
+    """Every frame with every (common, rare) noun pair, paired by list position: 4 * 14 = 56 items (chapter 3)."""
+    items = []
+    for frame in RARE_WORD_FRAMES:
+        words = frame.split()
+        slot = words.index("{}")
+        for common, rare in zip(COMMON_NOUNS, RARE_NOUNS):
+            versions = []
+            for noun in (common, rare):
+                filled = list(words)
+                filled[slot] = noun
+                filled[0] = filled[0].capitalize()
+                versions.append(tuple(filled))
+            items.append(RareCommonItem(frame, common, rare, (versions[0], versions[1]), slot))
+    return items

@@ -1,0 +1,585 @@
+"""Head-role scores: what each head of a model attends to, over a whole corpus (chapter 3, empirical head roles).
+
+:func:`head_role_table` reads the attention maps of every head of a model on
+many sentences and returns one tidy table, one row per (layer, head), whose
+columns answer the questions the literature asks of a head:
+
+* where does it look by position? previous / same / next token, the share to
+  ``[CLS]``, ``[SEP]`` and punctuation, how spread out it is (entropy against
+  uniform attention) and how far it looks (Clark et al. 2019, "What does BERT
+  look at? An analysis of BERT's attention"; mean distance as in Vig and
+  Belinkov 2019, "Analyzing the structure of attention in a transformer
+  language model");
+* is it positional or does it track rare tokens? (Voita et al. 2019,
+  "Analyzing multi-head self-attention: specialized heads do the heavy
+  lifting, the rest can be pruned": a head is positional when its largest
+  weight falls on the previous or next token in at least 90% of cases);
+* does it track grammar? for each gold relation of :mod:`mha.corpora.templates`, in both
+  directions, how often the head's most-attended word is the related word,
+  next to the best fixed-offset baseline scored the same way (Clark et al.
+  2019), and pronoun -> antecedent against a nearest-noun baseline;
+* what does its map look like? a pattern label among Kovaleva et al.'s (2019,
+  "Revealing the dark secrets of BERT") vertical, diagonal,
+  vertical + diagonal, block and heterogeneous, by the rules of
+  :func:`pattern_label`.
+
+Direction convention, as everywhere in :mod:`mha`: attention weights have
+shape (..., seq_q, seq_k); ROW = query = the position attending FROM, COLUMN =
+key = the position attended TO. "Previous-token share" is the weight in row
+``i`` on column ``i - 1``: token ``i`` looking back at token ``i - 1``. A
+relation column named ``noun_det`` reads the noun's row and asks whether its
+largest weight is on the determiner's column; ``det_noun`` reads the
+determiner's row.
+"""
+
+from __future__ import annotations
+
+import math
+import unicodedata
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+import pandas as pd
+
+from mha.corpora.templates import RELATION_KINDS, AnnotatedSentence
+from mha.pretrained.word_maps import word_attention, word_units
+
+__all__ = [
+    "PATTERN_LABELS",
+    "SYNTACTIC_KINDS",
+    "RELATION_DIRECTIONS",
+    "COLUMN_DESCRIPTIONS",
+    "AttentionRecord",
+    "is_punctuation",
+    "block_segments",
+    "pattern_label",
+    "fixed_offset_baseline",
+    "nearest_candidate_baseline",
+    "head_role_table",
+    "relation_scores_long",
+]
+
+PATTERN_LABELS: tuple[str, ...] = ("vertical", "diagonal", "vertical+diagonal", "block", "heterogeneous")
+
+#: relation kinds scored by "most-attended word" accuracy; pronouns are scored among their candidates instead
+SYNTACTIC_KINDS: tuple[str, ...] = tuple(k for k in RELATION_KINDS if k != "pron_antecedent")
+
+
+def _reverse_name(kind: str) -> str:
+    first, second = kind.split("_")
+    return f"{second}_{first}"
+
+
+#: (column prefix, relation kind, direction): ``det_noun`` reads the determiner's row, ``noun_det`` the noun's row
+RELATION_DIRECTIONS: tuple[tuple[str, str, str], ...] = tuple(
+    entry
+    for kind in SYNTACTIC_KINDS
+    for entry in ((kind, kind, "source_to_target"), (_reverse_name(kind), kind, "target_to_source"))
+)
+
+#: what each column of :func:`head_role_table` holds;
+#: ``{relation}`` is a prefix of RELATION_DIRECTIONS, ``{kind}`` one of SYNTACTIC_KINDS
+COLUMN_DESCRIPTIONS: dict[str, str] = {
+    "layer": "layer index, from 0",
+    "head": "head index within the layer, from 0",
+    "prev_token_share": "mean weight of row i on column i-1 (token i looking at the token before it), rows 1..seq-1",
+    "same_token_share": "mean weight of row i on column i (a token looking at itself)",
+    "next_token_share": "mean weight of row i on column i+1 (token i looking at the token after it), rows 0..seq-2",
+    "prev_token_argmax_rate": "share of rows 1..seq-1 whose largest weight is on column i-1 (Voita et al. 2019)",
+    "next_token_argmax_rate": "share of rows 0..seq-2 whose largest weight is on column i+1 (Voita et al. 2019)",
+    "cls_share": "mean weight, over all rows, on [CLS] columns (Clark et al. 2019)",
+    "sep_share": "mean weight, over all rows, on [SEP] columns (Clark et al. 2019)",
+    "punct_share": "mean weight, over all rows, on punctuation-token columns (Clark et al. 2019)",
+    "entropy": "mean row entropy in nats (Clark et al. 2019)",
+    "uniform_entropy": "mean entropy of uniform attention over the same rows: log(seq), or log(i+1) when causal",
+    "entropy_ratio": "entropy / uniform_entropy: near 0 = each row on one key, 1 = uniform",
+    "mean_distance": "mean over rows of the expected |i - j| in tokens (Vig and Belinkov 2019)",
+    "vertical_share": "mean weight of content rows on fixed keys (special tokens, punctuation) with |i - j| >= 2 "
+                      "(Kovaleva et al. 2019)",
+    "diagonal_share": "mean weight of content rows on non-fixed keys with |i - j| <= 1 (Kovaleva et al. 2019); "
+                      "fixed keys next to the query count for neither share",
+    "block_share": "mean weight of content rows on content keys of their own segment, see block_segments",
+    "uniform_vertical": "vertical_share of uniform attention over the same rows (chance level, the same for every head)",
+    "uniform_diagonal": "diagonal_share of uniform attention over the same rows (chance level)",
+    "uniform_block": "block_share of uniform attention over the same rows (chance level)",
+    "rare_token_argmax_rate": "share of content rows whose largest weight is on the sentence's least frequent token "
+                              "(Voita et al. 2019)",
+    "pattern": "vertical / diagonal / vertical+diagonal / block / heterogeneous, by pattern_label (Kovaleva et al. 2019)",
+    "positional": "prev_token_argmax_rate or next_token_argmax_rate >= 0.9 (Voita et al. 2019)",
+    "{relation}_acc": "share of gold pairs where the first-named word's row has its largest word-level weight on the "
+                      "second-named word (det_noun: determiner row -> noun column; noun_det: noun row -> determiner column)",
+    "{relation}_baseline_acc": "accuracy of the best fixed offset in the same direction, over the same pairs "
+                               "(Clark et al. 2019)",
+    "{relation}_baseline_offset": "that offset in words: the guess for the word at i is the word at i + offset",
+    "{kind}_count": "number of gold pairs of this kind scored (the same for both directions)",
+    "pron_antecedent_acc": "share of pronouns whose row gives the correct candidate the most weight among the candidates",
+    "pron_antecedent_baseline_acc": "accuracy of guessing the nearest candidate before the pronoun",
+    "pron_antecedent_count": "number of pronoun items scored",
+    "best_relation": "relation prefix (or pron_antecedent) with the largest acc - baseline_acc, among relations "
+                     "with at least min_relation_count gold pairs",
+    "best_relation_acc": "that relation's accuracy for this head",
+    "best_relation_gain": "that relation's acc - baseline_acc: near 0 means the head does no better than a fixed offset",
+    "syntactic": "best_relation_gain >= 0.1 (after Voita et al. 2019's 10% margin over the positional baseline)",
+}
+
+POSITIONAL_ARGMAX_MIN = 0.9  # Voita et al. 2019: a positional head's maximum is at -1 or +1 in >= 90% of cases
+SYNTACTIC_GAIN_MIN = 0.1  # after Voita et al. 2019: a syntactic head beats the best-offset baseline by a 10% margin
+
+
+@dataclass(frozen=True)
+class AttentionRecord:
+    """One sentence's attention for every head, with its tokens and (optional) gold annotation (chapter 3).
+
+    ``attention`` is (layers, heads, seq, seq), rows = queries (attend FROM),
+    columns = keys (attended TO), each row summing to 1. ``tokens`` and
+    ``word_ids`` have ``seq`` entries; ``word_ids[t]`` is the index of the word
+    token ``t`` belongs to, None for special tokens such as ``[CLS]``.
+    ``sentence`` is the gold :class:`~mha.corpora.templates.AnnotatedSentence` whose
+    ``words`` those word ids index, or None when there is no annotation.
+    """
+
+    attention: np.ndarray
+    tokens: Sequence[str]
+    word_ids: Sequence[int | None]
+    sentence: AnnotatedSentence | None = None
+
+
+class AttentionLike(Protocol):
+    """Anything that carries one sentence's ``attention``, ``tokens`` and ``word_ids``, e.g. a SentenceTrace."""
+
+    attention: np.ndarray
+    tokens: Sequence[str]
+    word_ids: Sequence[int | None]
+
+
+RecordLike = AttentionRecord | AttentionLike | Mapping[str, object]
+"""What :func:`head_role_table` accepts for one sentence."""
+
+
+def _as_record(item: RecordLike, index: int) -> AttentionRecord:
+    """Accept an AttentionRecord, a mapping with its field names, or any object with those attributes."""
+    if isinstance(item, AttentionRecord):
+        return item
+    get = item.get if isinstance(item, Mapping) else (lambda name, default=None: getattr(item, name, default))
+    attention, tokens, word_ids = get("attention"), get("tokens"), get("word_ids")
+    if attention is None or tokens is None or word_ids is None:
+        raise ValueError(
+            f"record {index} needs 'attention' (layers, heads, seq, seq), 'tokens' and 'word_ids' "
+            f"(and optionally 'sentence'); got {type(item).__name__} without them."
+        )
+    return AttentionRecord(np.asarray(attention), list(tokens), list(word_ids), get("sentence"))
+
+
+def is_punctuation(token: str, continuation_prefix: str = "##") -> bool:
+    """True when a token (prefix such as ``##`` removed) is non-empty and made only of Unicode punctuation."""
+    if continuation_prefix and token.startswith(continuation_prefix) and len(token) > len(continuation_prefix):
+        token = token[len(continuation_prefix):]
+    return bool(token) and all(unicodedata.category(ch).startswith("P") for ch in token)
+
+
+def block_segments(tokens: Sequence[str], word_ids: Sequence[int | None], *, sep_token: str = "[SEP]") -> np.ndarray:
+    """Which contiguous segment each token belongs to, for the "block" pattern (chapter 3, empirical head roles).
+
+    Kovaleva et al. (2019) call a head "block" when it attends within its own
+    sentence of a two-sentence input. We make that precise for any input:
+    content tokens (word id not None) are cut into runs at each ``sep_token``;
+    if that gives two or more runs, each run is a segment; if it gives one
+    (a single sentence), the sentence is cut into two halves by word index,
+    words ``0 .. ceil(n_words / 2) - 1`` forming segment 0 and the rest
+    segment 1 (a word's pieces always share a segment). Returns an int array
+    of shape (seq,), -1 for special tokens.
+    """
+    segments = np.full(len(tokens), -1)
+    current, seen_content = 0, False
+    for position, (token, word) in enumerate(zip(tokens, word_ids)):
+        if word is None:
+            if token == sep_token and seen_content:
+                current, seen_content = current + 1, False
+            continue
+        segments[position], seen_content = current, True
+    if len(set(segments[segments >= 0].tolist())) < 2:
+        words = np.array([-1 if w is None else w for w in word_ids])
+        half = math.ceil((words.max() + 1) / 2) if (words >= 0).any() else 0
+        segments = np.where(words < 0, -1, (words >= half).astype(int))
+    return segments
+
+
+def pattern_label(vertical_share: float, diagonal_share: float, block_share: float, *,
+                  uniform_vertical: float = 0.0, uniform_diagonal: float = 0.0, uniform_block: float = 0.0,
+                  dominant: float = 0.5, minor: float = 0.2, mixed_total: float = 0.6, block: float = 0.8,
+                  lift: float = 1.5) -> str:
+    """Kovaleva et al.'s (2019) pattern type of a head from three attention shares (chapter 3, empirical head roles).
+
+    The shares are means over content-token rows (query = a real word piece):
+    ``vertical_share`` is the weight on fixed tokens (special tokens and
+    punctuation) two or more positions away, ``diagonal_share`` the weight on
+    other tokens at most one position away (previous, same, next); weight on
+    a fixed token next to the query fits both patterns and counts for
+    neither, so a next-token head is not called vertical because the word
+    before "." looks at ".". ``block_share`` is the weight on content keys in
+    the query's own segment (:func:`block_segments`). The ``uniform_*`` arguments are the
+    same shares for uniform attention over the same rows (chance level); a
+    share only counts as high when it is also at least ``lift`` times its
+    chance level, so short sentences, where a few fixed tokens are a large
+    part of every row, are not labelled by accident. Rules, first match wins:
+    "vertical" if vertical is high (>= ``dominant``) and diagonal < ``minor``;
+    "diagonal" if diagonal is high and vertical < ``minor``;
+    "vertical+diagonal" if both >= ``minor`` and their sum is >= ``mixed_total``
+    and >= ``lift`` times its chance level; "block" if block >= ``block`` and
+    >= ``lift`` times chance; otherwise "heterogeneous".
+    """
+    def high(share: float, chance: float, threshold: float) -> bool:
+        return share >= threshold and share >= lift * chance
+
+    if high(vertical_share, uniform_vertical, dominant) and diagonal_share < minor:
+        return "vertical"
+    if high(diagonal_share, uniform_diagonal, dominant) and vertical_share < minor:
+        return "diagonal"
+    if (vertical_share >= minor and diagonal_share >= minor
+            and high(vertical_share + diagonal_share, uniform_vertical + uniform_diagonal, mixed_total)):
+        return "vertical+diagonal"
+    if high(block_share, uniform_block, block):
+        return "block"
+    return "heterogeneous"
+
+
+def _best_offset(offset_counts: Counter, total: int, offsets: Sequence[int]) -> tuple[float, int]:
+    """Accuracy and value of the offset that most often lands on the gold word (ties: smallest |offset|, then negative)."""
+    if total == 0:
+        return math.nan, 0
+    best = max(sorted(offsets, key=lambda k: (abs(k), k)), key=lambda k: offset_counts[k])
+    return offset_counts[best] / total, best
+
+
+def fixed_offset_baseline(sentences: Iterable[AnnotatedSentence], kind: str, direction: str = "source_to_target",
+                          offsets: Sequence[int] = tuple(range(-5, 6))) -> tuple[float, int]:
+    """The best fixed-offset guess for a relation, in one direction (chapter 3, empirical head roles).
+
+    For ``direction="source_to_target"`` the guess for a source word at index
+    ``i`` is the word at ``i + offset``; for ``"target_to_source"`` the guess
+    for the target is ``target + offset``. The offset is the one in
+    ``offsets`` (0 excluded) that is right most often over ``sentences``,
+    the fixed-offset baseline of Clark et al. (2019). Returns ``(accuracy,
+    offset)``; accuracy is NaN when no sentence has the relation.
+    """
+    if kind not in SYNTACTIC_KINDS:
+        raise ValueError(f"kind must be one of {', '.join(SYNTACTIC_KINDS)}, got {kind!r}.")
+    if direction not in ("source_to_target", "target_to_source"):
+        raise ValueError(f"direction must be 'source_to_target' or 'target_to_source', got {direction!r}.")
+    sign = 1 if direction == "source_to_target" else -1
+    counts: Counter = Counter()
+    for sentence in sentences:
+        counts.update(sign * (r.target - r.source) for r in sentence.relations_of(kind))
+    return _best_offset(counts, sum(counts.values()), [k for k in offsets if k != 0])
+
+
+def _nearest_candidate_before(sentence: AnnotatedSentence) -> int:
+    """The candidate closest before the pronoun (closest after it if none precedes it)."""
+    before = [c for c in sentence.candidates if c < sentence.pronoun]
+    if before:
+        return max(before)
+    return min(sentence.candidates, key=lambda c: abs(c - sentence.pronoun))
+
+
+def nearest_candidate_baseline(sentences: Iterable[AnnotatedSentence]) -> float:
+    """Accuracy of guessing each pronoun's antecedent as the nearest candidate before it (chapter 3, empirical head roles).
+
+    Only sentences with a ``pronoun``, ``candidates`` and ``antecedent`` count;
+    when no candidate precedes the pronoun the nearest one after it is the
+    guess. Returns NaN when no sentence qualifies. In the template corpus each
+    minimal pair has one answer per candidate, so this baseline scores 0.5.
+    """
+    guesses = [
+        _nearest_candidate_before(s) == s.antecedent
+        for s in sentences
+        if s.pronoun is not None and s.candidates and s.antecedent is not None
+    ]
+    return float(np.mean(guesses)) if guesses else math.nan
+
+
+def _check_record(record: AttentionRecord, index: int, shape: tuple[int, int] | None) -> np.ndarray:
+    attention = np.asarray(record.attention, dtype=np.float64)
+    if attention.ndim != 4 or attention.shape[-1] != attention.shape[-2]:
+        raise ValueError(
+            f"record {index}: attention has shape {attention.shape}; it should be (layers, heads, seq, seq), "
+            "rows = queries (attend FROM), columns = keys (attended TO). Add axes for a single head: a[None, None]."
+        )
+    seq = attention.shape[-1]
+    if len(record.tokens) != seq or len(record.word_ids) != seq:
+        raise ValueError(
+            f"record {index}: attention covers {seq} tokens but there are {len(record.tokens)} tokens and "
+            f"{len(record.word_ids)} word ids; all three must describe the same sequence."
+        )
+    if shape is not None and attention.shape[:2] != shape:
+        raise ValueError(
+            f"record {index}: attention has {attention.shape[:2]} (layers, heads) but earlier records had {shape}; "
+            "score one model at a time."
+        )
+    if not np.isfinite(attention).all() or (attention < 0).any() or np.abs(attention.sum(-1) - 1).max() > 1e-3:
+        raise ValueError(
+            f"record {index}: every attention row must be non-negative and sum to 1 (after softmax); "
+            "were scores passed before the softmax, or was the map transposed?"
+        )
+    return attention
+
+
+class _ScoreSums:
+    """Running sums over the corpus: each score is a (layers, heads) sum and a count of what it averages over."""
+
+    def __init__(self, shape: tuple[int, int]) -> None:
+        self.shape = shape
+        self.sums: dict[str, np.ndarray] = {}
+        self.counts: Counter = Counter()  # rows, or relation instances, behind each sum
+        self.offset_counts = {kind: Counter() for kind in SYNTACTIC_KINDS}  # gold (target - source) per kind
+        self.pronoun_baseline_hits = 0
+
+    def add(self, name: str, value: np.ndarray | float, count: int, count_name: str | None = None) -> None:
+        self.sums[name] = self.sums.get(name, 0.0) + np.broadcast_to(value, self.shape)
+        self.counts[count_name or name] += count
+
+    def mean(self, name: str, count_name: str | None = None) -> np.ndarray:
+        """(layers * heads,) averages, NaN when nothing was counted."""
+        n = self.counts[count_name or name]
+        if n == 0 or name not in self.sums:
+            return np.full(self.shape[0] * self.shape[1], math.nan)
+        return (np.asarray(self.sums[name], dtype=float) / n).ravel()
+
+    def add_positions(self, attention: np.ndarray) -> None:
+        """Previous / same / next-token shares and argmax rates (Clark et al. 2019; Voita et al. 2019)."""
+        seq = attention.shape[-1]
+        positions = np.arange(seq)
+        self.add("prev_token_share", np.diagonal(attention, offset=-1, axis1=2, axis2=3).sum(-1), seq - 1)  # A[i, i-1]
+        self.add("same_token_share", np.diagonal(attention, offset=0, axis1=2, axis2=3).sum(-1), seq)  # A[i, i]
+        self.add("next_token_share", np.diagonal(attention, offset=1, axis1=2, axis2=3).sum(-1), seq - 1)  # A[i, i+1]
+        top_key = attention.argmax(-1)  # (layers, heads, seq): the key each query attends to most
+        self.add("prev_token_argmax_rate", (top_key[..., 1:] == positions[1:] - 1).sum(-1), seq - 1)
+        self.add("next_token_argmax_rate", (top_key[..., :-1] == positions[:-1] + 1).sum(-1), seq - 1)
+
+    def add_fixed_tokens(self, attention: np.ndarray, is_cls: np.ndarray, is_sep: np.ndarray, is_punct: np.ndarray) -> None:
+        """Weight on [CLS], [SEP] and punctuation columns, over all rows (Clark et al. 2019)."""
+        seq = attention.shape[-1]
+        for name, key_mask in (("cls_share", is_cls), ("sep_share", is_sep), ("punct_share", is_punct)):
+            self.add(name, attention[..., key_mask].sum(axis=(-1, -2)), seq)  # (layers, heads, seq, keys) summed
+
+    def add_spread(self, attention: np.ndarray, distance: np.ndarray, causal: bool) -> None:
+        """Row entropy next to uniform attention's, and the expected distance |i - j| (Clark et al. 2019)."""
+        seq = attention.shape[-1]
+        row_entropy = -(attention * np.log(np.where(attention > 0, attention, 1.0))).sum(-1)  # (layers, heads, seq)
+        self.add("entropy", row_entropy.sum(-1), seq)
+        self.add("uniform_entropy", np.log(np.arange(1, seq + 1)).sum() if causal else seq * math.log(seq), seq)
+        self.add("mean_distance", (attention * distance).sum(axis=(-1, -2)), seq)
+
+    def add_patterns(self, attention: np.ndarray, distance: np.ndarray, content: np.ndarray, fixed: np.ndarray,
+                     segments: np.ndarray, causal: bool) -> None:
+        """Vertical / diagonal / block shares of content rows and their uniform chance level (Kovaleva et al. 2019)."""
+        seq = attention.shape[-1]
+        n_content = int(content.sum())
+        content_rows = attention[..., content, :]  # (layers, heads, n_content, seq)
+        uniform_rows = (np.tril(np.ones((seq, seq))) if causal else np.ones((seq, seq)))[content]  # (n_content, seq)
+        uniform_rows /= uniform_rows.sum(-1, keepdims=True)
+        key_sets = {  # each (n_content, seq): which keys count for the share
+            # a fixed token right next to the query fits both patterns, so it counts for neither
+            "diagonal": (distance[content] <= 1) & ~fixed[None, :],  # previous, same, next
+            "vertical": (distance[content] >= 2) & fixed[None, :],  # fixed tokens off the diagonal
+            "block": (segments[content][:, None] == segments[None, :]) & content[None, :],  # own segment
+        }
+        for name, keys in key_sets.items():
+            self.add(f"{name}_share", (content_rows * keys).sum(axis=(-1, -2)), n_content)
+            self.add(f"uniform_{name}", (uniform_rows * keys).sum(), n_content)
+
+    def add_rare_tokens(self, attention: np.ndarray, content: np.ndarray, frequency: np.ndarray) -> None:
+        """Share of content rows whose maximum is on the sentence's least frequent token (Voita et al. 2019)."""
+        frequency = np.where(content, frequency, np.inf)
+        rarest = content & (frequency == frequency.min())  # (seq,)
+        top_key = attention[..., content, :].argmax(-1)  # (layers, heads, n_content)
+        self.add("rare_token_argmax_rate", rarest[top_key].sum(-1), int(content.sum()))
+
+    def add_relations(self, words: np.ndarray, sentence: AnnotatedSentence) -> None:
+        """Most-attended-word accuracy per relation and direction, on a word-level map (Clark et al. 2019)."""
+        top_word = words.argmax(-1)  # (layers, heads, n_words): the word each word attends to most
+        for relation in sentence.relations:
+            if relation.kind == "pron_antecedent":
+                continue  # scored among the candidates by add_pronoun
+            self.offset_counts[relation.kind][relation.target - relation.source] += 1
+            self.add(f"{relation.kind}_acc", top_word[..., relation.source] == relation.target, 1, relation.kind)
+            self.add(f"{_reverse_name(relation.kind)}_acc", top_word[..., relation.target] == relation.source, 0,
+                     relation.kind)  # the same instance, counted once
+
+    def add_pronoun(self, words: np.ndarray, sentence: AnnotatedSentence) -> None:
+        """Does the pronoun's row give the antecedent the most weight among the candidates?"""
+        candidates = np.array(sentence.candidates)
+        pick = candidates[words[..., sentence.pronoun, candidates].argmax(-1)]  # (layers, heads)
+        self.add("pron_antecedent_acc", pick == sentence.antecedent, 1, "pron_antecedent")
+        self.pronoun_baseline_hits += _nearest_candidate_before(sentence) == sentence.antecedent
+
+
+def head_role_table(
+    records: Iterable[RecordLike],
+    *,
+    cls_token: str = "[CLS]",
+    sep_token: str = "[SEP]",
+    continuation_prefix: str = "##",
+    offsets: Sequence[int] = tuple(range(-5, 6)),
+    causal: bool = False,
+    ignore_self: bool = False,
+    token_counts: Mapping[str, int] | None = None,
+    min_relation_count: int = 10,
+) -> pd.DataFrame:
+    """Score every head of a model over a corpus: one tidy row per (layer, head) (chapter 3, empirical head roles).
+
+    ``records`` yields :class:`AttentionRecord` objects (or mappings / objects
+    with ``attention`` (layers, heads, seq, seq), ``tokens``, ``word_ids`` and
+    optional ``sentence``), one sentence each. Token scores average over
+    every query row of every sentence; relation scores use word-level maps
+    (:func:`mha.pretrained.word_maps.word_attention`, special tokens dropped; with
+    ``ignore_self`` a word's own column is excluded from its argmax) and
+    fixed-offset baselines over ``offsets``. Ties in an argmax go to the
+    earliest position. ``token_counts`` (token -> corpus frequency) defines
+    rare tokens, by default the records' own counts; ``causal`` makes the
+    uniform reference of row ``i`` spread over keys ``0..i``;
+    ``min_relation_count`` is the fewest gold pairs a relation needs to
+    compete for ``best_relation``. Returns a DataFrame of layers * heads rows
+    whose columns :data:`COLUMN_DESCRIPTIONS` describes (relation columns
+    once per prefix of :data:`RELATION_DIRECTIONS`), with ``attrs`` holding
+    ``n_sentences``, ``n_annotated`` and ``n_tokens``.
+    """
+    records = [_as_record(item, i) for i, item in enumerate(records)]
+    if not records:
+        raise ValueError("records is empty; give at least one sentence's attention to score the heads.")
+    offsets = [k for k in offsets if k != 0]
+    if token_counts is None:
+        token_counts = Counter(t for r in records for t, w in zip(r.tokens, r.word_ids) if w is not None)
+
+    sums: _ScoreSums | None = None
+    n_annotated = n_tokens = 0
+    for index, record in enumerate(records):
+        attention = _check_record(record, index, sums.shape if sums else None)  # (layers, heads, seq, seq)
+        sums = sums or _ScoreSums(attention.shape[:2])
+        seq = attention.shape[-1]
+        n_tokens += seq
+        tokens, word_ids = list(record.tokens), list(record.word_ids)
+        content = np.array([w is not None for w in word_ids])  # (seq,): real word pieces, not special tokens
+        is_punct = content & np.array([is_punctuation(t, continuation_prefix) for t in tokens])
+        distance = np.abs(np.arange(seq)[:, None] - np.arange(seq)[None, :])  # (seq_q, seq_k): |i - j|
+
+        # 1-5: token-level scores, every head at once
+        sums.add_positions(attention)
+        sums.add_fixed_tokens(attention, np.array([t == cls_token for t in tokens]),
+                              np.array([t == sep_token for t in tokens]), is_punct)
+        sums.add_spread(attention, distance, causal)
+        sums.add_patterns(attention, distance, content, ~content | is_punct,
+                          block_segments(tokens, word_ids, sep_token=sep_token), causal)
+        sums.add_rare_tokens(attention, content, np.array([token_counts.get(t, 0) for t in tokens], dtype=float))
+
+        # 6-7: relations on the word-level map (sum over a word's columns, mean over its rows)
+        sentence = record.sentence
+        if sentence is None:
+            continue
+        n_words = len(word_units(word_ids))
+        if n_words != len(sentence.words):
+            raise ValueError(
+                f"record {index}: word_ids name {n_words} words but the gold sentence has {len(sentence.words)} "
+                f"({sentence.text!r}); tokenize the gold words themselves (e.g. is_split_into_words=True) so the "
+                "word ids index sentence.words."
+            )
+        n_annotated += 1
+        words = word_attention(attention, word_ids)  # (layers, heads, n_words, n_words)
+        if ignore_self:
+            words = np.where(np.eye(n_words, dtype=bool), -np.inf, words)
+        sums.add_relations(words, sentence)
+        if sentence.pronoun is not None and sentence.candidates and sentence.antecedent is not None:
+            sums.add_pronoun(words, sentence)
+
+    frame = pd.DataFrame(_table_columns(sums, offsets, min_relation_count))
+    frame.attrs.update(n_sentences=len(records), n_annotated=n_annotated, n_tokens=n_tokens)
+    return frame
+
+
+def _table_columns(sums: _ScoreSums, offsets: Sequence[int],
+                   min_relation_count: int) -> dict[str, np.ndarray | list[str]]:
+    """Averages, baselines and labels: the columns of :func:`head_role_table`, in order."""
+    n_layers, n_heads = sums.shape
+    n_rows = n_layers * n_heads
+    layer, head = np.meshgrid(np.arange(n_layers), np.arange(n_heads), indexing="ij")
+    table: dict[str, np.ndarray | list[str]] = {"layer": layer.ravel(), "head": head.ravel()}
+    for name in ("prev_token_share", "same_token_share", "next_token_share", "prev_token_argmax_rate",
+                 "next_token_argmax_rate", "cls_share", "sep_share", "punct_share", "entropy", "uniform_entropy"):
+        table[name] = sums.mean(name)
+    table["entropy_ratio"] = table["entropy"] / table["uniform_entropy"]
+    for name in ("mean_distance", "vertical_share", "diagonal_share", "block_share", "uniform_vertical",
+                 "uniform_diagonal", "uniform_block", "rare_token_argmax_rate"):
+        table[name] = sums.mean(name)
+    table["pattern"] = [
+        pattern_label(v, d, b, uniform_vertical=uv, uniform_diagonal=ud, uniform_block=ub)
+        for v, d, b, uv, ud, ub in zip(*(table[name] for name in (
+            "vertical_share", "diagonal_share", "block_share", "uniform_vertical", "uniform_diagonal", "uniform_block")))
+    ]
+    most_positional = np.maximum(table["prev_token_argmax_rate"], table["next_token_argmax_rate"])
+    table["positional"] = most_positional >= POSITIONAL_ARGMAX_MIN
+
+    gains = {}  # relation prefix -> (layers * heads,) accuracy minus its baseline
+    for prefix, kind, direction in RELATION_DIRECTIONS:
+        n = sums.counts[kind]
+        sign = 1 if direction == "source_to_target" else -1
+        oriented = Counter({sign * k: v for k, v in sums.offset_counts[kind].items()})
+        baseline, offset = _best_offset(oriented, n, offsets)
+        table[f"{prefix}_acc"] = sums.mean(f"{prefix}_acc", kind)
+        table[f"{prefix}_baseline_acc"] = np.full(n_rows, baseline)
+        table[f"{prefix}_baseline_offset"] = np.full(n_rows, offset)
+        if direction == "target_to_source":
+            table[f"{kind}_count"] = np.full(n_rows, n)
+        if n >= min_relation_count:
+            gains[prefix] = table[f"{prefix}_acc"] - baseline
+    n_pronouns = sums.counts["pron_antecedent"]
+    pronoun_baseline = sums.pronoun_baseline_hits / n_pronouns if n_pronouns else math.nan
+    table["pron_antecedent_acc"] = sums.mean("pron_antecedent_acc", "pron_antecedent")
+    table["pron_antecedent_baseline_acc"] = np.full(n_rows, pronoun_baseline)
+    table["pron_antecedent_count"] = np.full(n_rows, n_pronouns)
+    if n_pronouns >= min_relation_count:
+        gains["pron_antecedent"] = table["pron_antecedent_acc"] - pronoun_baseline
+
+    if gains:
+        names = list(gains)
+        gain_matrix = np.stack([gains[name] for name in names], axis=1)  # (layers * heads, relations)
+        best = np.where(np.isnan(gain_matrix), -np.inf, gain_matrix).argmax(axis=1)
+        table["best_relation"] = [names[b] for b in best]
+        table["best_relation_acc"] = np.array([table[f"{names[b]}_acc"][row] for row, b in enumerate(best)])
+        table["best_relation_gain"] = gain_matrix[np.arange(n_rows), best]
+    else:
+        table["best_relation"] = [None] * n_rows
+        table["best_relation_acc"] = np.full(n_rows, math.nan)
+        table["best_relation_gain"] = np.full(n_rows, math.nan)
+    table["syntactic"] = table["best_relation_gain"] >= SYNTACTIC_GAIN_MIN
+    return table
+
+
+def relation_scores_long(table: pd.DataFrame) -> pd.DataFrame:
+    """The relation columns of :func:`head_role_table` in long form (chapter 3, empirical head roles).
+
+    One row per (layer, head, relation direction) with columns ``layer``,
+    ``head``, ``relation`` (the column prefix, e.g. ``noun_det``: the noun's
+    row, the determiner's column), ``kind``, ``direction``, ``acc``,
+    ``baseline_acc``, ``baseline_offset``, ``gain`` (acc - baseline_acc) and
+    ``count``; pronoun rows have direction ``"pronoun_to_candidates"`` and a
+    NaN offset. Handy for plotting heads against their baselines.
+    """
+    parts = []
+    for prefix, kind, direction in RELATION_DIRECTIONS:
+        parts.append(pd.DataFrame({
+            "layer": table["layer"], "head": table["head"], "relation": prefix, "kind": kind, "direction": direction,
+            "acc": table[f"{prefix}_acc"], "baseline_acc": table[f"{prefix}_baseline_acc"],
+            "baseline_offset": table[f"{prefix}_baseline_offset"].astype(float), "count": table[f"{kind}_count"],
+        }))
+    parts.append(pd.DataFrame({
+        "layer": table["layer"], "head": table["head"], "relation": "pron_antecedent", "kind": "pron_antecedent",
+        "direction": "pronoun_to_candidates", "acc": table["pron_antecedent_acc"],
+        "baseline_acc": table["pron_antecedent_baseline_acc"], "baseline_offset": math.nan,
+        "count": table["pron_antecedent_count"],
+    }))
+    long = pd.concat(parts, ignore_index=True)
+    long["gain"] = long["acc"] - long["baseline_acc"]
+    columns = ["layer", "head", "relation", "kind", "direction", "acc", "baseline_acc", "baseline_offset", "gain", "count"]
+    return long[columns]

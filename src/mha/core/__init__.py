@@ -1,0 +1,12 @@
+"""The core math: attention and the geometry of heads, with no trained weights (chapters 1 and 2).
+
+- :mod:`~mha.core.attention`: scaled dot-product and multi-head attention in torch, as explicit steps that return
+  every head's weights (1.1 "Attention from scratch", 1.2 "Multi-head attention"; used by every model in the book).
+- :mod:`~mha.core.attention_numpy`: the same math in numpy, checked equal to the torch version (1.1).
+- :mod:`~mha.core.masks`: which keys each query may see: causal and padding masks (1.1).
+- :mod:`~mha.core.validation`: checks at the package boundary, with errors that say how to fix the input (all).
+- :mod:`~mha.core.toy_sentences`: word vectors without a trained model, for the random-weight demos (1.2).
+- :mod:`~mha.core.geometry`: QK and OV circuits, ranks, subspaces and their angles (2.1 "Each head's own subspace").
+- :mod:`~mha.core.low_rank_fitting`: which patterns one head of width d_head can express, and the stored fits
+  (2.2 "The low-rank bottleneck").
+"""

@@ -1,0 +1,292 @@
+"""The geometry of heads: circuits, ranks and subspaces (chapter 2, "Each head's own subspace").
+
+A head never sees a token's whole ``d_model``-dimensional vector. It reads it
+through its own ``W_Q``, ``W_K``, ``W_V`` of shape ``(d_model, d_head)`` and
+writes through its own rows of ``W_O``, ``(d_head, d_model)``. Following
+Elhage et al. 2021 ("A mathematical framework for transformer circuits"), two
+``(d_model, d_model)`` matrices summarise a head:
+
+* the **QK circuit** ``W_QK = W_Q @ W_K.T``: ``score(x_i, x_j) = x_i @ W_QK @ x_j.T / sqrt(d_head)``
+  plus bias terms (:func:`score_terms`);
+* the **OV circuit** ``W_OV = W_V @ W_O``: a head that puts weight ``A[i, j]`` on
+  token ``j`` writes ``sum_j A[i, j] x_j @ W_OV`` plus a bias (:func:`head_writes`).
+
+Both have rank at most ``d_head`` (:func:`numerical_rank`). The subspaces a head
+reads from (the column space of ``W_Q``, ``W_K`` or ``W_V``) and writes to (the
+row space of ``W_O``) are compared with principal angles
+(:func:`principal_angle_cosines`, :func:`head_subspace_angles`) against random
+subspaces of the same size (:func:`random_subspace_angles`).
+
+Conventions are the book's: vectors are rows, so a head computes
+``q = x @ W_Q + b_Q``; every function accepts leading batch axes (for example
+``(layers, heads, d_model, d_head)``) and works in the dtype it is given (use
+float64 for ranks and angles of float32 weights: see :func:`numerical_rank`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import torch
+from torch import Tensor
+
+from mha.core.validation import check_rank
+
+__all__ = [
+    "qk_circuit",
+    "ov_circuit",
+    "ScoreTerms",
+    "score_terms",
+    "HeadWrites",
+    "head_writes",
+    "numerical_rank",
+    "effective_rank",
+    "orthonormal_basis",
+    "principal_angle_cosines",
+    "head_subspace_angles",
+    "subspace_overlap",
+    "random_subspace_angles",
+    "projector_sum_spectrum",
+    "share_in_subspace",
+]
+
+
+def _check_same_d_model(name_a: str, a: Tensor, name_b: str, b: Tensor, axis_a: int, axis_b: int) -> None:
+    if a.shape[axis_a] != b.shape[axis_b]:
+        raise ValueError(f"{name_a} has shape {tuple(a.shape)} and {name_b} has shape {tuple(b.shape)}: they should "
+                         "share the d_model axis; pass each head's (d_model, d_head) matrix, vectors as rows.")
+
+
+def qk_circuit(W_Q: Tensor, W_K: Tensor) -> Tensor:
+    """The QK circuit ``W_QK = W_Q @ W_K.T``: (..., d_model, d_head) twice -> (..., d_model, d_model).
+
+    ``x_i @ W_QK @ x_j.T`` equals the dot product of query ``x_i @ W_Q`` and key
+    ``x_j @ W_K`` (biases left out: see :func:`score_terms`). Its rank is at most
+    ``d_head``. Chapter 2, "Each head's own subspace".
+    """
+    check_rank("W_Q", W_Q.shape, range(2, 9), "(..., d_model, d_head)")
+    if W_Q.shape != W_K.shape:
+        raise ValueError(f"W_Q has shape {tuple(W_Q.shape)} and W_K {tuple(W_K.shape)}; one head's queries and keys "
+                         "need the same (d_model, d_head) shape.")
+    return W_Q @ W_K.transpose(-1, -2)  # (..., d_model, d_model)
+
+
+def ov_circuit(W_V: Tensor, W_O: Tensor) -> Tensor:
+    """The OV circuit ``W_OV = W_V @ W_O``: (..., d_model, d_head), (..., d_head, d_model) -> (..., d_model, d_model).
+
+    A token ``x`` that the head attends to with weight 1 makes it write
+    ``x @ W_OV`` (plus ``b_V @ W_O``). Its rank is at most ``d_head``.
+    Chapter 2, "Each head's own subspace".
+    """
+    check_rank("W_V", W_V.shape, range(2, 9), "(..., d_model, d_head)")
+    if W_O.shape[-2] != W_V.shape[-1] or W_O.shape[-1] != W_V.shape[-2]:
+        raise ValueError(f"W_V has shape {tuple(W_V.shape)} and W_O {tuple(W_O.shape)}; for one head they should be "
+                         "(d_model, d_head) and (d_head, d_model), W_O being the head's own rows of the output matrix.")
+    return W_V @ W_O  # (..., d_model, d_model)
+
+
+class ScoreTerms(NamedTuple):
+    """The four parts of one head's scaled scores ``(x_i W_Q + b_Q)(x_j W_K + b_K)ᵀ / sqrt(d_head)``.
+
+    Each is (..., n_q, n_k). ``query_only`` and ``constant`` are the same along
+    every row, so the softmax removes them; ``key_only`` is a per-key bias
+    ``b_Q W_Kᵀ x_jᵀ`` shared by every query.
+    """
+
+    bilinear: Tensor  # x_i W_QK x_jᵀ / sqrt(d_head)
+    query_only: Tensor  # x_i W_Q b_Kᵀ / sqrt(d_head), constant along each row
+    key_only: Tensor  # b_Q W_Kᵀ x_jᵀ / sqrt(d_head), constant down each column
+    constant: Tensor  # b_Q b_Kᵀ / sqrt(d_head)
+
+    def total(self) -> Tensor:
+        """The scores the head feeds to the softmax, (..., n_q, n_k)."""
+        return self.bilinear + self.query_only + self.key_only + self.constant
+
+
+def score_terms(x_query: Tensor, x_key: Tensor, W_Q: Tensor, W_K: Tensor,
+                b_Q: Tensor | None = None, b_K: Tensor | None = None) -> ScoreTerms:
+    """Split one head's scaled scores into the QK-circuit term and three bias terms (chapter 2).
+
+    ``x_query`` (..., n_q, d_model), ``x_key`` (..., n_k, d_model), ``W_Q``,
+    ``W_K`` (d_model, d_head), biases (d_head,) or None. Returns
+    :class:`ScoreTerms`, each (..., n_q, n_k); their sum is ``q @ k.T / sqrt(d_head)``.
+    """
+    check_rank("W_Q", W_Q.shape, (2,), "(d_model, d_head), one head's query matrix")
+    _check_same_d_model("x_query", x_query, "W_Q", W_Q, -1, 0)
+    _check_same_d_model("x_key", x_key, "W_K", W_K, -1, 0)
+    scale = 1.0 / math.sqrt(W_Q.shape[-1])
+    zero = torch.zeros(W_Q.shape[-1], dtype=W_Q.dtype, device=W_Q.device)
+    b_Q = zero if b_Q is None else b_Q
+    b_K = zero if b_K is None else b_K
+    n_q, n_k = x_query.shape[-2], x_key.shape[-2]
+    bilinear = x_query @ qk_circuit(W_Q, W_K) @ x_key.transpose(-1, -2) * scale  # (..., n_q, n_k)
+    query_only = (x_query @ W_Q @ b_K)[..., :, None].expand(*x_query.shape[:-2], n_q, n_k) * scale
+    key_only = (x_key @ W_K @ b_Q)[..., None, :].expand(*x_key.shape[:-2], n_q, n_k) * scale
+    constant = torch.full_like(bilinear, float(b_Q @ b_K) * scale)
+    return ScoreTerms(bilinear, query_only, key_only, constant)
+
+
+class HeadWrites(NamedTuple):
+    """What an attention layer writes, split by head through the OV circuits (chapter 2)."""
+
+    per_head: Tensor  # (..., heads, n_q, d_model): A_h @ X @ W_OV^h
+    bias: Tensor  # (d_model,): sum_h b_V^h @ W_O^h + b_O, the same for every token
+
+    def total(self) -> Tensor:
+        """The layer's output, (..., n_q, d_model): the sum over heads plus the bias."""
+        return self.per_head.sum(dim=-3) + self.bias
+
+
+def head_writes(x: Tensor, weights: Tensor, W_V: Tensor, W_O: Tensor,
+                b_V: Tensor | None = None, b_O: Tensor | None = None) -> HeadWrites:
+    """The layer output as a sum over heads of ``A_h X W_OV^h``, plus one bias vector (chapter 2).
+
+    ``x`` (..., n, d_model) the tokens attended to, ``weights`` (..., heads, n_q, n)
+    each head's attention (rows sum to 1), ``W_V`` (heads, d_model, d_head),
+    ``W_O`` (heads, d_head, d_model), ``b_V`` (heads, d_head), ``b_O``
+    (d_model,). Because every row of ``A_h`` sums to 1, head ``h``'s value bias
+    reaches the output as the constant ``b_V^h @ W_O^h``.
+    """
+    check_rank("W_V", W_V.shape, (3,), "(heads, d_model, d_head), e.g. stacked_head_weights().W_V[layer]")
+    check_rank("weights", weights.shape, range(3, 9), "(..., heads, n_q, n_k) attention weights")
+    if weights.shape[-3] != W_V.shape[0] or weights.shape[-1] != x.shape[-2]:
+        raise ValueError(f"weights {tuple(weights.shape)}, x {tuple(x.shape)} and W_V {tuple(W_V.shape)} disagree: "
+                         "weights should be (..., heads, n_q, n) for x (..., n, d_model) and W_V (heads, d_model, d_head).")
+    W_OV = ov_circuit(W_V, W_O)  # (heads, d_model, d_model)
+    moved = torch.einsum("...nd,hde->...hne", x, W_OV)  # (..., heads, n, d_model): x_j @ W_OV^h
+    per_head = weights @ moved  # (..., heads, n_q, d_model)
+    bias = torch.zeros(W_O.shape[-1], dtype=W_O.dtype, device=W_O.device)  # (d_model,)
+    if b_V is not None:
+        bias = bias + torch.einsum("hd,hde->e", b_V, W_O)
+    if b_O is not None:
+        bias = bias + b_O
+    return HeadWrites(per_head, bias)
+
+
+def numerical_rank(matrix: Tensor, rtol: float | None = None) -> Tensor:
+    """How many singular values exceed ``rtol`` times the largest: (..., m, n) -> (...) integer tensor.
+
+    The default ``rtol`` is ``max(m, n) * eps`` of the matrix's dtype, as in
+    ``torch.linalg.matrix_rank``: singular values below it are rounding
+    noise. A product computed in float32 carries noise near 1e-7 of its
+    largest singular value, so compute in float64, or pass a larger ``rtol``.
+    Chapter 2, "Each head's own subspace".
+    """
+    check_rank("matrix", matrix.shape, range(2, 9), "(..., m, n)")
+    if rtol is None:
+        rtol = max(matrix.shape[-2:]) * torch.finfo(matrix.dtype).eps
+    singular_values = torch.linalg.svdvals(matrix)  # (..., min(m, n)), descending
+    return (singular_values > rtol * singular_values[..., :1]).sum(dim=-1)
+
+
+def effective_rank(matrix: Tensor, energy: float = 0.99) -> Tensor:
+    """The fewest singular directions that hold ``energy`` of the squared Frobenius norm: (..., m, n) -> (...).
+
+    ``r`` such that ``s_1² + ... + s_r² >= energy * sum(s²)``: the dimensions a
+    matrix *uses*, as opposed to the most it could use (its rank). Chapter 2,
+    "The low-rank bottleneck".
+    """
+    check_rank("matrix", matrix.shape, range(2, 9), "(..., m, n)")
+    if not 0.0 < energy <= 1.0:
+        raise ValueError(f"energy is a share of the squared norm, between 0 (excluded) and 1; got {energy}.")
+    squared = torch.linalg.svdvals(matrix) ** 2  # (..., min(m, n)), descending
+    held = squared.cumsum(dim=-1) / squared.sum(dim=-1, keepdim=True)  # (..., min(m, n))
+    tolerance = 1e3 * torch.finfo(squared.dtype).eps  # so that energy = 1.0 ignores rounding noise
+    return (held < energy - tolerance).sum(dim=-1) + 1
+
+
+def orthonormal_basis(W: Tensor) -> Tensor:
+    """An orthonormal basis of the column space of ``W``: (..., d, k) -> (..., d, k), for ``W`` of full column rank.
+
+    The columns of a head's ``W_Q`` (d_model, d_head) span the directions of
+    ``d_model`` it reads: ``x @ W_Q`` depends only on ``x``'s component there.
+    Computed from the SVD, so it is the same subspace for any choice of the
+    head's internal basis. Chapter 2.
+    """
+    check_rank("W", W.shape, range(2, 9), "(..., d, k)")
+    if W.shape[-1] > W.shape[-2]:
+        raise ValueError(f"W has shape {tuple(W.shape)}: a basis of its column space needs k <= d; "
+                         "for a head's W_O (d_head, d_model), pass W_O.transpose(-1, -2) to get the space it writes to.")
+    return torch.linalg.svd(W, full_matrices=False).U  # (..., d, k)
+
+
+def principal_angle_cosines(A: Tensor, B: Tensor) -> Tensor:
+    """Cosines of the principal angles between the column spaces of ``A`` (..., d, k_a) and ``B`` (..., d, k_b).
+
+    Returns (..., min(k_a, k_b)) in descending order (smallest angle first):
+    the singular values of ``Q_Aᵀ Q_B`` for orthonormal bases ``Q_A``, ``Q_B``.
+    A cosine of 1 is a direction the two spaces share; 0 a direction of one
+    orthogonal to all of the other. Chapter 2, "Each head's own subspace".
+    """
+    _check_same_d_model("A", A, "B", B, -2, -2)
+    overlap = orthonormal_basis(A).transpose(-1, -2) @ orthonormal_basis(B)  # (..., k_a, k_b)
+    return torch.linalg.svdvals(overlap).clamp(0.0, 1.0)  # (..., min(k_a, k_b))
+
+
+def head_subspace_angles(W: Tensor, W_other: Tensor | None = None) -> Tensor:
+    """Principal angles (radians, ascending) between every pair of heads' subspaces (chapter 2).
+
+    ``W`` (heads, d_model, d_head), e.g. ``stacked_head_weights().W_Q.flatten(0, 1)``
+    for all 72 heads; ``W_other`` (heads_b, d_model, d_head), default ``W``.
+    Returns (heads, heads_b, d_head). Column spaces are compared, so pass
+    ``W_O.transpose(-1, -2)`` for the spaces heads write to.
+    """
+    check_rank("W", W.shape, (3,), "(heads, d_model, d_head)")
+    W_other = W if W_other is None else W_other
+    check_rank("W_other", W_other.shape, (3,), "(heads, d_model, d_head)")
+    _check_same_d_model("W", W, "W_other", W_other, -2, -2)
+    basis, basis_other = orthonormal_basis(W), orthonormal_basis(W_other)  # (heads, d_model, d_head)
+    overlap = torch.einsum("adk,bdl->abkl", basis, basis_other)  # (heads, heads_b, d_head, d_head)
+    cosines = torch.linalg.svdvals(overlap).clamp(0.0, 1.0)  # (heads, heads_b, d_head), descending
+    return torch.arccos(cosines)  # ascending angles
+
+
+def subspace_overlap(angles: Tensor) -> Tensor:
+    """Mean squared cosine of principal angles: (..., k) radians -> (...), 1 = same subspace, 0 = orthogonal.
+
+    For two random ``k``-dimensional subspaces of ``d`` dimensions its expected
+    value is ``k / d`` (chapter 2).
+    """
+    return torch.cos(angles).pow(2).mean(dim=-1)
+
+
+def random_subspace_angles(d_model: int, d_head: int, n_pairs: int = 200, seed: int = 0,
+                           dtype: torch.dtype = torch.float64) -> Tensor:
+    """Principal angles (radians, ascending) between ``n_pairs`` pairs of random ``d_head``-dim subspaces of ``d_model``.
+
+    The baseline for :func:`head_subspace_angles`: subspaces spanned by
+    Gaussian random columns, which are uniformly distributed. Returns
+    (n_pairs, d_head). Chapter 2.
+    """
+    if not 1 <= d_head <= d_model:
+        raise ValueError(f"need 1 <= d_head <= d_model, got d_head = {d_head}, d_model = {d_model}.")
+    generator = torch.Generator().manual_seed(seed)
+    A = torch.randn(n_pairs, d_model, d_head, generator=generator, dtype=dtype)  # (pairs, d_model, d_head)
+    B = torch.randn(n_pairs, d_model, d_head, generator=generator, dtype=dtype)
+    return torch.arccos(principal_angle_cosines(A, B))  # (pairs, d_head)
+
+
+def projector_sum_spectrum(W: Tensor) -> Tensor:
+    """Eigenvalues (descending) of the sum of the heads' orthogonal projectors: (heads, d_model, d_head) -> (d_model,).
+
+    The eigenvalue of a unit direction ``u`` is ``sum_h |P_h u|²``: how many
+    heads, in total, read it. Heads that tiled ``d_model`` without overlap
+    would give all ones; directions no head reads give 0; the eigenvalues
+    always sum to ``heads * d_head``. Chapter 2.
+    """
+    check_rank("W", W.shape, (3,), "(heads, d_model, d_head)")
+    basis = orthonormal_basis(W)  # (heads, d_model, d_head)
+    projector_sum = torch.einsum("hdk,hek->de", basis, basis)  # (d_model, d_model)
+    return torch.linalg.eigvalsh(projector_sum).flip(-1)  # (d_model,), descending
+
+
+def share_in_subspace(vectors: Tensor, W: Tensor) -> Tensor:
+    """The share of each vector's squared length inside the column space of ``W``, in [0, 1] (chapter 2).
+
+    ``vectors`` (..., n, d_model), ``W`` (..., d_model, k) -> (..., n). A random
+    ``k``-dimensional subspace holds ``k / d_model`` of a typical vector.
+    """
+    _check_same_d_model("vectors", vectors, "W", W, -1, -2)
+    coordinates = vectors @ orthonormal_basis(W)  # (..., n, k)
+    return coordinates.pow(2).sum(dim=-1) / vectors.pow(2).sum(dim=-1)

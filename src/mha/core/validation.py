@@ -1,0 +1,287 @@
+"""Checks at the package boundary, with errors that say what was wrong and how to fix it.
+
+Every public function in :mod:`mha` that takes tensors from a reader calls one
+of these before doing any work, so a mistake surfaces as an :class:`InputError`
+that names the problem and a fix, not as a broadcasting error deep inside torch.
+Internal helpers trust their inputs.
+
+The rules for what the attention functions accept (chapter 1, "Attention from scratch"):
+
+* **containers**: a torch tensor, a numpy array, or a nested list of numbers;
+  torch functions return tensors, numpy functions return arrays;
+* **numbers**: any real dtype. Whole numbers are read as floats (float64 in
+  numpy, torch's default float in torch); inputs of different float precisions
+  are computed in the widest; :class:`~mha.core.attention.MultiHeadAttention`
+  computes in its own dtype (a float64 array going into a float32 layer becomes
+  float32). Booleans are refused: a boolean q, k or v is almost always a mask
+  passed in the wrong place;
+* **NaN and inf**: they cannot be fixed here, and softmax spreads a NaN to every
+  query that sees it, so a :class:`NonFiniteWarning` names the input (or
+  parameter) that holds them. Only the output is scanned on the normal path.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import os
+import sys
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+import torch
+
+__all__ = [
+    "InputError",
+    "NonFiniteWarning",
+    "head_counts_that_divide",
+    "check_whole_number",
+    "check_head_count",
+    "check_last_dim",
+    "check_same_shape",
+    "check_rank",
+    "check_attention_shapes",
+    "check_not_empty",
+    "as_tensor",
+    "as_array",
+    "as_float_tensors",
+    "as_float_arrays",
+    "warn_if_not_finite",
+]
+
+
+class InputError(ValueError):
+    """Bad input to a public function of :mod:`mha`; the message says what was wrong and how to fix it.
+
+    It is a ``ValueError``, so code that catches ``ValueError`` keeps working.
+    """
+
+
+class NonFiniteWarning(UserWarning):
+    """An attention result holds NaN or inf; the message names the input or parameter it came from."""
+
+
+def check_whole_number(name: str, value, minimum: int | None = None) -> int:
+    """``value`` as a Python ``int``, for any whole number (``int``, ``np.int64``, ...) not below ``minimum``.
+
+    Booleans and floats are refused, even ``2.0``: a head count or a length is
+    counted, not measured, so a float usually means a division went wrong.
+    """
+    try:
+        if isinstance(value, (bool, np.bool_)) or getattr(value, "dtype", None) in (torch.bool, np.bool_):
+            raise TypeError
+        value = operator.index(value)  # int, np.int64, a one-number integer array or tensor
+    except TypeError:
+        hint = f" Use int({value}) if that is what you meant." if isinstance(value, float) and value.is_integer() else ""
+        raise InputError(f"{name} must be a whole number, got {value!r} ({type(value).__name__}).{hint}") from None
+    if minimum is not None and value < minimum:
+        raise InputError(f"{name} must be at least {minimum}, got {value}.")
+    return value
+
+
+def head_counts_that_divide(d_model: int) -> list[int]:
+    """Every head count ``h`` for which ``d_model`` splits into equal heads of size ``d_model // h``."""
+    d_model = check_whole_number("d_model", d_model, minimum=1)
+    return [h for h in range(1, d_model + 1) if d_model % h == 0]
+
+
+def check_head_count(d_model: int, n_heads: int) -> int:
+    """Return ``d_head = d_model // n_heads``, or raise if the heads cannot be equal.
+
+    Multi-head attention slices ``d_model`` features into ``n_heads`` equal
+    slices (chapter 1, "Multi-head attention"), so ``n_heads`` must divide it.
+    Any whole number is accepted, numpy's included (e.g. from a slider).
+    """
+    d_model = check_whole_number("d_model", d_model, minimum=1)
+    n_heads = check_whole_number("n_heads", n_heads, minimum=1)
+    if d_model % n_heads:
+        options = ", ".join(str(h) for h in head_counts_that_divide(d_model))
+        raise InputError(
+            f"d_model = {d_model} is not divisible by n_heads = {n_heads}: each head needs "
+            f"d_model / n_heads = {d_model / n_heads:.3g} features, which is not a whole number. "
+            f"Choose a head count that divides {d_model} ({options}), or change d_model."
+        )
+    return d_model // n_heads
+
+
+def check_rank(name: str, shape: Sequence[int], allowed: Sequence[int], meaning: str) -> None:
+    """Raise unless ``len(shape)`` is one of ``allowed``; ``meaning`` spells out the expected axes."""
+    if len(shape) not in allowed:
+        raise InputError(
+            f"{name} has shape {tuple(shape)} ({len(shape)} dimensions), but it should be {meaning}."
+        )
+
+
+def check_last_dim(name: str, shape: Sequence[int], expected: int, meaning: str) -> None:
+    """Raise unless the last axis of ``shape`` has size ``expected``."""
+    if len(shape) == 0 or shape[-1] != expected:
+        raise InputError(
+            f"{name} has shape {tuple(shape)}, but its last dimension should be {meaning} = {expected}."
+        )
+
+
+def check_same_shape(name_a: str, shape_a: Sequence[int], name_b: str, shape_b: Sequence[int], why: str) -> None:
+    """Raise unless two shapes are equal; ``why`` says why they must match."""
+    if tuple(shape_a) != tuple(shape_b):
+        raise InputError(
+            f"{name_a} has shape {tuple(shape_a)} but {name_b} has shape {tuple(shape_b)}; {why}."
+        )
+
+
+def check_not_empty(name: str, shape: Sequence[int], axis: int, what: str) -> None:
+    """Raise if axis ``axis`` of ``shape`` (the positions of a sequence) has size 0; ``what`` names them."""
+    if shape[axis] == 0:
+        raise InputError(f"{name} has shape {tuple(shape)}: there are no {what}. Attention needs at least one "
+                         "query and one key, as softmax over no keys is 0/0; drop empty sequences first.")
+
+
+def check_attention_shapes(q_shape: Sequence[int], k_shape: Sequence[int], v_shape: Sequence[int]) -> tuple[int, ...]:
+    """Check ``q`` (..., seq_q, d_k), ``k`` (..., seq_k, d_k), ``v`` (..., seq_k, d_v); return the scores' shape.
+
+    The scores have shape (..., seq_q, seq_k), with the leading axes of ``q``
+    and ``k`` broadcast; those of ``v`` must broadcast with them too. There must
+    be at least one query, one key, and one feature in each vector.
+    """
+    q_shape, k_shape, v_shape = tuple(q_shape), tuple(k_shape), tuple(v_shape)
+    check_rank("q", q_shape, range(2, 9), "(..., seq_q, d_k)")
+    check_rank("k", k_shape, range(2, 9), "(..., seq_k, d_k): one row per key, even for a single key")
+    check_rank("v", v_shape, range(2, 9), "(..., seq_k, d_v): one row per value, even for a single value")
+    check_last_dim("k", k_shape, q_shape[-1], "d_k, the size of each query vector")
+    if k_shape[-2] != v_shape[-2]:
+        raise InputError(
+            f"k has shape {k_shape} and v has shape {v_shape}: they need the same "
+            f"number of positions (seq_k, the second-to-last axis), because each key comes with one value."
+        )
+    check_not_empty("q", q_shape, -2, "queries (seq_q = 0)")
+    check_not_empty("k", k_shape, -2, "keys (seq_k = 0)")
+    for name, shape, size in (("q", q_shape, "d_k"), ("v", v_shape, "d_v")):
+        if shape[-1] == 0:
+            raise InputError(f"{name} has shape {shape}: its vectors have no features ({size} = 0). Give each "
+                             "query, key and value at least one feature (the last axis).")
+    try:
+        lead = np.broadcast_shapes(q_shape[:-2], k_shape[:-2])
+        np.broadcast_shapes(lead, v_shape[:-2])
+    except ValueError:
+        raise InputError(
+            f"q, k and v have shapes {q_shape}, {k_shape} and {v_shape}; their leading axes (all but the last "
+            "two, e.g. batch and heads) must be equal or 1. Give them the same batch size."
+        ) from None
+    return (*lead, q_shape[-2], k_shape[-2])
+
+
+def as_tensor(name: str, x, device: torch.device | str | None = None) -> torch.Tensor:
+    """``x`` (tensor, numpy array or nested list) as a tensor; raise if it is not a regular array of numbers."""
+    if isinstance(x, torch.Tensor):
+        return x if device is None else x.to(device)
+    array = as_array(name, x)
+    if any(stride < 0 for stride in array.strides):
+        array = array.copy()  # torch cannot view reversed numpy arrays, e.g. x[::-1]
+    return torch.as_tensor(array, device=device)
+
+
+def as_array(name: str, x) -> np.ndarray:
+    """``x`` as a numpy array of numbers or booleans; raise for ragged lists, strings and objects."""
+    if isinstance(x, torch.Tensor):
+        x = x.detach().cpu()
+        return (x.float() if x.dtype == torch.bfloat16 else x).numpy()
+    try:
+        array = np.asarray(x)
+    except (TypeError, ValueError) as problem:
+        raise InputError(f"{name} could not be read as an array ({problem}). Pass a tensor, a numpy array, "
+                         "or a nested list whose rows all have the same length.") from None
+    if array.dtype.kind not in "biuf":
+        raise InputError(f"{name} holds {array.dtype} values ({type(x).__name__}); pass numbers: a tensor, "
+                         "a numpy array, or a nested list of numbers whose rows all have the same length.")
+    return array
+
+
+def _check_real(name: str, dtype, kind: str) -> None:
+    """Raise for booleans (kind "b") and complex numbers (kind "c"); whole and real numbers are fine."""
+    if kind == "b":
+        raise InputError(f"{name} has dtype {dtype}, but it should hold numbers (vectors of features). If it is "
+                         f"a mask, pass it as mask=...; otherwise convert it with {name}.float() (torch) or "
+                         f"{name}.astype(float) (numpy).")
+    if kind == "c":
+        raise InputError(f"{name} has dtype {dtype}; attention is defined for real numbers. Pass {name}.real.")
+
+
+def as_float_tensors(named: Mapping[str, object], dtype: torch.dtype | None = None,
+                     device: torch.device | None = None) -> list[torch.Tensor]:
+    """The values of ``named`` as float tensors of one dtype on one device, or an :class:`InputError`.
+
+    Without ``dtype``, the widest float among them is used (whole numbers alone
+    give torch's default float). Without ``device``, that of the given tensors,
+    which must agree.
+    """
+    tensors = {name: as_tensor(name, x) for name, x in named.items()}
+    for name, t in tensors.items():
+        _check_real(name, t.dtype, "b" if t.dtype == torch.bool else "c" if t.is_complex() else "f")
+    if dtype is None:
+        floats = [t.dtype for t in tensors.values() if t.is_floating_point()]
+        dtype = torch.get_default_dtype() if not floats else floats[0]
+        for other in floats[1:]:
+            dtype = torch.promote_types(dtype, other)
+    if device is None:
+        devices = {name: t.device for name, t in tensors.items() if isinstance(named[name], torch.Tensor)}
+        if len(set(devices.values())) > 1:
+            where = ", ".join(f"{name} on {d}" for name, d in devices.items())
+            raise InputError(f"the inputs are on different devices ({where}); move them to one with .to(device).")
+        device = next(iter(devices.values()), None)
+    return [t.to(dtype=dtype, device=device) for t in tensors.values()]
+
+
+def as_float_arrays(named: Mapping[str, object]) -> list[np.ndarray]:
+    """The values of ``named`` as numpy float arrays of one dtype: the widest float given, else float64."""
+    arrays = {name: as_array(name, x) for name, x in named.items()}
+    for name, a in arrays.items():
+        _check_real(name, a.dtype, a.dtype.kind)
+    floats = [a.dtype for a in arrays.values() if a.dtype.kind == "f"]
+    dtype = np.result_type(*floats) if floats else np.dtype(np.float64)
+    return [a.astype(dtype, copy=False) for a in arrays.values()]
+
+
+_INTERNAL = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))),  # the mha package
+             os.path.dirname(os.path.abspath(torch.__file__)))
+
+
+def stacklevel_outside_package() -> int:
+    """The ``stacklevel`` that points a warning at the reader's own line, however deep in :mod:`mha` (or torch)."""
+    frame, level = sys._getframe(1), 1  # level 1 = the function that calls warnings.warn
+    while frame is not None and frame.f_code.co_filename.startswith(_INTERNAL):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def _all_finite(x) -> bool:
+    if isinstance(x, torch.Tensor):  # a finite sum is the cheap test; only a NaN, an inf or an overflow fails it
+        return math.isfinite(x.detach().sum()) or bool(torch.isfinite(x).all())
+    return bool(np.isfinite(x).all())
+
+
+def warn_if_not_finite(result, sources: Mapping[str, object] | Callable[[], Mapping[str, object]],
+                       what: str = "the attention output") -> None:
+    """Warn with a :class:`NonFiniteWarning` if ``result`` holds NaN or inf, naming which ``sources`` do.
+
+    Only ``result`` is scanned unless it is not finite, so the normal path costs one sum of the output;
+    ``sources`` may be a function that returns them, called only then.
+    """
+    if _all_finite(result):
+        return
+    sources = sources() if callable(sources) else sources
+    seen: list[object] = []
+    culprits = []
+    for name, x in sources.items():
+        if x is not None and not any(x is other for other in seen) and not _all_finite(x):
+            culprits.append(name)
+        seen.append(x)
+    if culprits:
+        message = (f"{what} contains NaN or inf because {' and '.join(culprits)} "
+                   f"{'holds' if len(culprits) == 1 else 'hold'} NaN or inf values. Softmax and the weighted "
+                   "sum spread them to every query that sees them. Find where they came from, or replace "
+                   "them, e.g. with torch.nan_to_num / np.nan_to_num.")
+    else:
+        dtype = getattr(result, "dtype", "")
+        message = (f"{what} contains NaN or inf although every input is finite: the scores overflowed {dtype}. "
+                   "Scale the inputs down, or compute in float64.")
+    warnings.warn(message, NonFiniteWarning, stacklevel=stacklevel_outside_package())

@@ -1,0 +1,198 @@
+"""Read a Universal Dependencies treebank (CoNLL-U) into annotated sentences (chapter 3, empirical head roles).
+
+The template corpus of :mod:`mha.corpora.templates` knows its grammar by construction;
+a treebank brings real sentences annotated by people. This module turns any
+CoNLL-U file into the same :class:`~mha.corpora.templates.AnnotatedSentence` form, so
+:mod:`mha.analysis.role_table` scores heads on either without knowing which it got.
+
+Only syntactic words are kept: multiword-token range lines (``2-3 cannot``)
+and empty nodes (``6.1``) are skipped, and the remaining words are numbered
+from 0 in file order. UD arcs go head -> dependent; the book's relation kinds
+name their own arrow (see :mod:`mha.corpora.templates`), so each mapping below says
+which end becomes the ``source``:
+
+===================================  ==================  ===================================
+UD relation (dependent's DEPREL)     kind                source -> target
+===================================  ==================  ===================================
+``det`` (not ``det:poss``),          ``det_noun``        dependent (determiner) -> head;
+head NOUN/PROPN                                          kept only when the head is a noun
+``amod``, head NOUN/PROPN            ``adj_noun``        dependent (adjective) -> head
+``nsubj``, ``nsubj:*``, head VERB    ``subj_verb``       dependent (subject) -> head (verb);
+                                                         copular clauses, whose UD head is
+                                                         the predicate adjective or noun,
+                                                         are skipped
+``obj``, head VERB                   ``verb_obj``        head (verb) -> dependent (object):
+                                                         reversed with respect to the UD arc
+``case``, dependent UPOS ADP         ``prep_obj``        dependent (preposition) -> head
+                                                         (its object noun); see below
+``nmod:poss``, ``det:poss``          ``poss_noun``       dependent (possessor) -> head
+``aux``, ``aux:*``, head VERB        ``aux_verb``        dependent (auxiliary) -> head
+===================================  ==================  ===================================
+
+Prepositions: UD attaches a preposition to its noun as a ``case`` dependent
+(``case(table, under)``), whereas older Stanford dependencies put the noun
+under the preposition (``pobj(under, table)``). Both give the same *pair*, and
+we orient it preposition -> object, as the ``pobj`` arc does; ``case``
+dependents that are not ADP (the possessive ``'s``, a PART) are not
+prepositions and are skipped.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import conllu
+from conllu.exceptions import ParseException
+
+from mha.corpora.templates import AnnotatedSentence, Relation
+
+__all__ = ["NOMINAL_UPOS", "read_conllu", "parse_conllu", "relations_from_ud"]
+
+NOMINAL_UPOS = frozenset({"NOUN", "PROPN"})
+
+
+def relations_from_ud(heads: list[int], deprels: list[str], upos: list[str]) -> list[Relation]:
+    """The book's relations from one sentence's UD tree (chapter 3, empirical head roles).
+
+    ``heads``, ``deprels`` and ``upos`` have one entry per word, in word
+    order; ``heads[i]`` is the 0-based index of word ``i``'s head, or -1 for
+    the root. Returns :class:`~mha.corpora.templates.Relation` objects (word indices,
+    source -> target as the module table says), in word order of the dependent.
+    """
+    relations = []
+    for dependent, (head, deprel, dependent_pos) in enumerate(zip(heads, deprels, upos)):
+        if head < 0:
+            continue
+        base = deprel.split(":")[0]
+        head_pos = upos[head]
+        if deprel in ("nmod:poss", "det:poss"):
+            relations.append(Relation("poss_noun", dependent, head))
+        elif base == "det" and head_pos in NOMINAL_UPOS:
+            relations.append(Relation("det_noun", dependent, head))
+        elif base == "amod" and head_pos in NOMINAL_UPOS:
+            relations.append(Relation("adj_noun", dependent, head))
+        elif base == "nsubj" and head_pos == "VERB":
+            relations.append(Relation("subj_verb", dependent, head))
+        elif base == "obj" and head_pos == "VERB":
+            relations.append(Relation("verb_obj", head, dependent))  # verb -> object: against the UD arc
+        elif base == "case" and dependent_pos == "ADP":
+            relations.append(Relation("prep_obj", dependent, head))
+        elif base == "aux" and head_pos == "VERB":
+            relations.append(Relation("aux_verb", dependent, head))
+    return relations
+
+
+def _check_tree(heads: list[int], words: list, origin: str) -> None:
+    """Raise ``ValueError`` naming the sentence and word unless ``heads`` form one tree with a single root."""
+
+    def named(index: int) -> str:
+        return f"word {words[index]['id']} ({words[index]['form']!r})"
+
+    roots = [index for index, head in enumerate(heads) if head < 0]
+    if len(roots) > 1:
+        raise ValueError(
+            f"{origin}: {named(roots[1])} has HEAD 0, but {named(roots[0])} is already the root; a UD sentence has "
+            f"exactly one root. Set the HEAD of {named(roots[1])} to the id of the word it depends on."
+        )
+    if not roots:
+        raise ValueError(
+            f"{origin}: no word has HEAD 0, so the sentence has no root. Set the HEAD of its main word (usually the "
+            "main verb) to 0."
+        )
+    state = [0] * len(heads)  # 0: not seen, 1: on the path being followed, 2: known to reach the root
+    for start in range(len(heads)):
+        path, index = [], start
+        while index >= 0 and state[index] == 0:
+            state[index] = 1
+            path.append(index)
+            index = heads[index]
+        if index >= 0 and state[index] == 1:  # came back to a word on this path: a cycle
+            cycle = path[path.index(index):]
+            if len(cycle) == 1:
+                raise ValueError(f"{origin}: {named(index)} is its own HEAD. Set its HEAD to the id of the word it "
+                                 "depends on (0 for the root).")
+            loop = " → ".join(named(i) for i in [*cycle, index])
+            raise ValueError(
+                f"{origin}: the HEAD column has a cycle: {loop} (each word's HEAD is the next word), so these "
+                f"words never reach the root. "
+                f"Fix the HEAD of one of them (e.g. {named(index)})."
+            )
+        for visited in path:
+            state[visited] = 2
+
+
+def _sentence_from_tokenlist(tokens: conllu.TokenList, origin: str) -> AnnotatedSentence:
+    """One parsed CoNLL-U sentence -> AnnotatedSentence, skipping ranges and empty nodes."""
+    words = [t for t in tokens if isinstance(t["id"], int)]  # ranges and empty nodes have tuple ids
+    if not words:
+        raise ValueError(f"{origin}: the sentence has no word lines (only comments, ranges or empty nodes).")
+    for t in words:
+        missing = [f for f in ("form", "upos", "head", "deprel") if f not in t]
+        if missing:
+            raise ValueError(
+                f"{origin}: word {t['id']} has no {', '.join(missing)} column; a CoNLL-U word line needs 10 "
+                "tab-separated columns (ID FORM LEMMA UPOS XPOS FEATS HEAD DEPREL DEPS MISC)."
+            )
+    position = {t["id"]: i for i, t in enumerate(words)}  # UD id (1-based) -> word index
+    heads = []
+    for t in words:
+        if t["head"] is None:
+            raise ValueError(f"{origin}: word {t['id']} ({t['form']!r}) has no HEAD; use 0 for the root.")
+        if t["head"] != 0 and t["head"] not in position:
+            raise ValueError(
+                f"{origin}: word {t['id']} ({t['form']!r}) points to head {t['head']}, which is not a word of the sentence."
+            )
+        heads.append(-1 if t["head"] == 0 else position[t["head"]])
+    _check_tree(heads, words, origin)
+    relations = relations_from_ud(heads, [t["deprel"] for t in words], [t["upos"] for t in words])
+    return AnnotatedSentence(tuple(t["form"] for t in words), tuple(relations), origin=origin)
+
+
+def parse_conllu(text: str, *, source: str = "<string>") -> list[AnnotatedSentence]:
+    """Parse CoNLL-U text into :class:`~mha.corpora.templates.AnnotatedSentence` objects (chapter 3, empirical head roles).
+
+    ``source`` names the text in error messages and in each sentence's
+    ``origin`` (``"<source>#<sent_id>"``, or ``"<source>#<n>"`` counting from
+    1 when a sentence has no ``sent_id``). Relations follow the mapping in
+    the module docstring. Raises ``ValueError`` naming the source when the
+    text is not valid CoNLL-U or holds no sentence, and naming the sentence and
+    the word when a sentence's HEAD column is not a tree (a second root, no
+    root, a cycle). A leading UTF-8 byte-order mark is ignored.
+    """
+    if not isinstance(text, str):
+        raise ValueError(f"CoNLL-U text must be a string, got {type(text).__name__}; decode bytes as UTF-8 first, "
+                         "or read a file with read_conllu(path).")
+    text = text.removeprefix("\ufeff")  # the byte-order mark some editors write at the start of UTF-8 files
+    try:
+        parsed = conllu.parse(text)
+    except ParseException as error:
+        raise ValueError(
+            f"{source} is not valid CoNLL-U: {str(error).rstrip('.')}. Each word line needs 10 tab-separated columns."
+        ) from error
+    parsed = [s for s in parsed if len(s) > 0]
+    if not parsed:
+        raise ValueError(f"{source} holds no CoNLL-U sentences (word lines separated by blank lines).")
+    return [_sentence_from_tokenlist(s, f"{source}#{s.metadata.get('sent_id') or n}") for n, s in enumerate(parsed, start=1)]
+
+
+def read_conllu(path: str | Path) -> list[AnnotatedSentence]:
+    """Read a CoNLL-U file into :class:`~mha.corpora.templates.AnnotatedSentence` objects (chapter 3, empirical head roles).
+
+    Any UD treebank works (UTF-8 text, with or without a byte-order mark); the
+    book ships ``data/sample.conllu``.
+    Returns one sentence per CoNLL-U sentence, words numbered from 0 without
+    multiword-token ranges or empty nodes. Raises ``FileNotFoundError`` when
+    the file is missing and ``ValueError`` when its content cannot be parsed.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"no CoNLL-U file at {path} (resolved to {path.resolve()}); check the path, or download a treebank "
+            "from https://universaldependencies.org."
+        )
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise ValueError(f"{path} is not UTF-8 text, so it cannot be CoNLL-U: {error}.") from error
+    return parse_conllu(text, source=path.name)
+

@@ -1,0 +1,372 @@
+"""Measuring the head-count sweep: one big head or many, at the same parameter count (chapter 3).
+
+Chapter 3, section "One big head or many", trains 1-layer attention-only
+:class:`~mha.lab.tiny_model.TinyTransformer` models with the same
+``d_model`` (hence the same parameter count) and ``h`` heads of ``d_head =
+d_model / h`` features on :class:`~mha.lab.tasks.TwoRelationTask`, where the answer
+at each *ask* position needs two things from two places: the value stored in
+the fact whose key is asked (a content relation) and the modifier just
+before (the previous token). ``scripts/train_checkpoints.py --only
+head_count_sweep`` trains every ``(h, seed)`` and writes
+``data/lab/head_count_sweep.json`` plus one checkpoint per run; this module
+reads them and holds the measurements the chapter makes:
+
+* :func:`relation_shares` - per head, the attention an ask position pays to
+  the matching fact, to the previous token, and to everything else;
+* :func:`fact_attention_by` - the attention to the fact, split by the key
+  asked (very narrow heads each find only some keys) or by the value stored
+  (one big head attends more to some values than to others);
+* :func:`ask_attention_override` - force the ask positions' attention onto
+  the fact, the previous token, or a mix of the two;
+* :func:`head_role` - a one-word label from those shares;
+* :func:`answer_parts` / :func:`answer_part_accuracy` - whether the predicted
+  answer has the right value and the right modifier (which relation the model
+  has learned);
+* :func:`first_step_below` - when a loss curve first reaches a threshold;
+* :class:`HeadCountSweep` - the sweep's results: curves, summaries, checkpoints;
+* :func:`train_two_relation_model` - train one more model of the sweep's shape
+  (used by the live retrain of :mod:`mha.views.head_count_explorer`).
+
+Maps follow the book's convention: weights are (batch, heads, seq_q, seq_k),
+row = query = the position attending FROM, column = key = the position
+attended TO.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from mha.lab.checkpoints import LAB_DIRECTORY, load_checkpoint, load_json
+from mha.lab.circuit_scores import attention_to_key_positions
+from mha.lab.tasks import TaskBatch, TwoRelationTask, task_from_dict
+from mha.lab.tiny_model import TinyTransformer, TinyTransformerConfig
+from mha.lab.training import TrainingConfig, TrainingLog, train
+from mha.core.validation import check_rank, head_counts_that_divide
+
+__all__ = [
+    "SWEEP_FILE",
+    "ANALYSIS_BATCH_SEED",
+    "ANALYSIS_BATCH_SIZE",
+    "ROLE_SHARE_THRESHOLD",
+    "SPLIT_THRESHOLD",
+    "ROLES",
+    "analysis_batch",
+    "previous_positions",
+    "relation_shares",
+    "fact_attention_by",
+    "ask_attention_override",
+    "head_role",
+    "answer_parts",
+    "answer_part_accuracy",
+    "first_step_below",
+    "token_names",
+    "HeadCountSweep",
+    "load_sweep",
+    "train_two_relation_model",
+]
+
+SWEEP_FILE = "head_count_sweep.json"
+ANALYSIS_BATCH_SEED = 10_000
+"""The analysis batch of seed ``s`` is ``task.sample(ANALYSIS_BATCH_SIZE, ANALYSIS_BATCH_SEED + s)``: never trained on."""
+ANALYSIS_BATCH_SIZE = 256
+
+ROLE_SHARE_THRESHOLD = 0.5
+"""A head whose mean attention to one place is at least this is a "fact" or "previous" head."""
+SPLIT_THRESHOLD = 0.2
+"""A head paying at least this to both places (and 0.5 to neither) is "split"."""
+ROLES = ("fact", "previous", "split", "other")
+
+
+def analysis_batch(task: TwoRelationTask, seed: int, size: int = ANALYSIS_BATCH_SIZE) -> TaskBatch:
+    """The fixed held-out batch on which the sweep's attention is measured for the run with this ``seed``."""
+    return task.sample(size, ANALYSIS_BATCH_SEED + seed)
+
+
+def previous_positions(fact_position: Tensor) -> Tensor:
+    """(batch, seq) -> (batch, seq): ``i - 1`` at the ask positions (where ``fact_position >= 0``), -1 elsewhere."""
+    check_rank("fact_position", fact_position.shape, (2,), "(batch, seq), -1 where there is no ask")
+    ask = fact_position >= 0  # (batch, seq)
+    return torch.where(ask, torch.arange(fact_position.shape[1]) - 1, -1)  # (batch, seq)
+
+
+def relation_shares(weights: Tensor, fact_position: Tensor) -> Tensor:
+    """Per head, the mean attention an ask position pays to the fact, to the previous token, and elsewhere.
+
+    ``weights`` (batch, heads, seq, seq) attention weights (rows = queries);
+    ``fact_position`` (batch, seq) the position of the fact whose key is asked
+    at each ask position, -1 at every other position (the task's
+    ``details["fact_position"]``). Returns (heads, 3): columns ``fact``,
+    ``previous`` and ``elsewhere``, each averaged over the batch and the ask
+    positions; a row sums to 1. Chapter 3, "One big head or many".
+    """
+    weights = torch.as_tensor(weights)
+    check_rank("weights", weights.shape, (4,), "(batch, heads, seq, seq) attention weights")
+    fact_position = torch.as_tensor(fact_position)
+    to_fact = attention_to_key_positions(weights, fact_position)  # (heads,)
+    to_previous = attention_to_key_positions(weights, previous_positions(fact_position))  # (heads,)
+    return torch.stack([to_fact, to_previous, 1 - to_fact - to_previous], dim=-1)  # (heads, 3)
+
+
+def fact_attention_by(weights: Tensor, batch: TaskBatch, task: TwoRelationTask, by: str = "key") -> Tensor:
+    """Per head, the mean attention an ask position pays to the matching fact, grouped by the asked key or the stored value.
+
+    ``weights`` (batch, heads, seq, seq) for the sequences of ``batch`` (a
+    :class:`~mha.lab.tasks.TwoRelationTask` batch); ``by`` is ``"key"`` (the key
+    asked, giving (heads, n_keys)) or ``"value"`` (the value stored in the
+    matching fact, giving (heads, n_values)). A head that looks up the fact
+    for every key has a flat row near 1 when grouped by key; a very narrow
+    head finds only some keys (a few bright entries). Grouped by value, it
+    shows whether *how much* a head attends to the fact depends on what the
+    fact holds. Groups never seen in the batch give NaN. Chapter 3.
+    """
+    if by not in ("key", "value"):
+        raise ValueError(f"by must be 'key' (group by the key asked) or 'value' (by the value stored), got {by!r}.")
+    weights = torch.as_tensor(weights)
+    check_rank("weights", weights.shape, (4,), "(batch, heads, seq, seq) attention weights")
+    fact_position = batch.details["fact_position"]  # (batch, seq)
+    rows, queries = torch.nonzero(fact_position >= 0, as_tuple=True)  # (n_ask,) each
+    facts = fact_position[rows, queries]  # (n_ask,)
+    fact_tokens = batch.inputs[rows, facts]  # (n_ask,): fact (k, v) is k * n_values + v
+    if by == "key":
+        group, n_groups = fact_tokens // task.n_values, task.n_keys  # the stored key is the asked key
+    else:
+        group, n_groups = fact_tokens % task.n_values, task.n_values
+    on_fact = weights[rows, :, queries, facts]  # (n_ask, heads)
+    grouped = torch.full((weights.shape[1], n_groups), float("nan"))
+    for index in range(n_groups):
+        chosen = group == index
+        if chosen.any():
+            grouped[:, index] = on_fact[chosen].mean(0)
+    return grouped  # (heads, n_groups)
+
+
+def ask_attention_override(fact_position: Tensor, fact_weight: float | None) -> Callable[[Tensor], Tensor]:
+    """An attention override that makes every head at every ask position attend only to the fact and the previous token.
+
+    ``fact_position`` (batch, seq) as in :func:`relation_shares`. The returned
+    function maps weights (batch, heads, seq, seq) to a copy in which each ask
+    row puts ``fact_weight`` on the asked fact and ``1 - fact_weight`` on the
+    previous token; with ``fact_weight=None`` each ask row keeps the head's
+    own weights on those two positions, rescaled to sum to 1 (only the weight
+    "elsewhere" is removed). Other rows are unchanged. Pass it to
+    :class:`~mha.lab.tiny_model.TinyTransformer` as ``attention_overrides={0:
+    ...}``: ``fact_weight = 1`` reads only the fact, 0 only the modifier.
+    Chapter 3, "One big head or many".
+    """
+    if fact_weight is not None and not 0.0 <= fact_weight <= 1.0:
+        raise ValueError(f"fact_weight must lie in [0, 1] (or be None to keep each head's own split), got {fact_weight}.")
+    rows, queries = torch.nonzero(fact_position >= 0, as_tuple=True)  # (n_ask,) each
+    facts = fact_position[rows, queries]  # (n_ask,)
+
+    def override(weights: Tensor) -> Tensor:
+        if weights.shape[0] != fact_position.shape[0]:
+            raise ValueError(f"the override was built for a batch of {fact_position.shape[0]} sequences, "
+                             f"but the weights are for {weights.shape[0]}.")
+        if fact_weight is None:
+            on_fact, on_previous = weights[rows, :, queries, facts], weights[rows, :, queries, queries - 1]
+            to_fact = on_fact / (on_fact + on_previous)  # (n_ask, heads)
+        else:
+            to_fact = torch.full((len(rows), weights.shape[1]), float(fact_weight))
+        new = weights.clone()  # (batch, heads, seq, seq)
+        new[rows, :, queries, :] = 0.0
+        new[rows, :, queries, facts] = to_fact
+        new[rows, :, queries, queries - 1] += 1.0 - to_fact
+        return new
+
+    return override
+
+
+def head_role(fact_share: float, previous_share: float) -> str:
+    """One word for what a head does at the ask positions, from its two shares (see :func:`relation_shares`).
+
+    ``"fact"`` if ``fact_share >= ROLE_SHARE_THRESHOLD`` (0.5), else ``"previous"``
+    if ``previous_share >= 0.5``, else ``"split"`` if both are at least
+    ``SPLIT_THRESHOLD`` (0.2), else ``"other"``. Chapter 3.
+    """
+    if fact_share >= ROLE_SHARE_THRESHOLD:
+        return "fact"
+    if previous_share >= ROLE_SHARE_THRESHOLD:
+        return "previous"
+    if fact_share >= SPLIT_THRESHOLD and previous_share >= SPLIT_THRESHOLD:
+        return "split"
+    return "other"
+
+
+def answer_parts(predicted: Tensor, target: Tensor, task: TwoRelationTask) -> dict[str, float]:
+    """How often predicted answer tokens have the right value, the right modifier, and both.
+
+    ``predicted`` and ``target`` are token ids of the same shape (e.g. (n_ask,)
+    at the ask positions). The answer token ``(v, m)`` is ``task.first_answer
+    + v * n_modifiers + m``, so ``v = (token - first_answer) // n_modifiers``
+    and ``m = (token - first_answer) % n_modifiers``. A prediction that is not
+    an answer token counts as wrong for both parts. Returns ``value``,
+    ``modifier`` and ``both``, fractions in [0, 1]. Chapter 3.
+    """
+    predicted, target = torch.as_tensor(predicted), torch.as_tensor(target)
+    if predicted.shape != target.shape or predicted.numel() == 0:
+        raise ValueError(f"predicted {tuple(predicted.shape)} and target {tuple(target.shape)} should be the same, "
+                         f"non-empty shape: one predicted token per scored position.")
+    predicted, target = predicted - task.first_answer, target - task.first_answer
+    is_answer = (predicted >= 0) & (predicted < task.n_values * task.n_modifiers)
+    value_right = is_answer & (predicted // task.n_modifiers == target // task.n_modifiers)
+    modifier_right = is_answer & (predicted % task.n_modifiers == target % task.n_modifiers)
+    return {"value": float(value_right.float().mean()), "modifier": float(modifier_right.float().mean()),
+            "both": float((value_right & modifier_right).float().mean())}
+
+
+def answer_part_accuracy(logits: Tensor, batch: TaskBatch, task: TwoRelationTask) -> dict[str, float]:
+    """:func:`answer_parts` of the top prediction at the ask positions: which relation has the model learned?
+
+    ``logits`` (batch, seq, vocab). A model that has only learned the
+    previous-token relation gets the modifier right and the value right 1
+    time in ``n_values``; one that only reads the fact, the reverse. Chapter 3.
+    """
+    check_rank("logits", logits.shape, (3,), "(batch, seq, vocab)")
+    mask = batch.loss_mask  # (batch, seq)
+    return answer_parts(logits.argmax(-1)[mask], batch.targets[mask], task)  # over the (n_ask,) scored positions
+
+
+def first_step_below(steps: Sequence[int], losses: Sequence[float], threshold: float) -> int | None:
+    """The first logged step whose loss is at or below ``threshold``, or None if the curve never gets there.
+
+    ``steps`` and ``losses`` are the same length (a loss curve). Chapter 3.
+    """
+    if len(steps) != len(losses):
+        raise ValueError(f"steps has {len(steps)} entries and losses {len(losses)}; give one loss per step.")
+    return next((int(step) for step, loss in zip(steps, losses) if loss <= threshold), None)
+
+
+def token_names(task: TwoRelationTask, tokens: Sequence[int]) -> list[str]:
+    """Readable names for a two-relation sequence: ``k3=v5`` (a fact), ``m2``, ``ask k3``, ``v5·m2`` (an answer)."""
+    names = []
+    for token in (int(t) for t in tokens):
+        if token < task.first_ask:
+            names.append(f"k{token // task.n_values}=v{token % task.n_values}")
+        elif token < task.first_modifier:
+            names.append(f"ask k{token - task.first_ask}")
+        elif token < task.first_answer:
+            names.append(f"m{token - task.first_modifier}")
+        elif token < task.vocab_size:
+            answer = token - task.first_answer
+            names.append(f"v{answer // task.n_modifiers}·m{answer % task.n_modifiers}")
+        else:
+            raise ValueError(f"token {token} is outside the task's vocabulary 0..{task.vocab_size - 1}.")
+    return names
+
+
+@dataclasses.dataclass(frozen=True)
+class HeadCountSweep:
+    """The head-count sweep of ``scripts/train_checkpoints.py`` (chapter 3, "One big head or many").
+
+    ``head_counts`` and ``seeds`` list what was trained; ``d_model``, ``task``
+    and ``training`` are shared by every run; ``runs`` holds one record per
+    ``(h, seed)`` (loss curve, final loss, per-head attention, role curve).
+    Build it with :func:`load_sweep`.
+    """
+
+    head_counts: tuple[int, ...]
+    seeds: tuple[int, ...]
+    d_model: int
+    task: TwoRelationTask
+    training: dict
+    runs: dict[tuple[int, int], dict]
+    directory: Any = LAB_DIRECTORY
+
+    def check(self, n_heads: Any, seed: Any = None) -> None:
+        """Raise ``ValueError`` saying what to pick instead if ``(n_heads, seed)`` was not trained."""
+        if isinstance(n_heads, bool) or not isinstance(n_heads, (int, np.integer)):
+            raise ValueError(f"the head count must be a whole number, got {n_heads!r}; the sweep trained "
+                             f"h = {_listing(self.head_counts)}.")
+        if n_heads not in self.head_counts:
+            divides = n_heads >= 1 and self.d_model % n_heads == 0
+            why = ("it divides d_model but was not trained" if divides else
+                   f"it does not divide d_model = {self.d_model} (the counts that do are "
+                   f"{_listing(head_counts_that_divide(self.d_model))})")
+            raise ValueError(f"there is no run with h = {n_heads} heads: {why}. The sweep trained "
+                             f"h = {_listing(self.head_counts)}.")
+        if seed is not None and (isinstance(seed, bool) or seed not in self.seeds):
+            raise ValueError(f"there is no run with seed {seed!r}; the sweep trained seeds {_listing(self.seeds)}.")
+
+    def run(self, n_heads: int, seed: int) -> dict:
+        """The record of one run (see the class docstring); ``ValueError`` if it was not trained."""
+        self.check(n_heads, seed)
+        return self.runs[(int(n_heads), int(seed))]
+
+    def loss_curves(self, n_heads: int, column: str = "loss") -> tuple[np.ndarray, np.ndarray]:
+        """Steps (n_logged,) and ``column`` (seeds, n_logged) for every seed of ``n_heads`` (held-out batch loss)."""
+        self.check(n_heads)
+        curves = [self.runs[(n_heads, seed)]["loss_curve"] for seed in self.seeds]
+        steps = np.array([row["step"] for row in curves[0]])
+        values = np.array([[np.nan if row[column] is None else row[column] for row in curve] for curve in curves])
+        return steps, values  # (n_logged,), (seeds, n_logged)
+
+    def role_curves(self, n_heads: int, seed: int) -> dict[str, np.ndarray]:
+        """Over training: ``step`` (n,), per-head ``fact`` and ``previous`` shares (n, heads), and answer-part accuracy."""
+        record = self.run(n_heads, seed)["role_curve"]
+        return {"step": np.array([row["step"] for row in record]),
+                "fact": np.array([row["attention_to_fact"] for row in record]),  # (n, heads)
+                "previous": np.array([row["attention_to_previous"] for row in record]),  # (n, heads)
+                "value_accuracy": np.array([row["value_accuracy"] for row in record]),
+                "modifier_accuracy": np.array([row["modifier_accuracy"] for row in record])}
+
+    def loss_at(self, n_heads: int, step: int) -> np.ndarray:
+        """(seeds,) held-out loss of every seed of ``n_heads`` at logged step ``step``."""
+        steps, losses = self.loss_curves(n_heads)
+        where = np.flatnonzero(steps == step)
+        if not len(where):
+            raise ValueError(f"step {step} was not logged; losses were logged every "
+                             f"{self.training['log_every']} steps up to {int(steps[-1])}.")
+        return losses[:, where[0]]
+
+    def model(self, n_heads: int, seed: int) -> TinyTransformer:
+        """The trained model of one run, loaded (and checksum-verified) with :func:`mha.lab.checkpoints.load_checkpoint`."""
+        self.check(n_heads, seed)
+        model, _ = load_checkpoint(self.runs[(n_heads, seed)]["name"], self.directory)
+        return model
+
+    def config(self, n_heads: int) -> TinyTransformerConfig:
+        """The sweep's model shape with ``n_heads`` heads (any count that divides ``d_model``)."""
+        return TinyTransformerConfig(vocab_size=self.task.vocab_size, max_seq_len=self.task.seq_len,
+                                     d_model=self.d_model, n_layers=1, n_heads=n_heads)
+
+
+def _listing(values: Sequence[int]) -> str:
+    return ", ".join(str(v) for v in values)
+
+
+def load_sweep(directory=LAB_DIRECTORY) -> HeadCountSweep:
+    """Read ``head_count_sweep.json`` (checked against the manifest) into a :class:`HeadCountSweep`. Chapter 3."""
+    content = load_json(SWEEP_FILE, directory)
+    runs = {(run["n_heads"], run["seed"]): run for run in content["runs"]}
+    return HeadCountSweep(head_counts=tuple(content["head_counts"]), seeds=tuple(content["seeds"]),
+                          d_model=content["d_model"], task=task_from_dict(content["task"]),
+                          training=content["training"], runs=runs, directory=directory)
+
+
+def train_two_relation_model(
+    config: TinyTransformerConfig,
+    task: TwoRelationTask,
+    training: TrainingConfig,
+    *,
+    seed: int = 0,
+    on_log: Callable[[int, TinyTransformer, TrainingLog], None] | None = None,
+    log_every: int | None = None,
+) -> tuple[TinyTransformer, TrainingLog]:
+    """Train one model of the sweep's kind from scratch and return it with its loss curve. Chapter 3.
+
+    ``config`` fixes the shape (use :meth:`HeadCountSweep.config`), ``seed``
+    the initialisation; ``training`` the optimiser and steps. ``on_log(step,
+    model, log)`` is called every ``log_every`` steps (default: the training
+    log interval), e.g. to move a progress bar.
+    """
+    model = TinyTransformer(config, seed=seed)
+    every = (log_every or training.log_every) if on_log is not None else None
+    log = train(model, task, training, progress=False, checkpoint_every=every, on_checkpoint=on_log)
+    model.eval()
+    return model, log

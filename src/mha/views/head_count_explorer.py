@@ -1,0 +1,345 @@
+"""The head-count view (chapter 3, "One big head or many"): pick a head count and a seed, or train one live.
+
+:class:`HeadCountExplorer` shows, for a run of the head-count sweep
+(:mod:`mha.lab.head_count_sweep`): one head's attention map on a held-out two-relation
+sequence, every head's attention shares at the ask positions (matching fact,
+previous token, elsewhere) with a one-word role, and the run's learning curve
+next to the other seeds of the same head count. A button trains a fresh model
+of the same shape in the notebook, with a progress bar, using a short, fast
+schedule (:data:`LIVE_TRAINING`: 1,500 steps at learning rate 3e-3 instead of
+the sweep's 12,000 at 1e-3), and then shows that model the same way.
+
+The map is drawn like every view's (:mod:`mha.views.heatmaps`, with a table of
+its numbers), the share table as HTML and the learning curves as a small
+hand-made SVG rather than a matplotlib figure, so that picking a run redraws
+well within the book's 50 ms budget (a run is loaded and measured once, then
+cached). Bad input (a head count that was not trained or does not divide
+``d_model``, text that is not a number) shows a message and keeps the last good
+view; so does any other error (a damaged checkpoint, a failed live run), shown
+as a message rather than a traceback (:class:`mha.views.explorer.Explorer`).
+"""
+
+from __future__ import annotations
+
+import html
+import time
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import numpy as np
+import torch
+from ipywidgets import HTML, Button, Dropdown, HBox, IntProgress, IntSlider, Layout, Text, VBox
+
+from mha.core.validation import head_counts_that_divide
+from mha.lab.head_count_sweep import (ANALYSIS_BATCH_SEED, HeadCountSweep, analysis_batch, head_role, load_sweep,
+                                      relation_shares, token_names, train_two_relation_model)
+from mha.lab.training import TrainingConfig
+from mha.views.explorer import Explorer, ExplorerView
+from mha.views.heatmaps import AttentionMap, AttentionPNG
+
+__all__ = ["LIVE_TRAINING", "N_EXAMPLES", "shares_table_html", "CurveLine",
+           "loss_curves_svg", "parse_head_count", "HeadCountExplorer"]
+
+LIVE_TRAINING = TrainingConfig(steps=1500, batch_size=32, learning_rate=3e-3, log_every=50, eval_batch_size=128)
+"""The live retrain: 1,500 steps at 3e-3 (about 4-10 s on one core); the sweep uses 12,000 steps at 1e-3."""
+N_EXAMPLES = 8
+"""How many held-out sequences the reader can step through."""
+
+_ROLE_COLOURS = {"fact": "#21918c", "previous": "#fde725", "elsewhere": "#d9d9d9"}
+
+
+def shares_table_html(shares: np.ndarray) -> str:
+    """Every head's mean attention at the ask positions (heads, 3: fact, previous, elsewhere) as bars and a role."""
+    shares = np.asarray(shares, dtype=float)
+    if shares.ndim != 2 or shares.shape[1] != 3:
+        raise ValueError(f"shares has shape {shares.shape}; pass (heads, 3) from mha.lab.head_count_sweep.relation_shares.")
+    rows = []
+    for head, (fact, previous, elsewhere) in enumerate(shares):
+        bar = "".join(f"<span title='{part}: {value:.2f}' style='display:inline-block;height:12px;"
+                      f"width:{max(value, 0.0) * 160:.0f}px;background:{_ROLE_COLOURS[part]}'></span>"
+                      for part, value in (("fact", fact), ("previous", previous), ("elsewhere", elsewhere)))
+        rows.append(f"<tr><td>head {head}</td><td style='text-align:right'>{fact:.2f}</td>"
+                    f"<td style='text-align:right'>{previous:.2f}</td><td style='text-align:right'>{elsewhere:.2f}</td>"
+                    f"<td>{bar}</td><td>{head_role(fact, previous)}</td></tr>")
+    key = " ".join(f"<span style='background:{colour};padding:0 6px'>{part}</span>"
+                   for part, colour in _ROLE_COLOURS.items())
+    return ("<div><b>Where each head looks from the ask positions</b> (mean over 256 held-out sequences)<br>"
+            f"<small>{key}</small><table style='font-size:11px'><tr><th>head</th><th>fact</th><th>previous</th>"
+            f"<th>elsewhere</th><th></th><th>role</th></tr>{''.join(rows)}</table></div>")
+
+
+class CurveLine(NamedTuple):
+    """One line of :func:`loss_curves_svg`: x (n,), y (n,) positive losses, colour, width, legend label."""
+
+    steps: np.ndarray
+    losses: np.ndarray
+    colour: str
+    width: float
+    label: str
+
+
+def loss_curves_svg(lines: Sequence[CurveLine], title: str, max_step: int, low: float = 1e-7,
+                    high: float = 10.0) -> str:
+    """Loss curves as a small inline SVG: x = training step (linear), y = loss (log scale, ``low`` to ``high``).
+
+    Drawn by hand rather than with matplotlib so that a redraw takes a millisecond, not a tenth of a
+    second. Losses below ``low`` are drawn at ``low`` (chapter 3, "One big head or many").
+    """
+    labelled = [line for line in lines if line.label]
+    width, left, right, top, bottom, plot_h = 390, 58, 22, 26, 40, 174
+    height = top + plot_h + bottom + 13 * len(labelled)  # the legend sits under the plot
+    plot_w = width - left - right
+    log_low, log_high = np.log10(low), np.log10(high)
+
+    def x_of(step):
+        return left + plot_w * np.asarray(step, dtype=float) / max_step
+
+    def y_of(loss):
+        value = np.log10(np.clip(np.asarray(loss, dtype=float), low, high))
+        return top + plot_h * (log_high - value) / (log_high - log_low)
+
+    parts = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' role='img' "
+             f"font-family='sans-serif' font-size='10'><title>{html.escape(title)}</title>",
+             f"<text x='{left + plot_w / 2}' y='15' text-anchor='middle' font-size='12'>{html.escape(title)}</text>",
+             f"<rect x='{left}' y='{top}' width='{plot_w}' height='{plot_h}' fill='none' stroke='#444'/>"]
+    for exponent in range(int(np.ceil(log_low)), int(np.floor(log_high)) + 1):
+        y = float(y_of(10.0 ** exponent))
+        label = "1" if exponent == 0 else ("10" if exponent == 1 else f"1e{exponent}")
+        parts.append(f"<line x1='{left}' x2='{left + plot_w}' y1='{y:.1f}' y2='{y:.1f}' stroke='#eee'/>"
+                     f"<text x='{left - 4}' y='{y + 3:.1f}' text-anchor='end'>{label}</text>")
+    tick = max_step / 4
+    for index in range(5):
+        x = float(x_of(index * tick))
+        parts.append(f"<text x='{x:.1f}' y='{top + plot_h + 13}' text-anchor='middle'>{index * tick:,.0f}</text>")
+    parts.append(f"<text x='{left + plot_w / 2}' y='{top + plot_h + 28}' text-anchor='middle'>training step</text>"
+                 f"<text transform='translate(13,{top + plot_h / 2}) rotate(-90)' text-anchor='middle'>"
+                 f"held-out loss (nats, log scale)</text>")
+    legend_y = top + plot_h + bottom + 8
+    for line in lines:
+        keep = np.asarray(line.steps) <= max_step
+        points = " ".join(f"{x:.1f},{y:.1f}" for x, y in zip(x_of(np.asarray(line.steps)[keep]),
+                                                              y_of(np.asarray(line.losses)[keep])))
+        parts.append(f"<polyline points='{points}' fill='none' stroke='{line.colour}' "
+                     f"stroke-width='{line.width}'/>")
+        if line.label:
+            parts.append(f"<line x1='{left}' x2='{left + 18}' y1='{legend_y - 3}' "
+                         f"y2='{legend_y - 3}' stroke='{line.colour}' stroke-width='{line.width}'/>"
+                         f"<text x='{left + 22}' y='{legend_y}'>{html.escape(line.label)}</text>")
+            legend_y += 13
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def parse_head_count(text: object, d_model: int) -> int:
+    """The head count typed by the reader, as an int; ``ValueError`` saying what to type if it cannot be used."""
+    options = ", ".join(str(h) for h in head_counts_that_divide(d_model))
+    try:
+        n_heads = int(str(text).strip())
+    except ValueError:
+        raise ValueError(f"{str(text)!r} is not a whole number; type a head count that divides d_model = {d_model}: "
+                         f"{options}.") from None
+    if n_heads < 1 or d_model % n_heads:
+        raise ValueError(f"{n_heads} heads cannot split d_model = {d_model} features into equal heads; "
+                         f"type one of {options}.")
+    return n_heads
+
+
+class HeadCountExplorer(Explorer):
+    """Widgets to pick a sweep run (head count, seed), a head and a held-out sequence, or train a model live.
+
+    :meth:`show` picks a run in code (and returns whether it exists); :meth:`retrain` trains a fresh model (what
+    the button does), and ``last_train_seconds`` is how long that took. The rest is
+    :class:`~mha.views.explorer.Explorer`'s (chapter 3, "One big head or many").
+    """
+
+    what_to_try = ("Pick 1, 2, 4 and 32 heads and a few seeds; step through the heads and the held-out sequences; "
+                   "type a head count and press train live.")
+    what_to_notice = ("With one head, each ask position's row must split its weight between the matching fact and "
+                      "the previous token; with two heads, each can look at one place (the table names each head's "
+                      "role). The live run takes fewer steps at a higher learning rate, so its curve is not "
+                      "comparable step for step with the sweep's.")
+    doing = "show"
+
+    def __init__(self, sweep: HeadCountSweep | None = None, n_heads: int = 1, seed: int = 0,
+                 live_training: TrainingConfig = LIVE_TRAINING) -> None:
+        self.sweep = load_sweep() if sweep is None else sweep
+        self.sweep.check(n_heads, seed)
+        self.live_training = live_training
+        self.last_train_seconds = 0.0
+        self._cache: dict[tuple, dict] = {}
+        self._curve_images: dict[tuple, str] = {}
+        self._live: dict | None = None
+        self._showing_live = False
+        d_model = self.sweep.d_model
+        self.heads_picker = Dropdown(options=[(f"{h} × d_head {d_model // h}", h) for h in self.sweep.head_counts],
+                                     value=n_heads, description="heads")
+        self.seed_picker = Dropdown(options=list(self.sweep.seeds), value=seed, description="seed")
+        self.head_slider = IntSlider(value=0, min=0, max=n_heads - 1, description="head shown")
+        self.example_slider = IntSlider(value=0, min=0, max=N_EXAMPLES - 1, description="sequence")
+        self.shares_view = HTML()
+        self.curves = HTML()
+        self.train_heads = Text(value="4", description="heads to train", layout=Layout(width="220px"))
+        self.train_button = Button(description=f"train live ({live_training.steps} steps)", button_style="info",
+                                   layout=Layout(width="220px"))
+        self.progress = IntProgress(value=0, min=0, max=live_training.steps, description="training")
+        self.status = HTML(value=(f"Live training: {live_training.steps} steps at learning rate "
+                                  f"{live_training.learning_rate:g} (the sweep used {self.sweep.training['steps']} "
+                                  f"at {self.sweep.training['learning_rate']:g}), one CPU thread."))
+        self.train_button.on_click(lambda button: self.retrain(self.train_heads.value))
+        super().__init__({"heads": self.heads_picker, "seed": self.seed_picker, "head": self.head_slider,
+                          "sequence": self.example_slider},
+                         panels={"shares": self.shares_view, "curves": self.curves},
+                         renderer=AttentionPNG(size=(4.8, 4.6), margins=(0.2, 0.2, 0.98, 0.93)))
+
+    def _layout(self) -> VBox:
+        return VBox([
+            self.guide, HBox([self.heads_picker, self.seed_picker]), HBox([self.head_slider, self.example_slider]),
+            self.message, HBox([VBox([self.image, self.numbers]), VBox([self.curves, self.shares_view])]),
+            HBox([self.train_heads, self.train_button, self.progress]), self.status])
+
+    # --- data -------------------------------------------------------------------------------------------
+
+    def _measure(self, model, n_heads: int, seed: int) -> dict:
+        """Shares over the analysis batch and the example maps (N_EXAMPLES, heads, seq, seq) of one model."""
+        batch = analysis_batch(self.sweep.task, seed)
+        with torch.no_grad():
+            weights = model(batch.inputs).attention_weights[0]  # (batch, heads, seq, seq)
+        shares = relation_shares(weights, batch.details["fact_position"]).numpy()  # (heads, 3)
+        tokens = [token_names(self.sweep.task, row) for row in batch.inputs[:N_EXAMPLES].tolist()]
+        return {"shares": shares, "maps": weights[:N_EXAMPLES].numpy(), "tokens": tokens, "n_heads": n_heads}
+
+    def _sweep_view(self, n_heads: int, seed: int) -> dict:
+        key = ("sweep", n_heads, seed)
+        if key not in self._cache:
+            self._cache[key] = self._measure(self.sweep.model(n_heads, seed), n_heads, seed)
+        return self._cache[key]
+
+    def _curves_svg(self, n_heads: int, seed: int, live: dict | None) -> str:
+        key = (n_heads, seed, None if live is None else id(live))
+        if key not in self._curve_images:
+            lines = []
+            if n_heads in self.sweep.head_counts:
+                steps, losses = self.sweep.loss_curves(n_heads)  # (n,), (seeds, n)
+                others = [(steps, losses[i]) for i, s in enumerate(self.sweep.seeds) if s != seed or live is not None]
+                rate = self.sweep.training["learning_rate"]
+                label = f"sweep (lr {rate:g}), all seeds" if live is not None else "sweep, the other seeds"
+                lines += [CurveLine(x, y, "#b0b0b0", 1.0, label if i == 0 else "") for i, (x, y) in enumerate(others)]
+                if live is None:
+                    lines.append(CurveLine(steps, losses[self.sweep.seeds.index(seed)], "#3b528b", 2.5,
+                                           f"sweep, seed {seed}"))
+            if live is not None:
+                rows = live["log"].rows
+                lines.append(CurveLine(np.array([r["step"] for r in rows]), np.array([r["loss"] for r in rows]),
+                                       "#e66101", 2.5, f"trained live: {rows[-1]['step']:,} steps, "
+                                                       f"lr {self.live_training.learning_rate:g}"))
+            # with a live run, zoom in on its steps: the sweep's first steps at lr 1e-3 against the live run's
+            max_step = int(self.sweep.training["steps"]) if live is None else int(live["log"].rows[-1]["step"])
+            self._curve_images[key] = loss_curves_svg(
+                lines, f"Learning curves, h = {n_heads} (d_head = {self.sweep.d_model // n_heads})", max_step=max_step)
+        return self._curve_images[key]
+
+    def _current_view(self) -> ExplorerView:
+        if self._showing_live and self._live is not None:
+            return self._live_view_data(head=self.head_slider.value, sequence=self.example_slider.value)
+        return super()._current_view()
+
+    def view_data(self, *, heads: int, seed: int, head: int, sequence: int) -> ExplorerView:
+        """Head ``head`` (clamped to the head count) of the sweep run (``heads``, ``seed``) on held-out ``sequence``."""
+        view = self._sweep_view(heads, seed)
+        run = self.sweep.run(heads, seed)
+        solved = run["first_step_accuracy_0.9"]
+        intro = (f"h = {heads} heads of d_head = {self.sweep.d_model // heads} ({run['parameters']:,} parameters, "
+                 f"the same for every h), seed {seed}: held-out loss {run['final_loss']:.2g} after "
+                 f"{self.sweep.training['steps']:,} steps; 90% accuracy "
+                 + (f"from step {solved:,}." if solved is not None else "never reached."))
+        return self._run_view(intro, view, heads, seed, head, sequence, live=None)
+
+    def _live_view_data(self, *, head: int, sequence: int) -> ExplorerView:
+        """The same view of the model trained live."""
+        view, n_heads, seed = self._live["view"], self._live["n_heads"], self._live["seed"]
+        rows = self._live["log"].rows
+        intro = (f"<b>The model you trained live</b>: h = {n_heads} heads of d_head = {self.sweep.d_model // n_heads}, "
+                 f"seed {seed}, {rows[-1]['step']} steps at learning rate {self.live_training.learning_rate:g}: "
+                 f"held-out loss {rows[-1]['loss']:.3g}, accuracy {rows[-1]['accuracy']:.1%}. "
+                 f"Pick heads or a seed above to go back to the sweep.")
+        return self._run_view(intro, view, n_heads, seed, head, sequence, live=self._live)
+
+    def _run_view(self, intro: str, view: dict, n_heads: int, seed: int, head: int, sequence: int,
+                  live: dict | None) -> ExplorerView:
+        """Map, share table and learning curves of one measured model (a sweep run, or the live one)."""
+        head = min(head, n_heads - 1)
+        attention_map = AttentionMap(
+            view["maps"][sequence, head], view["tokens"][sequence],
+            title=f"head {head} of {n_heads}, held-out sequence {sequence} (seed {ANALYSIS_BATCH_SEED + seed})")
+        panels = {"shares": shares_table_html(view["shares"]), "curves": self._curves_svg(n_heads, seed, live)}
+        return ExplorerView(intro, attention_map, panels, slider_max={"head": n_heads - 1}, shown={"head": head})
+
+    def _control_moved(self, name: str) -> None:
+        if name in ("heads", "seed"):
+            self._showing_live = False  # a run of the sweep was picked
+        self.refresh()
+
+    def _state(self) -> dict[str, object]:
+        return {"heads": self.heads_picker.value, "seed": self.seed_picker.value, "head": self.head_slider.value,
+                "sequence": self.example_slider.value}
+
+    # --- actions ----------------------------------------------------------------------------------------
+
+    def show(self, n_heads: object, seed: object = None) -> bool:
+        """Pick the sweep run ``(n_heads, seed)`` (seed: keep the current one); False, with a message, if absent."""
+        seed = self.seed_picker.value if seed is None else seed
+        start = time.perf_counter()
+        try:
+            self.sweep.check(n_heads, seed)
+        except Exception as problem:  # anything passed in code gets a message, not a traceback
+            self.show_problem(problem)
+            self.last_refresh_seconds = time.perf_counter() - start
+            return False
+        self._showing_live = False
+        with self.quietly():
+            self.heads_picker.value, self.seed_picker.value = int(n_heads), int(seed)
+        return self.refresh()
+
+    def retrain(self, n_heads: object = None, steps: int | None = None) -> bool:
+        """Train a fresh model with ``n_heads`` heads (typed text is fine) and the chosen seed, then show it.
+
+        Uses :data:`LIVE_TRAINING` (``steps`` overrides its step count, e.g. for
+        a quick test). Returns False, with a message, for a head count that
+        cannot be used or a run that fails; the last good view stays on screen.
+        """
+        n_heads = self.train_heads.value if n_heads is None else n_heads
+        try:
+            n_heads = parse_head_count(n_heads, self.sweep.d_model)
+            seed = self.seed_picker.value
+            training = TrainingConfig(**{**self.live_training.to_dict(), "seed": seed,
+                                         **({} if steps is None else {"steps": steps})})
+        except Exception as problem:  # whatever was typed, the view answers with a message
+            self.show_problem(problem, "train", self.status)
+            return False
+        self.progress.max, self.progress.value = training.steps, 0
+        self.train_button.disabled = True
+        started = time.perf_counter()
+
+        def on_log(step, model, log) -> None:
+            self.progress.value = step
+            self.status.value = (f"training h = {n_heads}, seed {seed}: step {step:,} of {training.steps:,}, "
+                                 f"held-out loss {log.rows[-1]['loss']:.3f}")
+
+        try:
+            model, log = train_two_relation_model(self.sweep.config(n_heads), self.sweep.task, training, seed=seed,
+                                                  on_log=on_log)
+            measured = self._measure(model, n_heads, seed)
+        except Exception as problem:  # a failed run leaves the last good view and says why
+            self.show_problem(problem, "train", self.status)
+            return False
+        finally:
+            self.train_button.disabled = False
+        self.last_train_seconds = time.perf_counter() - started
+        # curves of the previous live run go: their key holds id() of a dict that may now be reused
+        self._curve_images = {key: svg for key, svg in self._curve_images.items() if key[2] is None}
+        self._live = {"n_heads": n_heads, "seed": seed, "log": log, "view": measured}
+        self._showing_live = True
+        self.status.value = (f"Trained h = {n_heads}, seed {seed} in {self.last_train_seconds:.1f} s "
+                             f"({training.steps:,} steps at learning rate {training.learning_rate:g}).")
+        self.refresh()
+        return True

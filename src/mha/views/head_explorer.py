@@ -1,0 +1,91 @@
+"""The head explorer (chapter 1, "Multi-head attention"): type a sentence, choose the number of heads and a head.
+
+The model is one :class:`~mha.core.attention.MultiHeadAttention` layer with random
+weights over :mod:`mha.core.toy_sentences` vectors. For a fixed ``d_model`` and
+seed the projection matrices are the same whatever the head count, so moving
+the head-count slider changes only how the features are cut into heads, which
+is exactly the point the chapter makes. Bad input (a head count that does not
+divide ``d_model``, an empty or over-long sentence, a broken character) shows
+a message and keeps the last good map on screen; text the reader typed is
+HTML-escaped before it is shown (:class:`mha.views.explorer.Explorer` does that
+for every view).
+"""
+
+from __future__ import annotations
+
+import html
+from functools import lru_cache
+
+import numpy as np
+import torch
+from ipywidgets import IntSlider, Layout, Text
+
+from mha.core.attention import MultiHeadAttention
+from mha.core.toy_sentences import embed_tokens, split_into_tokens
+from mha.pretrained.tokenizer import check_no_lone_surrogates
+from mha.views.explorer import Explorer, ExplorerView
+from mha.views.heatmaps import AttentionMap
+
+__all__ = ["head_attention_maps", "HeadExplorer"]
+
+DEFAULT_SENTENCE = "The animal did not cross the street because it was too tired ."
+
+
+@lru_cache(maxsize=32)
+def _layer(d_model: int, n_heads: int, seed: int) -> MultiHeadAttention:
+    return MultiHeadAttention(d_model, n_heads, seed=seed).eval()
+
+
+def head_attention_maps(sentence: str, n_heads: int, d_model: int = 24, seed: int = 0) -> tuple[list[str], np.ndarray]:
+    """Tokens of ``sentence`` and every head's attention weights (heads, seq, seq) from a random layer.
+
+    Raises ``ValueError`` (with the fix) for a head count that does not divide
+    ``d_model`` and for an empty, over-long or non-text sentence, or one with a
+    broken character (a lone surrogate, see :func:`mha.pretrained.tokenizer.check_no_lone_surrogates`).
+    """
+    layer = _layer(d_model, n_heads, seed)  # validates the head count first
+    if isinstance(sentence, str):
+        check_no_lone_surrogates(sentence, "the sentence")
+    tokens = split_into_tokens(sentence)
+    with torch.no_grad():
+        weights = layer(embed_tokens(tokens, d_model, seed=seed)).weights[0]  # (heads, seq, seq)
+    return tokens, weights.numpy()
+
+
+class HeadExplorer(Explorer):
+    """Widgets to pick a sentence, a head count and a head, and see that head's map (chapter 1, "Multi-head attention").
+
+    :meth:`view_data` gives the view for any sentence, head count and head without touching the widgets;
+    refreshing, timing, messages and the text form come from :class:`~mha.views.explorer.Explorer`.
+    """
+
+    what_to_try = ("Move the head count from 1 to 12 and step through the heads; type your own sentence; try a "
+                   "head count that does not divide d_model, such as 5.")
+    what_to_notice = ("The projections never change, only how the d_model features are cut into heads: with more "
+                      "heads each map is computed from fewer features (d_head), and the heads of one count differ "
+                      "from each other. A count that does not divide d_model is refused and the last map stays.")
+
+    def __init__(self, sentence: str = DEFAULT_SENTENCE, n_heads: int = 4, d_model: int = 24,
+                 max_heads: int = 12, seed: int = 0) -> None:
+        self.d_model, self.seed = d_model, seed
+        self.sentence_box = Text(value=sentence, description="sentence", continuous_update=False,
+                                 layout=Layout(width="95%"))
+        self.heads_slider = IntSlider(value=n_heads, min=1, max=max_heads, description="heads")
+        self.head_slider = IntSlider(value=0, min=0, max=max(n_heads - 1, 0), description="head shown")
+        super().__init__({"sentence": self.sentence_box, "heads": self.heads_slider, "head": self.head_slider})
+
+    def view_data(self, *, sentence: str, heads: int, head: int) -> ExplorerView:
+        """Head ``head`` (clamped to the head count) of a ``heads``-head layer on ``sentence``; ``ValueError`` if bad."""
+        tokens, weights = head_attention_maps(sentence, heads, self.d_model, self.seed)  # (heads, seq, seq)
+        head = min(head, heads - 1)
+        d_head = self.d_model // heads
+        message = (
+            f"{heads} head{'s' if heads > 1 else ''} × d_head = {d_head} features each "
+            f"(d_model = {self.d_model}); showing head {head}. Tokens: "
+            f"<code>{html.escape(' | '.join(tokens))}</code>"
+        )
+        attention_map = AttentionMap(weights[head], tokens, title=f"head {head} of {heads} (d_head = {d_head})")
+        return ExplorerView(message, attention_map, slider_max={"head": heads - 1}, shown={"head": head})
+
+    def _state(self) -> dict[str, object]:
+        return {**self.values(), "d_model": self.d_model}

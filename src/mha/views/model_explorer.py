@@ -1,0 +1,151 @@
+"""The pretrained model's heads (chapter 3, "Empirical head roles"): pick a layer, a head and a sentence, see the map.
+
+It shows the heads of the pretrained all-MiniLM-L6-v2 (:mod:`mha.pretrained.encoder`),
+token by token or merged into words (:mod:`mha.pretrained.word_maps`). Rows attend *from*,
+columns are attended *to*. A typed sentence that is empty, too long to read
+as a map or holds a broken character gets a message saying what to change
+(any other error is shown as a message too), and the last good map stays on
+screen; typed text is HTML-escaped before it is shown. The maps of the last
+:data:`CACHED_SENTENCES` sentences are kept, so going back to one is instant.
+"""
+
+from __future__ import annotations
+
+import html
+from collections import OrderedDict
+from collections.abc import Sequence
+
+import numpy as np
+from ipywidgets import Checkbox, Dropdown, IntSlider, Layout, Text
+
+from mha.book import head_label
+from mha.pretrained.encoder import MiniLMEncoder
+from mha.pretrained.word_maps import word_attention, word_strings
+from mha.views.explorer import Explorer, ExplorerView
+from mha.views.heatmaps import AttentionMap, AttentionPNG
+
+__all__ = ["MAX_VIEW_TOKENS", "CACHED_SENTENCES", "sentence_attention", "strongest_link", "ModelHeadExplorer"]
+
+MAX_VIEW_TOKENS = 40
+"""Longest sentence (in wordpiece tokens, [CLS] and [SEP] included) the view draws; the model accepts 512."""
+
+CACHED_SENTENCES = 16
+"""How many (sentence, word level) maps a :class:`ModelHeadExplorer` keeps; the least recently shown goes first."""
+
+TYPE_YOUR_OWN = "(type your own below)"
+
+
+def sentence_attention(encoder: MiniLMEncoder, sentence: str, *, word_level: bool = False,
+                       max_tokens: int = MAX_VIEW_TOKENS) -> tuple[list[str], np.ndarray]:
+    """Labels and every head's weights (layers, heads, n, n) for one sentence, tokens or words.
+
+    Word level merges word pieces (received attention summed, sent attention
+    averaged; [CLS] and [SEP] kept as units of their own, so rows still sum to 1).
+    """
+    if not isinstance(sentence, str):
+        raise ValueError(f"the sentence must be text (str), got {type(sentence).__name__}.")
+    if not sentence.strip():
+        raise ValueError("the sentence is empty: type a few words, e.g. 'The keys to the cabinet are on the table.'")
+    traced = encoder.trace(sentence).sentence()
+    if len(traced.tokens) > max_tokens:
+        raise ValueError(
+            f"the sentence has {len(traced.tokens)} tokens with [CLS] and [SEP]; a map of more than {max_tokens} "
+            f"cannot be read. Shorten it (the model itself accepts up to 512 tokens)."
+        )
+    if not word_level:
+        return list(traced.tokens), traced.attention
+    labels = word_strings(traced.tokens, traced.word_ids, keep_special=True)
+    return labels, word_attention(traced.attention, traced.word_ids, keep_special=True)
+
+
+def strongest_link(weights: np.ndarray) -> tuple[int, int] | None:
+    """The (query, key) pair of two different units with the largest weight, [CLS] and [SEP] left out.
+
+    ``weights`` is one head's map (n, n) whose first and last units are
+    [CLS] and [SEP]; indices count those too. ``None`` when fewer than two
+    units lie between them, so that no link between two different ones exists.
+    """
+    between = np.array(weights, dtype=float)[1:-1, 1:-1]  # (n - 2, n - 2): without [CLS] and [SEP]
+    if between.shape[0] < 2:
+        return None
+    np.fill_diagonal(between, -np.inf)  # a unit attending to itself is not a link
+    query, key = np.unravel_index(np.argmax(between), between.shape)
+    return int(query) + 1, int(key) + 1
+
+
+class ModelHeadExplorer(Explorer):
+    """Widgets to pick a layer, a head and a sentence of all-MiniLM-L6-v2 and see that head's map.
+
+    ``sentences`` fill the menu; the reader can also type one, which switches the menu to
+    :data:`TYPE_YOUR_OWN`; the rest is :class:`~mha.views.explorer.Explorer`'s. Used in (chapter 3, "A tour of all 72 heads"), (chapter 3, "Syntax: heads that follow
+    grammatical relations"), (chapter 3, "Coreference, honestly") and (chapter 3, "Content and rare words").
+    """
+
+    what_to_try = ("Step through the layers and heads on one sentence, then the other sentences of the menu, then "
+                   "type your own; tick \"merge word pieces into words\" to read the map word by word.")
+    what_to_notice = ("How much of each row goes to [CLS] and [SEP] (the message gives both shares), and which few "
+                      "heads link two different words: the strongest link is named under the controls. A bright "
+                      "cell says where a head looks, not what the model does with it.")
+
+    def __init__(self, sentences: Sequence[str], *, layer: int = 0, head: int = 0, word_level: bool = False,
+                 encoder: MiniLMEncoder | None = None) -> None:
+        if not sentences:
+            raise ValueError("give at least one sentence for the menu.")
+        self.encoder = encoder or MiniLMEncoder.load()
+        n_layers, n_heads = self.encoder.config.n_layers, self.encoder.config.n_heads
+        self.cache_size = CACHED_SENTENCES
+        self._cache: OrderedDict[tuple[str, bool], tuple[list[str], np.ndarray]] = OrderedDict()
+        self.sentence_menu = Dropdown(options=[*sentences, TYPE_YOUR_OWN], value=sentences[0], description="sentence",
+                                      layout=Layout(width="95%"))
+        self.own_sentence = Text(placeholder="type a sentence, then press Enter", continuous_update=False,
+                                 description="your own", layout=Layout(width="95%"))
+        self.layer_slider = IntSlider(value=layer, min=0, max=n_layers - 1, description="layer")
+        self.head_slider = IntSlider(value=head, min=0, max=n_heads - 1, description="head")
+        self.word_level = Checkbox(value=word_level, description="merge word pieces into words")
+        super().__init__({"sentence": self.sentence_menu, "typed": self.own_sentence, "layer": self.layer_slider,
+                          "head": self.head_slider, "word_level": self.word_level},
+                         renderer=AttentionPNG(size=(5.4, 5.0)))
+
+    def _control_moved(self, name: str) -> None:
+        if name == "typed" and self.sentence_menu.value != TYPE_YOUR_OWN:
+            self.sentence_menu.value = TYPE_YOUR_OWN  # redraws
+        else:
+            self.refresh()
+
+    @property
+    def sentence(self) -> str:
+        """The sentence currently shown: the menu's choice, or what the reader typed."""
+        return self.own_sentence.value if self.sentence_menu.value == TYPE_YOUR_OWN else self.sentence_menu.value
+
+    def _attention(self, sentence: str, word_level: bool) -> tuple[list[str], np.ndarray]:
+        """Labels and weights of one sentence, from a small least-recently-used cache (typed sentences add up)."""
+        key = (sentence, word_level)
+        if key in self._cache:
+            self._cache.move_to_end(key)
+        else:
+            self._cache[key] = sentence_attention(self.encoder, sentence, word_level=word_level)
+            while len(self._cache) > max(self.cache_size, 1):
+                self._cache.popitem(last=False)
+        return self._cache[key]
+
+    def view_data(self, *, sentence: str, typed: str, layer: int, head: int, word_level: bool) -> ExplorerView:
+        """Head ``head`` of ``layer`` on the menu's ``sentence`` (or on ``typed`` when the menu says to type one)."""
+        unit = "words" if word_level else "tokens"
+        labels, attention = self._attention(typed if sentence == TYPE_YOUR_OWN else sentence, word_level)
+        weights = attention[layer, head]  # (n, n)
+        link = strongest_link(weights)
+        if link is None:
+            link_text = (f"There is only one {unit[:-1]} between [CLS] and [SEP], so no link between two different "
+                         f"{unit}; type a longer sentence to see one.")
+        else:
+            link_text = (f"Strongest link between two different {unit}: <code>{html.escape(labels[link[0]])}</code> → "
+                         f"<code>{html.escape(labels[link[1]])}</code>.")
+        message = (
+            f"{head_label(layer, head)}: {len(labels)} {unit}; "
+            f"attention to [CLS] {weights[:, 0].mean():.0%}, to [SEP] {weights[:, -1].mean():.0%} (mean over rows). "
+            + link_text
+        )
+        return ExplorerView(message, AttentionMap(weights, labels, title=head_label(layer, head)))
+
+    def _state(self) -> dict[str, object]:
+        return {"sentence": self.sentence, "layer": self.layer_slider.value, "head": self.head_slider.value}

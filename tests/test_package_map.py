@@ -1,0 +1,103 @@
+"""The package's maps stay true: every module is on its package's map, and every section a docstring cites exists.
+
+Each package docstring lists its modules with the sections that use them (``src/mha/__init__.py`` lists the
+subpackages). Docstrings cite sections as ``(chapter 3, "Induction heads")`` or by number (``3.5``). A module
+missing from its map, or a citation of a section the table of contents does not have, fails here.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import pkgutil
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+import mha
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src" / "mha"
+
+
+def _first_heading(path: Path) -> str:
+    if path.suffix == ".ipynb":
+        cells = json.loads(path.read_text())["cells"]
+        text = next("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    else:
+        text = path.read_text()
+    return next(line[2:].strip() for line in text.splitlines() if line.startswith("# "))
+
+
+def book_sections() -> dict[str, str]:
+    """Number -> title for every numbered chapter ("3") and section ("3.5") in the table of contents."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    numbered = next(part for part in toc["parts"] if part.get("numbered"))
+    sections = {}
+    for c, chapter in enumerate(numbered["chapters"], start=1):
+        index = ROOT / chapter["file"]
+        sections[str(c)] = _first_heading(index.with_suffix(".md"))
+        for s, section in enumerate(chapter.get("sections", []), start=1):
+            sections[f"{c}.{s}"] = _first_heading((ROOT / section["file"]).with_suffix(".ipynb"))
+    return sections
+
+
+SECTIONS = book_sections()
+TITLES = {title.casefold(): number for number, title in SECTIONS.items()}
+PACKAGES = [mha] + [__import__(m.name, fromlist=["_"]) for m in pkgutil.walk_packages(mha.__path__, "mha.") if m.ispkg]
+
+
+def docstrings() -> list[tuple[str, str]]:
+    """(where, text) for every module, class and function docstring under src/mha."""
+    found = []
+    for path in sorted(SRC.rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        for node in [tree, *ast.walk(tree)]:
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                text = ast.get_docstring(node)
+                if text:
+                    name = getattr(node, "name", "module")
+                    found.append((f"{path.relative_to(ROOT)}:{name}", " ".join(text.split())))
+    return found
+
+
+def test_the_table_of_contents_has_the_four_chapters_and_their_sections():
+    assert [SECTIONS[str(c)] for c in range(1, 5)] == ["The mechanism", "The geometry of subspace projection",
+                                                       "Empirical head roles", "Caveats"]
+    assert "3.5" in SECTIONS and "4.2" in SECTIONS
+
+
+@pytest.mark.parametrize("package", PACKAGES, ids=lambda p: p.__name__)
+def test_every_module_is_on_its_package_map(package):
+    children = [f"{package.__name__}.{m.name}" for m in pkgutil.iter_modules(package.__path__)]
+    doc = package.__doc__ or ""
+    missing = [name for name in children if not re.search(rf"`~?{re.escape(name)}`", doc)]
+    assert not missing, f"{package.__name__}'s docstring does not map {missing}; add each with its sections"
+
+
+@pytest.mark.parametrize("package", PACKAGES, ids=lambda p: p.__name__)
+def test_section_numbers_on_the_maps_exist(package):
+    numbers = re.findall(r"(?<![\d.])([1-4]\.\d)(?![\d.]\d)", package.__doc__ or "")
+    unknown = sorted({n for n in numbers if n not in SECTIONS})
+    assert not unknown, f"{package.__name__}'s map cites sections the book does not have: {unknown}"
+
+
+def citations_not_in_the_book(cited: re.Pattern) -> list[str]:
+    """Every title that ``cited`` finds in a docstring and the table of contents does not have, with its place."""
+    return [f"{where}: {title!r}" for where, text in docstrings() for title in cited.findall(text)
+            if title.casefold() not in TITLES]
+
+
+def test_every_quoted_section_title_in_a_docstring_exists():
+    # a quoted phrase right after "chapter N," / "section" / a section number is a title, and must be the book's
+    unknown = citations_not_in_the_book(
+        re.compile(r'(?:[Cc]hapter \d\s*(?:,|\(|:)\s*(?:sections? )?|[Ss]ections? |\d\.\d )"([^"]+)"'))
+    assert not unknown, "docstrings cite sections the table of contents does not have:\n" + "\n".join(unknown)
+
+
+def test_unquoted_citations_name_real_sections():
+    # "(chapter 3, empirical head roles)": a lowercase phrase after "chapter N," in parentheses is a title too
+    unknown = citations_not_in_the_book(re.compile(r"\([Cc]hapter \d, ([a-z][a-z0-9 ,'-]*?)\)"))
+    assert not unknown, 'cite sections as (chapter N, "Title") with a real title:\n' + "\n".join(unknown)
