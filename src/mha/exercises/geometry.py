@@ -31,10 +31,6 @@ __all__ = [
 ]
 
 
-def _rng(seed: int) -> np.random.Generator:
-    return np.random.default_rng(seed)
-
-
 def _softmax(scores: np.ndarray, axis: int = -1) -> np.ndarray:
     shifted = np.exp(scores - scores.max(axis=axis, keepdims=True))
     return shifted / shifted.sum(axis=axis, keepdims=True)
@@ -48,7 +44,7 @@ def check_attention_from_circuit(attention: Callable, seed: int = 0) -> CheckRes
     The reference head also has a key bias ``b_K`` that the learner is not
     given: its terms are constant along each row, so the softmax removes them.
     """
-    rng = _rng(seed)
+    rng = np.random.default_rng(seed)
 
     def cases() -> Iterator:
         for n, d_model, d_head in ((3, 4, 2), (5, 8, 2), (6, 12, 4), (7, 16, 8)):
@@ -75,7 +71,7 @@ def check_attention_from_circuit(attention: Callable, seed: int = 0) -> CheckRes
 
 def check_numerical_rank(rank: Callable, seed: int = 0) -> CheckResult:
     """``rank(matrix, rtol)`` -> how many singular values exceed ``rtol`` times the largest."""
-    rng = _rng(seed)
+    rng = np.random.default_rng(seed)
 
     def cases() -> Iterator:
         for d, k, scale, rtol, label in ((12, 3, 1.0, 1e-5, "a float32 product through 3 dimensions"),
@@ -110,7 +106,7 @@ def check_numerical_rank(rank: Callable, seed: int = 0) -> CheckResult:
 
 def check_principal_angle_cosines(cosines: Callable, seed: int = 0) -> CheckResult:
     """``cosines(A, B)`` -> cosines of the principal angles between the column spaces, descending, shape (min(k_a, k_b),)."""
-    rng = _rng(seed)
+    rng = np.random.default_rng(seed)
 
     def cases() -> Iterator:
         for d, k_a, k_b, shared in ((3, 1, 1, 0), (5, 2, 2, 1), (12, 3, 3, 0), (20, 4, 2, 1)):
@@ -137,7 +133,7 @@ def check_principal_angle_cosines(cosines: Callable, seed: int = 0) -> CheckResu
 
 def check_min_head_width(width: Callable, seed: int = 0) -> CheckResult:
     """``width(pattern)`` -> the smallest d_head that gives the strictly positive pattern (n, n) exactly."""
-    rng = _rng(seed)
+    rng = np.random.default_rng(seed)
 
     def cases() -> Iterator:
         for n, rank in ((5, 1), (8, 2), (10, 4), (9, None)):
@@ -199,7 +195,7 @@ def check_rank_two_scores(make_scores: Callable, threshold: float = 0.9) -> Chec
 
 def check_effective_rank(rank: Callable, seed: int = 0) -> CheckResult:
     """``rank(matrix, energy)`` -> fewest singular directions holding ``energy`` of the squared Frobenius norm."""
-    rng = _rng(seed)
+    rng = np.random.default_rng(seed)
 
     def cases() -> Iterator:
         for shape, decay, energy in (((6, 6), 0.5, 0.9), ((10, 8), 0.7, 0.99), ((12, 12), 0.8, 0.9), ((20, 15), 0.9, 0.99)):

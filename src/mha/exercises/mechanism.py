@@ -26,13 +26,9 @@ __all__ = [
 ]
 
 
-def _rng(seed: int) -> np.random.Generator:
-    return np.random.default_rng(seed)
-
-
 def check_softmax(softmax: Callable[[np.ndarray], np.ndarray], seed: int = 0) -> CheckResult:
     """``softmax(scores)`` over the last axis, including scores large enough to overflow a naive exp."""
-    rng = _rng(seed)
+    rng = np.random.default_rng(seed)
 
     def cases() -> Iterator:
         for shape, scale, label in (((4,), 1.0, "a vector"), ((3, 5), 1.0, "a (3, 5) matrix, rows independently"),
@@ -46,7 +42,7 @@ def check_softmax(softmax: Callable[[np.ndarray], np.ndarray], seed: int = 0) ->
 
 def check_attention(attention: Callable, seed: int = 0) -> CheckResult:
     """``attention(q, k, v, mask=None) -> (output, weights)`` in numpy, masks with True = may attend."""
-    rng = _rng(seed)
+    rng = np.random.default_rng(seed)
 
     def cases() -> Iterator:
         for seq_q, seq_k, d_k, d_v, masked in ((3, 3, 4, 4, False), (2, 5, 8, 3, False), (4, 4, 16, 5, True),
@@ -71,7 +67,7 @@ def check_causal_mask(causal_mask: Callable[[int], np.ndarray]) -> CheckResult:
 
 def check_split_heads(split: Callable[[np.ndarray, int], np.ndarray], seed: int = 0) -> CheckResult:
     """``split(x, n_heads)``: (batch, seq, d_model) -> (batch, heads, seq, d_head), head h = features h*d_head:(h+1)*d_head."""
-    rng = _rng(seed)
+    rng = np.random.default_rng(seed)
 
     def cases() -> Iterator:
         for batch, seq, d_model, n_heads in ((1, 3, 4, 2), (2, 5, 12, 3), (2, 4, 12, 4), (3, 2, 16, 8)):
@@ -101,7 +97,7 @@ def check_parameter_count(count: Callable[..., int]) -> CheckResult:
 
 def check_head_contributions(contributions: Callable[[np.ndarray, np.ndarray], np.ndarray], seed: int = 0) -> CheckResult:
     """``contributions(z, W_O)``: z (batch, heads, seq, d_head), W_O (heads*d_head, d_model) -> (batch, heads, seq, d_model)."""
-    rng = _rng(seed)
+    rng = np.random.default_rng(seed)
 
     def cases() -> Iterator:
         for batch, n_heads, seq, d_head in ((1, 2, 3, 2), (2, 3, 4, 4), (1, 4, 5, 3)):

@@ -433,12 +433,7 @@ def load_checkpoint(name: str, directory: str | os.PathLike = LAB_DIRECTORY) -> 
     name not in the manifest lists the names that are.
     """
     directory = Path(directory)
-    manifest = read_manifest(directory)
-    if not isinstance(name, str) or name not in manifest["checkpoints"]:
-        known = ", ".join(sorted(manifest["checkpoints"])) or "none"
-        raise CheckpointError(f"no checkpoint called {_describe(name)} in {_manifest_path(directory)}; the checkpoints "
-                              f"are: {known}. To rebuild them all run:\n    {REGENERATE_ALL}")
-    entry = manifest["checkpoints"][name]
+    entry = _manifest_entry(directory, "checkpoints", name, "checkpoint")
     path, data = _verified_bytes(directory, entry["file"], entry["sha256"], entry["regenerate"], "checkpoint file")
     config = TinyTransformerConfig.from_dict(entry["config"])
     model = TinyTransformer(config, seed=entry["seed"])
@@ -456,13 +451,18 @@ def load_checkpoint(name: str, directory: str | os.PathLike = LAB_DIRECTORY) -> 
     return model, info
 
 
-def _result_file(file_name: str, directory: Path) -> tuple[Path, bytes, dict]:
+def _manifest_entry(directory: Path, section: str, name: object, what: str) -> dict:
+    """The manifest's entry ``name`` in ``section`` ("checkpoints" or "files"), or an error listing the known names."""
     manifest = read_manifest(directory)
-    if not isinstance(file_name, str) or file_name not in manifest["files"]:
-        known = ", ".join(sorted(manifest["files"])) or "none"
-        raise CheckpointError(f"no result file called {_describe(file_name)} in {_manifest_path(directory)}; the files "
+    if not isinstance(name, str) or name not in manifest[section]:
+        known = ", ".join(sorted(manifest[section])) or "none"
+        raise CheckpointError(f"no {what} called {_describe(name)} in {_manifest_path(directory)}; the {what}s "
                               f"are: {known}. To rebuild them all run:\n    {REGENERATE_ALL}")
-    entry = manifest["files"][file_name]
+    return manifest[section][name]
+
+
+def _result_file(file_name: str, directory: Path) -> tuple[Path, bytes, dict]:
+    entry = _manifest_entry(directory, "files", file_name, "result file")
     path, data = _verified_bytes(directory, file_name, entry["sha256"], entry["regenerate"], "result file")
     return path, data, entry
 
