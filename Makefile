@@ -1,5 +1,6 @@
 # The two commands of the quick start, and a few more.
-#   make book   build the website into _build/html (executing every notebook)
+#   make book   build the website into _build/html (executing every notebook); its scripts (MathJax, ...) come
+#               from npm: package-lock.json, installed into node_modules by `npm ci`
 #   make test   run every test: unit tests and every notebook through nbval
 #   make lab    retrain every checkpoint in data/lab (about 14 minutes on 2 cores)
 # Both create .venv with Python 3.11 and install requirements.txt the first time.
@@ -8,6 +9,7 @@ PYTHON ?= python3.11
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+NODE_STAMP := node_modules/.installed
 
 .PHONY: book serve test bench notebooks lab clean
 
@@ -18,7 +20,13 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	touch $(STAMP)
 
-book: $(STAMP)
+# The site serves its own scripts (site/offline_site.py copies them from node_modules into _build/html/_vendor).
+$(NODE_STAMP): package.json package-lock.json
+	@command -v npm >/dev/null 2>&1 || { echo "Need npm (Node.js) on PATH for the site's scripts: apt-get install nodejs npm"; exit 1; }
+	npm ci --no-audit --no-fund
+	touch $(NODE_STAMP)
+
+book: $(STAMP) $(NODE_STAMP)
 	$(BIN)/jupyter-book build . -W -n --keep-going
 	@echo "Open _build/html/index.html in a browser, or run: make serve"
 

@@ -1,17 +1,15 @@
 """The book itself: notebooks are committed executed and follow the section skeleton, and the site builds
-with warnings treated as errors (``jupyter-book build -W -n --keep-going``)."""
+with warnings treated as errors (``jupyter-book build -W -n --keep-going``; the build is the ``built_site``
+fixture in conftest.py, shared with test_site.py)."""
 
 import ast
 import json
 import os
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 from mha.book import head_label, head_labels, label_heads, parse_head_label
 
@@ -57,24 +55,6 @@ def test_notebook_follows_the_section_skeleton(path):
     code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
     assert len(re.findall(r"^check_\w+\(", code, flags=re.M)) >= 2 * len(exercises), "each exercise is checked twice: learner stub and solution"
     assert "sys.path" not in code, "notebooks import the installed package, never edit sys.path"
-
-
-@pytest.fixture(scope="module")
-def built_site(tmp_path_factory):
-    """Build the whole book once, as `make book` does, with warnings as errors; returns the html folder."""
-    jupyter_book = shutil.which("jupyter-book", path=str(Path(sys.executable).parent))
-    assert jupyter_book, "jupyter-book is not installed in this environment"
-    output = tmp_path_factory.mktemp("site")
-    # nbval executes every notebook and compares it with its stored outputs, so the site is built from those stored
-    # outputs rather than executing each notebook a second time: the same configuration, execution off.
-    config = yaml.safe_load((ROOT / "_config.yml").read_text())
-    config["execute"]["execute_notebooks"] = "off"
-    (output / "_config.yml").write_text(yaml.safe_dump(config))
-    result = subprocess.run([jupyter_book, "build", str(ROOT), "--path-output", str(output), "--config",
-                             str(output / "_config.yml"), "-W", "-n", "--keep-going"],
-                            capture_output=True, text=True, timeout=1200)
-    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
-    return output / "_build" / "html"
 
 
 def notebook_pages(html: Path) -> list[Path]:

@@ -1,0 +1,37 @@
+"""The site, built once per test session and shared by test_book.py and test_site.py."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def built_site(tmp_path_factory):
+    """Build the whole book once, as `make book` does, with warnings as errors; returns the html folder."""
+    jupyter_book = shutil.which("jupyter-book", path=str(Path(sys.executable).parent))
+    assert jupyter_book, "jupyter-book is not installed in this environment"
+    # the site's own scripts (MathJax, require.js, d3, jQuery): `npm ci` from package-lock.json, when it changed
+    assert shutil.which("make") and shutil.which("npm"), "the site's build needs make and npm (apt install nodejs npm)"
+    npm = subprocess.run(["make", "-s", "-C", str(ROOT), "node_modules/.installed"], capture_output=True, text=True,
+                         timeout=600)
+    assert npm.returncode == 0, "npm ci failed:\n" + npm.stdout[-4000:] + npm.stderr[-4000:]
+    output = tmp_path_factory.mktemp("site")
+    # nbval executes every notebook and compares it with its stored outputs, so the site is built from those stored
+    # outputs rather than executing each notebook a second time: the same configuration, execution off. The copy
+    # lives elsewhere, and Jupyter Book reads local_extensions' folders relative to the configuration file.
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    config["execute"]["execute_notebooks"] = "off"
+    local = config["sphinx"].get("local_extensions", {})
+    config["sphinx"]["local_extensions"] = {name: str(ROOT / folder) for name, folder in local.items()}
+    (output / "_config.yml").write_text(yaml.safe_dump(config))
+    result = subprocess.run([jupyter_book, "build", str(ROOT), "--path-output", str(output), "--config",
+                             str(output / "_config.yml"), "-W", "-n", "--keep-going"],
+                            capture_output=True, text=True, timeout=1200)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    return output / "_build" / "html"

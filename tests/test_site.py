@@ -1,0 +1,231 @@
+"""The website in a real browser (issue 9): every page loads files from the site itself and nothing from outside,
+throws no error, and shows every formula typeset, whether served over http or opened straight from disk.
+
+Headless Chromium (Debian's ``chromium``, driven by Playwright) opens each page of the site that ``built_site``
+(conftest.py) builds, served on 127.0.0.1; a request to any other host is recorded and aborted, so a page that
+still needs a CDN fails here as it would for an offline reader. Each page opens as on a first visit (nothing
+stored, nothing cached). The pages load a few at a time, once, in the ``visits`` fixture; one test per page then
+reads what its page did. A page with a problem leaves a screenshot in pytest's temporary folder, and its test
+names the file.
+"""
+
+import asyncio
+import functools
+import http.server
+import os
+import re
+import shutil
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+SECONDS = 1000  # Playwright counts milliseconds
+AT_ONCE = 3  # pages loading together: the browser then keeps both cores of a CI machine busy
+
+
+def toc_pages() -> list[str]:
+    """Every page of the book, as its path in the built site: the table of contents, plus Sphinx's own pages."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [toc["root"]]
+
+    def walk(entries):
+        for entry in entries:
+            if "file" in entry:
+                files.append(entry["file"])
+            walk(entry.get("sections", []))
+
+    for part in toc.get("parts", []):
+        walk(part.get("chapters", []))
+    return ["index.html", *(f"{name}.html" for name in files), "genindex.html", "search.html"]
+
+
+PAGES = toc_pages()
+# opened from disk too: the page with the most notation, and one with a bertviz view (require.js, d3, jQuery)
+FROM_DISK = ["chapters/notation.html", "chapters/3_head_roles/3_coreference.html"]
+
+# A fresh visit: the theme stores the reader's colour mode; a first visit has none
+FIRST_VISIT = "try { localStorage.clear(); } catch (error) {}"
+# Read once the page has loaded and MathJax has typeset it: every formula inside an mjx-container, no MathJax
+# error, no TeX left in the text a reader sees (code may show TeX on purpose), whether bertviz drew its views,
+# and the bytes the page and everything it loaded took on the wire (nothing is cached: routing turns it off).
+READ_PAGE = r"""async () => {
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) await MathJax.startup.promise;
+  const root = document.querySelector("article.bd-article") || document.body;
+  const shown = (text) => text.trim().replace(/\s+/g, " ").slice(0, 80);
+  const untypeset = [...root.querySelectorAll(".math")].filter((el) => !el.querySelector("mjx-container"))
+    .map((el) => shown(el.textContent));
+  const failed = [...root.querySelectorAll("mjx-merror, [data-mjx-error]")]
+    .map((el) => el.getAttribute("data-mjx-error") || shown(el.textContent));
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT, {acceptNode: (node) =>
+    node.parentElement.closest("pre, code, script, style, textarea, mjx-container, .highlight")
+      ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT});
+  const raw = [];
+  while (walker.nextNode()) {
+    const text = walker.currentNode.nodeValue;
+    if (/\$\$|\\\(|\\\)|\\\[|\\\]|\\begin\{|\\(frac|text|mathrm|mathbf|sum|top)\b/.test(text)) raw.push(shown(text));
+  }
+  const loaded = [...performance.getEntriesByType("navigation"), ...performance.getEntriesByType("resource")];
+  return {typeset: root.querySelectorAll("mjx-container").length, untypeset, failed, raw,
+          bytes: loaded.reduce((total, entry) => total + entry.transferSize, 0)};
+}"""
+# bertviz draws each view into its container once require.js has loaded d3 and jQuery
+BERTVIZ_DRAWN = """() => [...document.querySelectorAll("[id^='bertviz-']")]
+  .every((view) => view.querySelector("svg"))"""
+
+
+@dataclass
+class Visit:
+    """What one page did while it loaded."""
+
+    problems: list[str] = field(default_factory=list)
+    bytes_loaded: int = 0
+    formulas: int = 0
+
+
+def chromium_or_skip() -> str:
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        # CI installs Chromium (.ci/run), so there the browser tests always run.
+        assert os.environ.get("CI") != "true", "CI must install chromium (apt-get install -y chromium)"
+        pytest.skip("Chromium is not installed here: `apt-get install -y chromium` to run the browser tests")
+    return chromium
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+class QuietServer(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        pass  # the browser hangs up on requests it no longer needs (its favicon.ico, when a page closes)
+
+
+@pytest.fixture(scope="module")
+def site_url(built_site):
+    """The built site served on 127.0.0.1 (a free port), as `make serve` serves it."""
+    server = QuietServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=str(built_site)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()
+
+
+def some(problems, shown: int = 8) -> list[str]:
+    """The first few of a kind of problem, and how many more there are."""
+    problems = list(problems)
+    return problems[:shown] + ([f"... and {len(problems) - shown} more like these"] if len(problems) > shown else [])
+
+
+async def visit(context, site: str, url: str, screenshots: Path) -> Visit:
+    """Open url in a new page, let it load, typeset and draw, and return what went wrong."""
+    seen, outside, errors, broken = Visit(), [], [], []
+    page = await context.new_page()
+    page.on("request", lambda request: None if request.url.startswith((site, "data:", "blob:"))
+            else outside.append(request.url))
+    page.on("console", lambda message: errors.append(f"console error: {message.text} ({message.location})")
+            if message.type == "error" else None)
+    page.on("pageerror", lambda error: errors.append(f"page error: {error}"))
+    page.on("response", lambda response: broken.append(f"{response.status} {response.url}")
+            if response.status >= 400 else None)
+    from playwright.async_api import Error as PlaywrightError
+
+    try:
+        await page.goto(url, wait_until="load", timeout=30 * SECONDS)
+        if url == site + "index.html":  # the site's root redirects to the landing page
+            await page.wait_for_url(site + "chapters/index.html", timeout=10 * SECONDS)
+            await page.wait_for_load_state("load")
+        read = await page.evaluate(READ_PAGE)
+        seen.formulas, seen.bytes_loaded = read["typeset"], read["bytes"]
+        seen.problems += some(f"formula not typeset: {text!r}" for text in read["untypeset"])
+        seen.problems += some(f"MathJax error: {text!r}" for text in read["failed"])
+        seen.problems += some(f"raw TeX in the text: {text!r}" for text in read["raw"])
+        try:
+            await page.wait_for_function(BERTVIZ_DRAWN, timeout=10 * SECONDS)
+        except PlaywrightError:
+            seen.problems.append("a bertviz view was not drawn within 10 s")
+    except PlaywrightError as error:
+        seen.problems.append(f"the page did not load: {error}")
+    seen.problems += some(f"requested from outside the site: {address}" for address in dict.fromkeys(outside))
+    seen.problems += some(errors) + some(f"the site answered {line}" for line in broken)
+    if seen.problems:
+        screenshots.mkdir(parents=True, exist_ok=True)
+        shot = screenshots / (re.sub(r"\W+", "_", url.split("://", 1)[1]).strip("_") + ".png")
+        await page.screenshot(path=str(shot), full_page=True)
+        seen.problems.append(f"screenshot: {shot}")
+    await page.close()
+    return seen
+
+
+async def visit_all(chromium: str, targets: dict[str, tuple[str, str]], screenshots: Path) -> dict[str, Visit]:
+    """Visit each target (name -> (site, url)), AT_ONCE at a time, in one browser whose requests to anywhere but
+    the page's own site are aborted."""
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=chromium, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+            "--disable-sync", "--no-first-run"])
+        sites = {site for site, _ in targets.values()}
+        contexts = {site: await browser.new_context() for site in sites}
+        for site, context in contexts.items():
+            await context.add_init_script(FIRST_VISIT)
+            await context.route(lambda url, site=site: not url.startswith((site, "data:", "blob:")),
+                                lambda route: route.abort())
+        slots = asyncio.Semaphore(AT_ONCE)
+
+        async def one(site, url):
+            async with slots:
+                return await visit(contexts[site], site, url, screenshots)
+
+        visits = await asyncio.gather(*(one(site, url) for site, url in targets.values()))
+        await browser.close()
+    return dict(zip(targets, visits))
+
+
+@pytest.fixture(scope="module")
+def visits(built_site, site_url, tmp_path_factory) -> dict[str, Visit]:
+    """Every page served over http (named by its path), and the FROM_DISK pages opened as files ("file:" + path)."""
+    chromium = chromium_or_skip()
+    on_disk = built_site.as_uri() + "/"
+    targets = {path: (site_url, site_url + path) for path in PAGES}
+    targets |= {f"file:{path}": (on_disk, on_disk + path) for path in FROM_DISK}
+    return asyncio.run(visit_all(chromium, targets, tmp_path_factory.mktemp("site-screenshots")))
+
+
+def test_every_page_of_the_site_is_visited(built_site):
+    built = sorted(str(page.relative_to(built_site)) for page in built_site.rglob("*.html")
+                   if not page.relative_to(built_site).parts[0].startswith("_"))
+    assert built == sorted(PAGES), "the site's pages and the pages test_site.py opens differ: update toc_pages()"
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_page_loads_only_from_the_site_without_errors_and_typesets_its_formulas(visits, path, record_property):
+    seen = visits[path]
+    record_property("bytes_loaded", seen.bytes_loaded)
+    assert not seen.problems, f"{path}:\n" + "\n".join(seen.problems)
+    assert seen.bytes_loaded > 0, "the page's weight was not measured"
+
+
+@pytest.mark.parametrize("path", FROM_DISK)
+def test_page_opened_from_disk_typesets_its_formulas(visits, path):
+    """Opened as a file (file://), where a page may not fetch its own files: formulas and views still work."""
+    seen = visits[f"file:{path}"]
+    assert not seen.problems, f"{path} opened from disk:\n" + "\n".join(seen.problems)
+    assert seen.formulas > 0, f"{path} opened from disk shows no typeset formula"
+
+
+def test_page_weights(visits):
+    """What each page costs a reader on a first visit (uncompressed, as `make serve` sends it; printed with -s),
+    under a budget well above today's heaviest page (6 MB, two thirds of it MathJax and the theme's icons)."""
+    weights = {path: visits[path].bytes_loaded for path in PAGES}
+    print("\nbytes loaded by each page on a first visit:")
+    for path, size in sorted(weights.items(), key=lambda item: -item[1]):
+        print(f"  {size / 1e6:6.2f} MB  {path}")
+    assert max(weights.values()) < 8e6, "a page loads more than 8 MB: see the list above"
