@@ -1,5 +1,6 @@
 """The site, built once per test session and shared by test_book.py and test_site.py."""
 
+import os
 import shutil
 import subprocess
 import sys
@@ -35,3 +36,14 @@ def built_site(tmp_path_factory):
                             capture_output=True, text=True, timeout=1200)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     return output / "_build" / "html"
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """Debian's Chromium for the browser tests; skipped with a message where it is missing, except under CI."""
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    if path is None:
+        # CI installs Chromium (.ci/run), so there the browser tests always run.
+        assert os.environ.get("CI") != "true", "CI must install chromium (apt-get install -y chromium)"
+        pytest.skip("Chromium is not installed here: `apt-get install -y chromium` to run the browser tests")
+    return path

@@ -12,9 +12,7 @@ names the file.
 import asyncio
 import functools
 import http.server
-import os
 import re
-import shutil
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -85,14 +83,6 @@ class Visit:
     bytes_loaded: int = 0
     formulas: int = 0
 
-
-def chromium_or_skip() -> str:
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if chromium is None:
-        # CI installs Chromium (.ci/run), so there the browser tests always run.
-        assert os.environ.get("CI") != "true", "CI must install chromium (apt-get install -y chromium)"
-        pytest.skip("Chromium is not installed here: `apt-get install -y chromium` to run the browser tests")
-    return chromium
 
 
 class QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -190,9 +180,8 @@ async def visit_all(chromium: str, targets: dict[str, tuple[str, str]], screensh
 
 
 @pytest.fixture(scope="module")
-def visits(built_site, site_url, tmp_path_factory) -> dict[str, Visit]:
+def visits(built_site, site_url, tmp_path_factory, chromium) -> dict[str, Visit]:
     """Every page served over http (named by its path), and the FROM_DISK pages opened as files ("file:" + path)."""
-    chromium = chromium_or_skip()
     on_disk = built_site.as_uri() + "/"
     targets = {path: (site_url, site_url + path) for path in PAGES}
     targets |= {f"file:{path}": (on_disk, on_disk + path) for path in FROM_DISK}
