@@ -1,9 +1,12 @@
 """The site, built once per test session and shared by test_book.py and test_site.py."""
 
+import functools
+import http.server
 import os
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -14,7 +17,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="session")
 def built_site(tmp_path_factory):
-    """Build the whole book once, as `make book` does, with warnings as errors; returns the html folder."""
+    """Build the whole book once, as `make book` does, with warnings as errors; returns the html folder.
+
+    To test a site already built (while working on the browser tests), name its html folder in MHA_BUILT_SITE.
+    """
+    if os.environ.get("MHA_BUILT_SITE") and os.environ.get("CI") != "true":
+        return Path(os.environ["MHA_BUILT_SITE"])
     jupyter_book = shutil.which("jupyter-book", path=str(Path(sys.executable).parent))
     assert jupyter_book, "jupyter-book is not installed in this environment"
     # the site's own scripts (MathJax, require.js, d3, jQuery): `npm ci` from package-lock.json, when it changed
@@ -47,3 +55,25 @@ def chromium() -> str:
         assert os.environ.get("CI") != "true", "CI must install chromium (apt-get install -y chromium)"
         pytest.skip("Chromium is not installed here: `apt-get install -y chromium` to run the browser tests")
     return path
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+class QuietServer(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        pass  # the browser hangs up on requests it no longer needs (its favicon.ico, when a page closes)
+
+
+@pytest.fixture(scope="session")
+def site_address(built_site):
+    """The built site served on 127.0.0.1 (a free port), as `make serve` serves it."""
+    server = QuietServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=str(built_site)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()

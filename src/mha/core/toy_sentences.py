@@ -4,17 +4,24 @@ Chapter 1 studies the *mechanism*, so it needs token vectors but not trained
 ones: each word gets a fixed pseudo-random vector (the same word always gets
 the same vector) plus a sinusoidal position code (Vaswani et al. 2017). Trained
 embeddings arrive in chapter 3.
+
+The word vectors come from a generator simple enough to write twice: a 32-bit
+FNV-1a hash of the word picks the state of a xorshift generator (Marsaglia 2003),
+whose uniform numbers become normal ones by the Box-Muller transform. The
+website's head explorer (``site/views.js``) computes the same vectors in the
+reader's browser, so a sentence typed there gets the maps this module gives,
+and neither depends on the CPU's floating-point kernels.
 """
 
 from __future__ import annotations
 
 import math
 import re
-import zlib
 
+import numpy as np
 import torch
 
-__all__ = ["MAX_TOKENS", "split_into_tokens", "sinusoidal_positions", "embed_tokens"]
+__all__ = ["MAX_TOKENS", "split_into_tokens", "word_vector", "sinusoidal_positions", "embed_tokens"]
 
 MAX_TOKENS = 24
 """Longest sentence the chapter-1 views accept: longer maps stop being readable."""
@@ -41,30 +48,61 @@ def split_into_tokens(sentence: str, max_tokens: int = MAX_TOKENS) -> list[str]:
     return tokens
 
 
+_MASK32 = 0xFFFFFFFF
+_FNV_OFFSET, _FNV_PRIME = 0x811C9DC5, 0x01000193
+_SEED_MIX = 0x9E3779B1  # spreads consecutive seeds over the 32 bits
+
+
+def _xorshift32(state: int) -> int:
+    """One step of Marsaglia's xorshift generator on a nonzero 32-bit state."""
+    state ^= (state << 13) & _MASK32
+    state ^= state >> 17
+    return state ^ ((state << 5) & _MASK32)
+
+
+def word_vector(word: str, d_model: int, seed: int = 0) -> np.ndarray:
+    """The fixed pseudo-random vector (d_model,) of a word, in float64: standard normal numbers, one per feature.
+
+    The lower-cased word's UTF-8 bytes are hashed (32-bit FNV-1a, started from the mixed seed) into the state of
+    a xorshift generator; after four steps to spread the state, each pair of its uniform numbers (u1, u2) in
+    (0, 1) gives two normal ones, sqrt(-2 ln u1) cos(2 pi u2) and sqrt(-2 ln u1) sin(2 pi u2).
+    """
+    state = _FNV_OFFSET ^ (seed * _SEED_MIX & _MASK32)
+    for byte in word.lower().encode("utf-8"):
+        state = ((state ^ byte) * _FNV_PRIME) & _MASK32
+    state = state or 1  # xorshift never leaves 0
+    for _ in range(4):
+        state = _xorshift32(state)
+    normals = []
+    while len(normals) < d_model:
+        uniforms = []
+        for _ in range(2):
+            state = _xorshift32(state)
+            uniforms.append((state + 0.5) / 2.0**32)  # (0, 1): never 0, so the logarithm is finite
+        radius, angle = math.sqrt(-2.0 * math.log(uniforms[0])), 2.0 * math.pi * uniforms[1]
+        normals += [radius * math.cos(angle), radius * math.sin(angle)]
+    return np.array(normals[:d_model])
+
+
 def sinusoidal_positions(seq_len: int, d_model: int) -> torch.Tensor:
-    """Position codes of Vaswani et al. (2017): sin/cos pairs at geometric frequencies, (seq_len, d_model)."""
+    """Position codes of Vaswani et al. (2017): sin/cos pairs at geometric frequencies, (seq_len, d_model), float64."""
     position = torch.arange(seq_len, dtype=torch.float64)[:, None]  # (seq, 1)
     pair = torch.arange(0, d_model, 2, dtype=torch.float64)  # (ceil(d_model/2),)
     angle = position / (10_000 ** (pair / d_model))  # (seq, ceil(d_model/2))
     codes = torch.zeros(seq_len, d_model, dtype=torch.float64)
     codes[:, 0::2] = torch.sin(angle)
     codes[:, 1::2] = torch.cos(angle[:, : d_model // 2])
-    return codes.float()
+    return codes
 
 
 def embed_tokens(tokens: list[str], d_model: int, seed: int = 0) -> torch.Tensor:
-    """(1, seq, d_model) vectors: a fixed random vector per lower-cased word plus its position code.
+    """(1, seq, d_model) float32 vectors: a fixed random vector per lower-cased word plus its position code.
 
-    The word vectors have unit expected squared length per feature, like a
-    freshly initialised embedding table; the same word and seed always give
-    the same vector, whatever sentence it appears in.
+    The word vectors (:func:`word_vector`) have unit expected squared length per feature, like a freshly
+    initialised embedding table; the same word and seed always give the same vector, whatever sentence it appears
+    in. The sum is formed in float64 and rounded to float32 once.
     """
     if d_model < 2 or d_model % 2:
         raise ValueError(f"d_model must be an even number of at least 2 (sin/cos pairs), got {d_model}.")
-    word_vectors = []
-    for token in tokens:
-        word_seed = zlib.crc32(token.lower().encode()) ^ (seed * 0x9E3779B1 & 0xFFFFFFFF)
-        generator = torch.Generator().manual_seed(word_seed)
-        word_vectors.append(torch.randn(d_model, generator=generator))
-    words = torch.stack(word_vectors)  # (seq, d_model)
-    return (words + sinusoidal_positions(len(tokens), d_model) / math.sqrt(2))[None]  # (1, seq, d_model)
+    words = torch.from_numpy(np.stack([word_vector(token, d_model, seed) for token in tokens]))  # (seq, d_model)
+    return (words + sinusoidal_positions(len(tokens), d_model) / math.sqrt(2)).float()[None]  # (1, seq, d_model)

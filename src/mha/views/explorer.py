@@ -10,7 +10,11 @@ it is one line of text.
 Computing and drawing are apart. :meth:`Explorer.view_data` takes control values by name and returns an
 :class:`ExplorerView`: plain data (an :class:`~mha.views.heatmaps.AttentionMap`, message and panel HTML), with no
 widget touched, so a static exporter can call it for every value of :meth:`Explorer.choices`. The map is drawn
-by :mod:`mha.views.heatmaps`, as PNG and as a table of its numbers for a screen reader. Used in (chapter 1,
+by :mod:`mha.views.heatmaps`, as PNG and as a table of its numbers for a screen reader.
+
+One object, two representations: displayed in Jupyter, an explorer is its live widget; the same output also
+carries a placeholder for the website (:mod:`mha.views.static_form`), where the book's build draws the view
+without a kernel, and myst-nb is told to prefer that HTML to the widget (``_config.yml``). Used in (chapter 1,
 "Multi-head attention") and (chapter 3, "Empirical head roles").
 """
 
@@ -25,6 +29,7 @@ from functools import partial
 
 from ipywidgets import HTML, Accordion, Checkbox, Dropdown, Image, IntSlider, VBox, Widget
 
+from mha.views import static_form
 from mha.views.heatmaps import AttentionMap, AttentionPNG, attention_table_html
 
 __all__ = ["problem_html", "ExplorerView", "Explorer"]
@@ -78,6 +83,12 @@ class Explorer:
     what_to_notice = ""
     doing = "draw"
     """The verb of the error message: "Cannot draw this: ..."."""
+    site_note = ""
+    """What the website's form of the view cannot do, and where to do it instead (typing, training)."""
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        static_form.SITE_VIEWS[cls.__name__] = cls  # a recipe can name it
 
     def __init__(self, controls: Mapping[str, Widget], *, renderer: AttentionPNG | None = None,
                  panels: Mapping[str, HTML] | None = None) -> None:
@@ -139,6 +150,30 @@ class Explorer:
             elif isinstance(control, Checkbox):
                 found[name] = [False, True]
         return found
+
+    # --- the website's form (mha.views.static_form) ----------------------------------------------------
+
+    def recipe_arguments(self) -> dict | None:
+        """The keyword arguments that rebuild this view, as JSON values; ``None`` if it cannot be rebuilt."""
+        return None
+
+    def recipe(self) -> dict | None:
+        """How the book's build rebuilds this view for the website: its class name and arguments, or ``None``."""
+        arguments = self.recipe_arguments()
+        return None if arguments is None else {"view": type(self).__name__, "arguments": arguments}
+
+    def site_choices(self) -> dict[str, list]:
+        """The controls of the website's form and every value each takes (default: :meth:`choices`)."""
+        return self.choices()
+
+    def site_arguments(self, values: dict[str, object]) -> dict[str, object]:
+        """The keywords of :meth:`view_data` for the site's control ``values`` (default: those, plus any other
+        control's current value)."""
+        return {**self.values(), **values}
+
+    def site_payload(self) -> dict:
+        """What the website's form needs (default: every reachable view, :func:`static_form.table_payload`)."""
+        return static_form.table_payload(self)
 
     def guidance(self) -> str:
         """What to try and what to notice, as plain text."""
@@ -206,4 +241,5 @@ class Explorer:
     def _repr_mimebundle_(self, **kwargs):
         bundle = self.widget._repr_mimebundle_(**kwargs)
         bundle["text/plain"] = self.describe()
+        bundle["text/html"] = static_form.placeholder_html(self)  # the website draws the view from it
         return bundle

@@ -159,9 +159,13 @@ class HeadCountExplorer(Explorer):
                       "role). The live run takes fewer steps at a higher learning rate, so its curve is not "
                       "comparable step for step with the sweep's.")
     doing = "show"
+    site_note = ("On this page the view shows the stored runs of the sweep; to train a model live, open the page as "
+                 "a notebook (the launch buttons at the top).")
 
     def __init__(self, sweep: HeadCountSweep | None = None, n_heads: int = 1, seed: int = 0,
                  live_training: TrainingConfig = LIVE_TRAINING) -> None:
+        # the sweep stored with the book: the website's build can load it again
+        self.stored_sweep = sweep is None or sweep.directory == HeadCountSweep.directory
         self.sweep = load_sweep() if sweep is None else sweep
         self.sweep.check(n_heads, seed)
         self.live_training = live_training
@@ -282,6 +286,14 @@ class HeadCountExplorer(Explorer):
     def _state(self) -> dict[str, object]:
         return {"heads": self.heads_picker.value, "seed": self.seed_picker.value, "head": self.head_slider.value,
                 "sequence": self.example_slider.value}
+
+    def recipe_arguments(self) -> dict | None:
+        if not self.stored_sweep:
+            return None  # a sweep built in code cannot be rebuilt by the website's build
+        return {"n_heads": self.heads_picker.value, "seed": self.seed_picker.value}
+
+    def site_choices(self) -> dict[str, list]:
+        return {**self.choices(), "head": list(range(max(self.sweep.head_counts)))}
 
     # --- actions ----------------------------------------------------------------------------------------
 

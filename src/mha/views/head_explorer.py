@@ -21,9 +21,9 @@ import torch
 from ipywidgets import IntSlider, Layout, Text
 
 from mha.core.attention import MultiHeadAttention
-from mha.core.toy_sentences import embed_tokens, split_into_tokens
+from mha.core.toy_sentences import MAX_TOKENS, embed_tokens, split_into_tokens
 from mha.pretrained.tokenizer import check_no_lone_surrogates
-from mha.views.explorer import Explorer, ExplorerView
+from mha.views.explorer import Explorer, ExplorerView, problem_html
 from mha.views.heatmaps import AttentionMap
 
 __all__ = ["head_attention_maps", "HeadExplorer"]
@@ -67,7 +67,7 @@ class HeadExplorer(Explorer):
 
     def __init__(self, sentence: str = DEFAULT_SENTENCE, n_heads: int = 4, d_model: int = 24,
                  max_heads: int = 12, seed: int = 0) -> None:
-        self.d_model, self.seed = d_model, seed
+        self.d_model, self.seed, self.max_heads = d_model, seed, max_heads
         self.sentence_box = Text(value=sentence, description="sentence", continuous_update=False,
                                  layout=Layout(width="95%"))
         self.heads_slider = IntSlider(value=n_heads, min=1, max=max_heads, description="heads")
@@ -89,3 +89,29 @@ class HeadExplorer(Explorer):
 
     def _state(self) -> dict[str, object]:
         return {**self.values(), "d_model": self.d_model}
+
+    def recipe_arguments(self) -> dict:
+        return {"sentence": self.sentence_box.value, "n_heads": self.heads_slider.value, "d_model": self.d_model,
+                "max_heads": self.max_heads, "seed": self.seed}
+
+    def site_payload(self) -> dict:
+        """The layer itself, so that the page computes every map, typed sentences included (``site/views.js``).
+
+        ``W_Q``, ``W_K`` (d_model, d_model, vectors-as-rows) and their biases, written exactly (float32 values as
+        shortest decimals); the message this module gives for each head count the layer refuses; and the start.
+        """
+        layer = _layer(self.d_model, 1, self.seed)  # the same projections for every head count
+
+        def exact(tensor: torch.Tensor) -> list:
+            return tensor.detach().double().tolist()
+
+        refusals = {}
+        for heads in range(1, self.max_heads + 1):
+            try:
+                _layer(self.d_model, heads, self.seed)
+            except ValueError as problem:
+                refusals[str(heads)] = problem_html(problem, self.doing)
+        return {"kind": "head-explorer", "d_model": self.d_model, "seed": self.seed, "max_heads": self.max_heads,
+                "max_tokens": MAX_TOKENS, "sentence": self.sentence_box.value, "heads": self.heads_slider.value,
+                "head": self.head_slider.value, "W_Q": exact(layer.W_Q), "b_Q": exact(layer.b_Q),
+                "W_K": exact(layer.W_K), "b_K": exact(layer.b_K), "refusals": refusals}

@@ -40,7 +40,7 @@ from PIL import Image as PILImage
 from PIL import ImageDraw, ImageFont
 
 __all__ = ["COLORMAP", "KEY_AXIS", "QUERY_AXIS", "AttentionMap", "draw_attention", "attention_grid", "AttentionPNG",
-           "attention_table_html"]
+           "weight_hundredths", "weight_texts", "cell_colours", "script_safe_labels", "attention_table_html"]
 
 COLORMAP = "viridis"
 KEY_AXIS = "key: attended to"
@@ -320,15 +320,32 @@ class AttentionPNG:
         return buffer.getvalue()
 
 
-def _cell_styles() -> list[str]:
-    """CSS of a table cell for each of the colormap's 256 levels: its colour, with white text on the dark ones."""
+@lru_cache(maxsize=1)
+def cell_colours() -> list[list[str]]:
+    """[background, text] colours for each of the colormap's 256 levels: white text on the dark ones.
+
+    The website's views (``site/views.js``) colour their maps and tables from this list too.
+    """
     rgb = colormaps[COLORMAP](np.linspace(0.0, 1.0, 256))[:, :3]  # (256, 3)
     dark = rgb @ np.array([0.2126, 0.7152, 0.0722]) < 0.45  # relative luminance
-    return [f"background:#{r:02x}{g:02x}{b:02x};color:{'#fff' if is_dark else '#000'};padding:1px 2px"
+    return [[f"#{r:02x}{g:02x}{b:02x}", "#fff" if is_dark else "#000"]
             for (r, g, b), is_dark in zip((rgb * 255).round().astype(int).tolist(), dark)]
 
 
-_CELL_STYLES = _cell_styles()
+_CELL_STYLES = [f"background:{background};color:{text};padding:1px 2px" for background, text in cell_colours()]
+
+
+def weight_hundredths(weights) -> np.ndarray:
+    """Each weight (from 0 to 1) in whole hundredths, as a view's table shows it: 0.254 -> 25. Same shape."""
+    return np.rint(np.asarray(weights, dtype=float) * 100).astype(np.int64)
+
+
+def weight_texts(weights) -> list:
+    """Each weight as the text a view's table shows, two decimals from :func:`weight_hundredths` ("0.25").
+
+    Nested lists of the same shape. The website's views write their tables from the same hundredths.
+    """
+    return np.vectorize(lambda h: f"{h // 100}.{h % 100:02d}", otypes=[object])(weight_hundredths(weights)).tolist()
 
 
 def attention_table_html(weights: np.ndarray, query_labels: Sequence[str], title: str,
@@ -346,11 +363,21 @@ def attention_table_html(weights: np.ndarray, query_labels: Sequence[str], title
     header = "".join(f"<th scope='col' style='writing-mode:vertical-rl;transform:rotate(180deg);"
                      f"font-weight:normal;padding:1px'>{key}</th>" for key in keys)
     rows = []
-    for query, row_levels, values in zip(queries, levels, weights.tolist()):
-        cells = "".join(f"<td style='{_CELL_STYLES[level]}' title='{query} → {key}: {value:.3f}'>{value:.2f}</td>"
-                        for level, value, key in zip(row_levels, values, keys))
+    for query, row_levels, values, texts in zip(queries, levels, weights.tolist(), weight_texts(weights)):
+        cells = "".join(f"<td style='{_CELL_STYLES[level]}' title='{query} → {key}: {value:.3f}'>{text}</td>"
+                        for level, value, key, text in zip(row_levels, values, keys, texts))
         rows.append(f"<tr><th scope='row' style='text-align:right;font-weight:normal;padding:0 4px'>{query}</th>"
                     f"{cells}</tr>")
     return (f"<table style='border-collapse:collapse;font-size:9px;text-align:right'><caption style='text-align:left'>"
             f"<b>{html.escape(title)}</b><br>rows: query, the position attending FROM · columns: key, the position "
             f"attended TO</caption><tr><td></td>{header}</tr>{''.join(rows)}</table>")
+
+
+def script_safe_labels(labels: Sequence[str]) -> list[str]:
+    """Token labels that cannot end the ``<script>`` element a bertviz view is written into (chapter 3).
+
+    bertviz writes its labels into a script with ``json.dumps``, which leaves ``</script>`` as it is: a label
+    holding it would end the script and let the rest of the label run as HTML. Angle brackets become the look-alike
+    quotation marks ‹ and ›, so the label still reads the same.
+    """
+    return [str(label).replace("<", "\u2039").replace(">", "\u203a") for label in labels]

@@ -120,8 +120,13 @@ class InductionLabExplorer(Explorer):
                       "lands on the circles, the token after an earlier copy of the query's token; see where it "
                       "goes when nothing repeats.")
 
+    site_note = ("On this page the view shows the held-out sequences; to type your own token ids, open the page as a "
+                 "notebook (the launch buttons at the top).")
+
     def __init__(self, names: Sequence[str] | None = None, *, n_sequences: int = 16, layer: int = 1, head: int = 0,
                  sequence: int = 0) -> None:
+        self.names_given = None if names is None else list(names)
+        self.n_sequences = n_sequences
         names = induction_model_names() if names is None else list(names)
         if not names:
             raise ValueError("no induction checkpoints to show; pass checkpoint names or regenerate data/lab with "
@@ -209,3 +214,10 @@ class InductionLabExplorer(Explorer):
     def _state(self) -> dict[str, object]:
         return {"model": self.model_menu.value, "layer": self.layer_slider.value, "head": self.head_slider.value,
                 "sequence": self.sequence_slider.value}
+
+    def recipe_arguments(self) -> dict:
+        return {"names": self.names_given, "n_sequences": self.n_sequences, "layer": self.layer_slider.value,
+                "head": self.head_slider.value, "sequence": self.sequence_slider.value}
+
+    def site_arguments(self, values: dict[str, object]) -> dict[str, object]:
+        return {**values, "typed": ""}  # the site shows the held-out sequences

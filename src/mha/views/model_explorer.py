@@ -87,10 +87,14 @@ class ModelHeadExplorer(Explorer):
                       "heads link two different words: the strongest link is named under the controls. A bright "
                       "cell says where a head looks, not what the model does with it.")
 
+    site_note = ("On this page the view shows the sentences of the menu; to type your own, open the page as a notebook "
+                 "(the launch buttons at the top).")
+
     def __init__(self, sentences: Sequence[str], *, layer: int = 0, head: int = 0, word_level: bool = False,
                  encoder: MiniLMEncoder | None = None) -> None:
         if not sentences:
             raise ValueError("give at least one sentence for the menu.")
+        self.menu_sentences = list(sentences)
         self.encoder = encoder or MiniLMEncoder.load()
         n_layers, n_heads = self.encoder.config.n_layers, self.encoder.config.n_heads
         self.cache_size = CACHED_SENTENCES
@@ -149,3 +153,19 @@ class ModelHeadExplorer(Explorer):
 
     def _state(self) -> dict[str, object]:
         return {"sentence": self.sentence, "layer": self.layer_slider.value, "head": self.head_slider.value}
+
+    def recipe_arguments(self) -> dict:
+        return {"sentences": self.menu_sentences, "layer": self.layer_slider.value, "head": self.head_slider.value,
+                "word_level": self.word_level.value}
+
+    def site_choices(self) -> dict[str, list]:
+        choices = self.choices()
+        choices["sentence"] = [option for option in choices["sentence"] if option != TYPE_YOUR_OWN]
+        return choices
+
+    def site_arguments(self, values: dict[str, object]) -> dict[str, object]:
+        return {**values, "typed": ""}  # the site shows the menu's sentences
+
+    def site_payload(self) -> dict:
+        self.cache_size = max(self.cache_size, 2 * len(self.menu_sentences))  # every sentence, both levels, once
+        return super().site_payload()

@@ -1,0 +1,86 @@
+"""Every interactive view of the book works on the website, without a kernel (issue 9).
+
+A Sphinx extension, connected in _config.yml (``sphinx: local_extensions``). A notebook's view stores, beside its
+live ipywidgets form, a placeholder ``<div class="mha-view" data-mha-recipe="...">`` (``mha.views.static_form``).
+For each page that holds one, this extension
+
+1. rebuilds the view from its recipe with the book's own package, and embeds what the page needs to draw it
+   (``static_form.site_payload``: every view the menus reach, or the chapter-1 layer itself) in the placeholder, as
+   base64 text of gzip-compressed bytes inside ``<script type="application/octet-stream">``, which the browser
+   never runs;
+2. adds ``views.js`` and ``views.css`` (from ``site/``, copied to ``_build/html/_vendor/mha/``) to that page only,
+   so pages without a view load nothing more. They inflate the payload with the browser's DecompressionStream and
+   draw the view; nothing is fetched, so the page works opened from disk (file://).
+
+myst-nb is told to prefer the placeholder's HTML to the widget (``nb_mime_priority_overrides`` in _config.yml).
+A view that cannot be rebuilt fails the build with a warning that names the page. Payloads are kept for the
+length of one build, so a view that appears twice is computed once.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import shutil
+from pathlib import Path
+
+from sphinx.util import logging
+
+logger = logging.getLogger(__name__)
+
+SOURCE = Path(__file__).resolve().parent
+SERVED = "_vendor/mha"  # in the built site; Jupyter Book 1 would add anything under _static/ to every page
+FILES = ("views.js", "views.css")
+PLACEHOLDER = re.compile(r"""<div class=['"]mha-view['"] data-mha-recipe="([^"]*)">""")
+_PAYLOADS: dict[str, str] = {}  # recipe -> encoded payload, for one build
+
+
+def copy_view_files(app) -> None:
+    _PAYLOADS.clear()
+    if app.builder.format != "html":
+        return
+    target = Path(app.outdir) / SERVED
+    target.mkdir(parents=True, exist_ok=True)
+    for name in FILES:
+        shutil.copyfile(SOURCE / name, target / name)
+
+
+def _payload(app, recipe_text: str) -> str:
+    """The encoded payload of one view, computed once per build."""
+    if recipe_text not in _PAYLOADS:
+        from mha.views.static_form import encode_payload, site_payload, view_from_recipe
+
+        explorer = view_from_recipe(json.loads(recipe_text))
+        _PAYLOADS[recipe_text] = encode_payload(site_payload(explorer))
+    return _PAYLOADS[recipe_text]
+
+
+def fill_views(app, pagename, templatename, context, doctree) -> None:
+    """Put each view's payload into its placeholder, and the scripts that draw it into the page."""
+    body = context.get("body") or ""
+    if "mha-view" not in body:
+        return
+
+    def filled(match: re.Match) -> str:
+        recipe_text = html.unescape(match.group(1))
+        try:
+            encoded = _payload(app, recipe_text)
+        except Exception as problem:  # the build says which view failed, and why
+            logger.warning(f"{pagename}: cannot draw the view {recipe_text} for the website: "
+                           f"{type(problem).__name__}: {problem}", location=pagename)
+            return match.group(0)
+        return f"{match.group(0)}<script type='application/octet-stream' class='mha-view-payload'>{encoded}</script>"
+
+    body, count = PLACEHOLDER.subn(filled, body)
+    if not count:
+        return
+    styles = context["pathto"](f"{SERVED}/views.css", 1)
+    script = context["pathto"](f"{SERVED}/views.js", 1)
+    context["body"] = f"<link rel='stylesheet' href='{styles}'>{body}<script src='{script}'></script>"
+
+
+def setup(app):
+    app.connect("builder-inited", copy_view_files)
+    app.connect("html-page-context", fill_views)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,211 @@
+"""The kernel-free form of every view, for the book's website: one object, two representations (issue 9).
+
+In Jupyter an :class:`~mha.views.explorer.Explorer` is a live ipywidgets view. On the website there is no kernel,
+so each view also gives a placeholder (:func:`placeholder_html`): a ``<div class="mha-view">`` that names the view
+and the arguments it was built with (its *recipe*), with a line of text for anywhere scripts cannot run. When the
+book is built, ``site/static_views.py`` rebuilds the view from its recipe (:func:`view_from_recipe`), asks it for
+:func:`site_payload`, and embeds that in the page (:func:`encode_payload`), where ``site/views.js`` draws it and
+answers every control without a kernel:
+
+- :func:`table_payload`, the default: every view the menus and sliders can reach, computed here by
+  :meth:`~mha.views.explorer.Explorer.view_data` and stored compactly. A weight is stored as one byte, the whole
+  number of hundredths the view's table shows (:func:`~mha.views.heatmaps.weight_hundredths`); repeated text is
+  stored once; and the whole is gzip-compressed (browsers inflate it with ``DecompressionStream``). Typed text has no list of
+  values, so the site form offers the menus only and says where to type (``site_note``).
+- the chapter-1 head explorer sends its layer's weights instead, and the page computes every map itself, typed
+  sentences included (:meth:`mha.views.head_explorer.HeadExplorer.site_payload`).
+
+Views are found by class name in :data:`SITE_VIEWS`, which every subclass of ``Explorer`` joins; a recipe names
+nothing else. Used in (chapter 1, "Multi-head attention") and (chapter 3, "Empirical head roles").
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import html
+import importlib
+import itertools
+import json
+import struct
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+import numpy as np
+from ipywidgets import Checkbox, Dropdown, IntSlider
+
+from mha.views.heatmaps import COLORMAP, KEY_AXIS, QUERY_AXIS, AttentionMap, cell_colours, weight_hundredths
+
+if TYPE_CHECKING:
+    from mha.views.explorer import Explorer
+
+__all__ = ["SITE_VIEWS", "PAYLOAD_VERSION", "placeholder_html", "view_from_recipe", "site_payload", "table_payload",
+           "encode_payload", "decode_payload", "map_payload", "stored_weights"]
+
+SITE_VIEWS: dict[str, type[Explorer]] = {}
+"""Every explorer class by name: the only views a recipe can rebuild (each subclass joins when it is defined)."""
+
+VIEW_MODULES = ("head_explorer", "model_explorer", "induction_explorer", "head_count_explorer")
+"""The modules of :mod:`mha.views` that define the book's views, imported before a recipe is read."""
+
+PAYLOAD_VERSION = 1
+"""Bumped when the payload's layout changes, so that ``site/views.js`` can refuse one it cannot read."""
+
+
+def placeholder_html(explorer: Explorer) -> str:
+    """What a notebook stores for the website: the view's recipe, and a text line for where no script runs.
+
+    Deterministic (nbval compares it): the recipe is JSON with sorted keys, HTML-escaped into an attribute.
+    """
+    recipe = explorer.recipe()
+    text = html.escape(explorer.describe().replace(": run the notebook to use it.", ""))
+    if recipe is None:
+        return (f"<div class='mha-view-unavailable'><p>{text}: this view needs a running notebook (the launch "
+                f"buttons at the top of the page open one).</p></div>")
+    attribute = html.escape(json.dumps(recipe, sort_keys=True, ensure_ascii=True), quote=True)
+    return (f"<div class='mha-view' data-mha-recipe=\"{attribute}\"><p class='mha-view-fallback'>{text}. This "
+            f"interactive view runs in your browser on the book's website, and in a running notebook.</p></div>")
+
+
+def view_from_recipe(recipe: Mapping) -> Explorer:
+    """The explorer a recipe describes; ``ValueError`` for a view that is not one of :data:`SITE_VIEWS`."""
+    if not isinstance(recipe, Mapping) or not isinstance(recipe.get("arguments"), Mapping):
+        raise ValueError(f"a view recipe is a mapping with 'view' and 'arguments', got {recipe!r}.")
+    for module in VIEW_MODULES:
+        importlib.import_module(f"mha.views.{module}")
+    name = recipe.get("view")
+    if name not in SITE_VIEWS:
+        raise ValueError(f"{name!r} is not one of the book's views ({', '.join(sorted(SITE_VIEWS))}).")
+    return SITE_VIEWS[name](**recipe["arguments"])
+
+
+def site_payload(explorer: Explorer) -> dict:
+    """What the page needs to draw ``explorer`` without a kernel: the view's own choice, or :func:`table_payload`."""
+    payload = explorer.site_payload()
+    return {"version": PAYLOAD_VERSION, "guidance": {"try": explorer.what_to_try, "notice": explorer.what_to_notice},
+            "note": explorer.site_note, "axes": {"key": KEY_AXIS, "query": QUERY_AXIS, "colormap": COLORMAP},
+            "palette": cell_colours(), **payload}
+
+
+class _Strings:
+    """Each distinct string (or list of strings) once, referred to by its index; map weights in one byte array."""
+
+    def __init__(self) -> None:
+        self.items: list = []
+        self._index: dict = {}
+        self.weights = bytearray()
+
+    def __call__(self, item) -> int:
+        key = tuple(item) if isinstance(item, list) else item
+        if key not in self._index:
+            self._index[key] = len(self.items)
+            self.items.append(item)
+        return self._index[key]
+
+
+def map_payload(attention_map: AttentionMap, strings: _Strings) -> dict:
+    """One map as the page stores it: labels by index, and where its weights start in the byte array.
+
+    Each weight is one byte: its whole hundredths (0 to 100), what the view's table shows; row by row.
+    """
+    offset = len(strings.weights)
+    strings.weights += np.clip(weight_hundredths(attention_map.weights), 0, 100).astype(np.uint8).tobytes()
+    return {"title": strings(attention_map.title), "rows": strings(list(attention_map.query_labels)),
+            "columns": strings(list(attention_map.key_labels)), "shape": list(attention_map.weights.shape),
+            "offset": offset, "marked": [list(cell) for cell in attention_map.marked]}
+
+
+def _control_kind(control) -> str:
+    if isinstance(control, IntSlider):
+        return "slider"
+    if isinstance(control, Dropdown):
+        return "menu"
+    if isinstance(control, Checkbox):
+        return "checkbox"
+    raise ValueError(f"the site form has no control for a {type(control).__name__}.")
+
+
+def _option_labels(control, values: list) -> list[str]:
+    """What each value is called in the control: a menu's own labels, else the value written out."""
+    if isinstance(control, Dropdown):
+        labels = {value: label for label, value in control._options_full}
+        return [str(labels.get(value, value)) for value in values]
+    return [str(value) for value in values]
+
+
+def table_payload(explorer: Explorer) -> dict:
+    """Every view that the site's controls (:meth:`Explorer.site_choices`) can reach, computed and stored once.
+
+    ``views`` maps a key (each control's option index, joined by "|") to an index into ``drawn``; a value beyond a
+    slider's reach (a head past the head count) maps to the view that the package itself would show, clamped.
+    """
+    choices = explorer.site_choices()
+    names = list(choices)
+    strings = _Strings()
+    controls = []
+    for name in names:
+        control = explorer.controls[name]
+        values = list(choices[name])
+        controls.append({"name": name, "label": control.description or name, "kind": _control_kind(control),
+                         "values": [v if isinstance(v, (bool, int, float, str)) else str(v) for v in values],
+                         "labels": _option_labels(control, values),
+                         "start": values.index(control.value) if control.value in values else 0})
+    position = {name: {value: index for index, value in enumerate(choices[name])} for name in names}
+    drawn: list[dict] = []
+    views: dict[str, int] = {}
+    reach: dict[tuple, object] = {}  # (slider, the other controls' values) -> the top the slider reaches there
+    for combination in itertools.product(*(choices[name] for name in names)):
+        values = dict(zip(names, combination))
+        key = "|".join(str(position[name][values[name]]) for name in names)
+        clamped = {name: min(value, reach.get((name, _others(values, name)), value)) for name, value in values.items()}
+        if clamped != values:  # the package would clamp it: the same view, already drawn
+            views[key] = views["|".join(str(position[name][clamped[name]]) for name in names)]
+            continue
+        view = explorer.view_data(**explorer.site_arguments(values))
+        shown = {name: value for name, value in view.shown.items() if name in position}
+        for name, top in view.slider_max.items():
+            reach[name, _others(values, name)] = top
+        effective = {**values, **shown}
+        effective_key = "|".join(str(position[name][effective[name]]) for name in names)
+        if effective_key in views:
+            views[key] = views[effective_key]
+            continue
+        entry = {"message": strings(view.message),
+                 "panels": {name: strings(value) for name, value in view.panels.items()},
+                 "top": {name: position[name].get(top, len(choices[name]) - 1)
+                         for name, top in view.slider_max.items() if name in position},
+                 "shown": {name: position[name][value] for name, value in shown.items()}}
+        if view.attention_map is not None:
+            entry["map"] = map_payload(view.attention_map, strings)
+        views[key] = views[effective_key] = len(drawn)
+        drawn.append(entry)
+    return {"kind": "table", "controls": controls, "views": views, "drawn": drawn, "strings": strings.items,
+            "weights": bytes(strings.weights)}
+
+
+def _others(values: dict, leave_out: str) -> tuple:
+    """The values of every control but ``leave_out``, in order: what a slider's reach may depend on."""
+    return tuple((name, value) for name, value in values.items() if name != leave_out)
+
+
+def encode_payload(payload: dict) -> str:
+    """The payload as base64 text of gzip-compressed bytes: the JSON's length (4 bytes, little-endian), the JSON,
+    then the map weights (``payload["weights"]``, one byte each). The same payload gives the same text."""
+    content = {key: value for key, value in payload.items() if key != "weights"}
+    text = json.dumps(content, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
+    raw = struct.pack("<I", len(text)) + text + payload.get("weights", b"")
+    return base64.b64encode(gzip.compress(raw, compresslevel=9, mtime=0)).decode("ascii")
+
+
+def decode_payload(encoded: str) -> dict:
+    """The payload :func:`encode_payload` wrote, for tests and for anyone who wants the numbers."""
+    raw = gzip.decompress(base64.b64decode(encoded))
+    (length,) = struct.unpack("<I", raw[:4])
+    return {**json.loads(raw[4:4 + length].decode("utf-8")), "weights": raw[4 + length:]}
+
+
+def stored_weights(payload: dict, drawn_map: dict) -> np.ndarray:
+    """A stored map's weights (rows, columns) as the page shows them, in hundredths."""
+    rows, columns = drawn_map["shape"]
+    start = drawn_map["offset"]
+    return np.frombuffer(payload["weights"], dtype=np.uint8, count=rows * columns, offset=start).reshape(rows, columns)
