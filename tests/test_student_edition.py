@@ -1,0 +1,134 @@
+"""The student edition (``make student``, scripts/student_edition.py; issue 13): every solution removed, nothing of
+it left behind, every exercise still there with its stub and check, and an answer key with every solution.
+
+Every check answers a stub with its "Not attempted yet" message (checked live here, and stored in the student
+edition) and passes on the key's solution (the book's stored "✓", which nbval recomputes). ``.ci/run`` executes the
+student edition itself under nbval, after the main suite.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import pkgutil
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+import mha.exercises
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "chapters").rglob("*.ipynb")
+                   if ".ipynb_checkpoints" not in p.parts)
+
+
+def _load_script():
+    spec = importlib.util.spec_from_file_location("student_edition", ROOT / "scripts" / "student_edition.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["student_edition"] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+edition = _load_script()
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("student")
+    counts = edition.write_edition(out)
+    assert sorted(counts) == NOTEBOOKS
+    return out
+
+
+def cell_texts(notebook: dict) -> str:
+    """Everything a student could read in a notebook: every cell's source and stored output."""
+    return json.dumps(notebook, ensure_ascii=False)
+
+
+def solution_and_other_lines(book: dict) -> tuple[set[str], set[str]]:
+    """The lines inside the book's solution blocks and those outside, found here independently of the script: a
+    block runs from a solution-start fence to the next solution-end fence, across cells."""
+    inside, solution, other = False, set(), set()
+    for cell in book["cells"]:
+        for piece in re.split(r"(```\{solution-(?:start|end)\}[^`]*```)", "".join(cell["source"])):
+            if piece.startswith("```{solution-"):
+                inside = piece.startswith("```{solution-start}")
+                continue
+            (solution if inside else other).update(line.strip() for line in piece.splitlines()
+                                                   if len(line.strip()) >= 12)
+    return solution, other
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS)
+def test_no_solution_line_leaks_into_the_student_edition(written, path):
+    book = json.loads((ROOT / path).read_text())
+    student = json.loads((written / path).read_text())
+    solution, other = solution_and_other_lines(book)
+    secret = {line for line in solution - other if not line.startswith(("#", "```", ":"))}
+    assert len(secret) >= 3, f"{path}: too few solution lines found to test ({len(secret)})"
+    readable = cell_texts(student)
+    leaked = [line for line in secret if json.dumps(line, ensure_ascii=False)[1:-1] in readable]
+    assert not leaked, f"{path}: solution lines in the student edition: {leaked[:5]}"
+    assert "solution-start" not in readable and "solution-end" not in readable
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS)
+def test_every_exercise_keeps_its_statement_stub_and_not_attempted_check(written, path):
+    book = json.loads((ROOT / path).read_text())
+    student = json.loads((written / path).read_text())
+    _, solutions = edition.split_notebook(book)
+    text = cell_texts(student)
+    stubs = [c for c in student["cells"] if c["cell_type"] == "code" and "NotImplementedError" in "".join(c["source"])]
+    assert len(stubs) == len(solutions), f"{path}: {len(stubs)} stubs for {len(solutions)} exercises"
+    for solution in solutions:
+        assert f":label: {solution.label}" in text, f"{path}: the statement of {solution.label} is gone"
+        passed = [v for v in solution.verdicts if v.startswith("✓")]
+        assert passed and not any("✗" in v for v in solution.verdicts), \
+            f"{path}: the key's solution to {solution.label} does not pass its check: {solution.verdicts}"
+    for stub in stubs:
+        said = edition._output_text(stub)
+        assert said.startswith("✗ Not attempted yet"), f"{path}: a stub's check says {said!r}"
+    # nothing but the solutions went: every other cell is there, in order
+    book_cells = ["".join(c["source"]) for c in book["cells"]]
+    kept = ["".join(c["source"]) for c in student["cells"]]
+    untouched = [k for k in kept if k in book_cells]
+    assert untouched == [b for b in book_cells if b in untouched]
+
+
+def test_the_answer_key_holds_every_solution_and_what_its_check_said(written):
+    for path in NOTEBOOKS:
+        key = (written / "answer_key" / Path(path).with_suffix(".md")).read_text()
+        _, solutions = edition.split_notebook(json.loads((ROOT / path).read_text()))
+        for solution in solutions:
+            assert f"`{solution.label}`" in key
+            for code in solution.code:
+                assert code in key
+        assert key.count("**The check says:**") == len(solutions)
+
+
+def test_every_check_answers_its_stub_with_not_attempted_yet():
+    """Live, not stored: each check the notebooks call, given a stub that raises NotImplementedError."""
+    called = set()
+    for path in NOTEBOOKS:
+        for cell in json.loads((ROOT / path).read_text())["cells"]:
+            source = "".join(cell["source"])
+            if cell["cell_type"] == "code" and "NotImplementedError" in source:
+                called |= set(re.findall(r"^(check_\w+)\((my_\w+)", source, re.M))
+    assert len(called) >= 35, called
+
+    def stub(*args, **kwargs):
+        raise NotImplementedError
+
+    checks = {}
+    for module in pkgutil.iter_modules(mha.exercises.__path__):
+        found = importlib.import_module(f"mha.exercises.{module.name}")
+        checks |= {name: getattr(found, name) for name in dir(found) if name.startswith("check_")}
+    for check, name in sorted(called):
+        stub.__name__ = name
+        result = checks[check](stub)
+        assert not result.passed, check
+        assert str(result).startswith("✗ Not attempted yet") and name in str(result), f"{check}: {result}"
