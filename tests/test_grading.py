@@ -1,0 +1,86 @@
+"""The autograder (scripts/grading.py, mha.exercises.grading; issue 13): one otter test file per exercise, with the
+check's own feedback, and the answer key as a submission. Grading real submissions with ``otter run`` takes a
+minute, so ``.ci/run`` does it after the main suite: ``python scripts/grading.py --check <notebook>`` gives the key
+full marks, the untouched student edition zero, and a typical wrong answer partial credit with its check's feedback.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mha.exercises.grading import grade
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted(p for p in (ROOT / "chapters").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+
+
+def _load(name: str):
+    sys.path.insert(0, str(ROOT / "scripts"))
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+grading = _load("grading")
+
+
+def stable_softmax(scores):
+    shifted = scores - scores.max(axis=-1, keepdims=True)
+    return np.exp(shifted) / np.exp(shifted).sum(axis=-1, keepdims=True)
+
+
+def naive_softmax(scores):
+    return np.exp(scores) / np.exp(scores).sum(axis=-1, keepdims=True)
+
+
+def test_grade_passes_a_right_answer_and_fails_a_wrong_one_with_the_checks_feedback():
+    assert grade({"my_softmax": stable_softmax}, "mechanism", "check_softmax", "my_softmax", seed=2).startswith("✓")
+    with pytest.raises(AssertionError, match="exp overflows unless you shift first"):
+        grade({"my_softmax": naive_softmax}, "mechanism", "check_softmax", "my_softmax")
+    with pytest.raises(AssertionError, match="my_softmax is not defined"):
+        grade({}, "mechanism", "check_softmax", "my_softmax")
+
+    def stub(scores):
+        raise NotImplementedError
+
+    with pytest.raises(AssertionError, match="Not attempted yet"):
+        grade({"my_softmax": stub}, "mechanism", "check_softmax", "my_softmax")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_exercise_gets_a_test_file_with_points_and_hidden_variants(path, tmp_path):
+    book = json.loads(path.read_text())
+    exercises = grading.exercises_of(book)
+    _, solutions = grading.student_edition.split_notebook(book)
+    assert [e["label"] for e in exercises] == [s.label for s in solutions]
+    for exercise in exercises:
+        text = grading.test_file(exercise)
+        namespace = {}
+        exec(compile(text, exercise["label"], "exec"), namespace)  # a valid otter test file
+        assert namespace["points"] == grading.POINTS and namespace["name"] == exercise["label"]
+        seeded = grading.takes_seed_of(exercise)
+        assert "public" in namespace and all((f"hidden_seed_{seed}" in namespace) == seeded
+                                             for seed in grading.HIDDEN_SEEDS)
+        points = [float(value) for value in re.findall(r"@test_case\(points=([0-9.]+)", text)]
+        assert sum(points) == pytest.approx(grading.POINTS), text
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_the_key_submission_answers_every_stub_with_the_books_solution(path):
+    book = json.loads(path.read_text())
+    key = grading.key_submission(book)
+    code = "\n".join("".join(c["source"]) for c in key["cells"] if c["cell_type"] == "code")
+    assert "NotImplementedError" not in code
+    assert not re.search(r"\bsolution_\w+", code), "a solution_ name is left in the key"
+    for exercise in grading.exercises_of(book):
+        assert re.search(rf"^def {exercise['function']}\(", code, re.M), exercise
+        assert f"{exercise['check']}({exercise['function']}" in code
