@@ -1,22 +1,38 @@
 # The two commands of the quick start, and a few more.
-#   make book   build the website into _build/html (executing every notebook); its scripts (MathJax, ...) come
-#               from npm: package-lock.json, installed into node_modules by `npm ci`
-#   make test   run every test: unit tests and every notebook through nbval
-#   make lab    retrain every checkpoint in data/lab (about 14 minutes on 2 cores)
-# Both create .venv with Python 3.11 and install requirements.txt the first time.
+#   make book      build the website into _build/html (executing every notebook); its scripts (MathJax, ...) come
+#                  from npm: package-lock.json, installed into node_modules by `npm ci`
+#   make test      run every test: unit tests and every notebook through nbval
+#   make jupyter   open the notebooks in JupyterLab, with their MyST markup (exercises, math, citations) rendered
+#   make lab       retrain every checkpoint in data/lab (about 14 minutes on 2 cores)
+# All of them create .venv with Python 3.11 and install requirements.txt the first time.
+#
+# torch: on x86-64 Linux, PyPI's torch is the CUDA build (gigabytes of GPU libraries). So there the first install
+# takes the pinned torch's CPU-only build (torch==<pin>+cpu) from PyTorch's wheel index, TORCH_INDEX. To install torch
+# from wherever pip looks by default instead (a local wheel, a mirror, a machine without that index), clear it:
+#   make test TORCH_INDEX=
+# PyPI's wheels for macOS, Windows and ARM Linux are CPU builds already, so there TORCH_INDEX is empty by default.
 
 PYTHON ?= python3.11
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 NODE_STAMP := node_modules/.installed
+ifeq ($(shell uname -s)-$(shell uname -m),Linux-x86_64)
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+else
+TORCH_INDEX ?=
+endif
+TORCH_PIN := $(shell sed -n 's/^torch==\([^ #]*\).*/\1/p' requirements.txt)
+# JupyterLab's address and the folder it opens (make jupyter JUPYTER_PORT=8890)
+JUPYTER_PORT ?= 8888
 
-.PHONY: book serve test bench notebooks lab clean
+.PHONY: book serve test jupyter bench notebooks lab clean
 
 $(STAMP): requirements.txt pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Need $(PYTHON) (Python 3.11) on PATH, or run: make PYTHON=/path/to/python3.11"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(if $(TORCH_INDEX),$(BIN)/python -m pip install --quiet "torch==$(TORCH_PIN)+cpu" --extra-index-url $(TORCH_INDEX))
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	touch $(STAMP)
 
@@ -36,6 +52,11 @@ serve: book
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+# JupyterLab with jupyterlab-myst, which renders the notebooks' MyST markup ({exercise}, {cite:t}, math; glued
+# numbers show as their names)
+jupyter: $(STAMP)
+	$(BIN)/jupyter lab --port $(JUPYTER_PORT) chapters/
 
 bench: $(STAMP)
 	$(BIN)/python scripts/run_notebooks.py

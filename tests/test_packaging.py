@@ -123,3 +123,12 @@ def test_the_pretrained_model_weights_are_the_ones_the_book_was_checked_with():
     from mha.pretrained.tokenizer import default_model_path
 
     assert path.resolve() == (default_model_path() / MODEL_WEIGHTS).resolve()  # the file the encoder loads
+
+
+@pytest.mark.parametrize("name", ["jupyterlab", "jupyterlab-myst", "nbgitpuller", "bertviz", "ipykernel"])
+def test_what_runs_the_notebooks_beside_the_package_is_pinned_and_installed(name):
+    """JupyterLab with MyST rendering (`make jupyter`), nbgitpuller (a hub), bertviz and the kernel: the notebooks
+    need them though src/mha does not import them, and binder/ and environment.yml take their pins from here."""
+    pins = pinned_requirements()
+    assert name in pins, f"pin {name} in requirements.txt"
+    assert importlib.metadata.version(name) == pins[name], f"requirements.txt pins {name}=={pins[name]}; reinstall"

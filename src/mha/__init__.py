@@ -17,6 +17,8 @@ and each module's docstring cites its section (``tests/test_package_map.py`` kee
 - :mod:`mha.exercises`: one module of checks per chapter, built on :mod:`mha.exercises.checking`.
 - :mod:`mha.book`: what every notebook shares: numbers stored at the precision the text shows, glue, head labels.
 - :mod:`mha.data_files`: where the stored results live, read without trusting them (sections 2.2, 3.5-3.7).
+- :mod:`mha.data`: the stored results themselves, package data: the repository's ``data/`` folder, which
+  ``pyproject.toml`` installs as this subpackage (sections 2.2, 3.2, 3.5-3.7).
 """
 
 from mha.core.attention import (AttentionOutput, HeadWeights, MultiHeadAttention, head_contributions, merge_heads,

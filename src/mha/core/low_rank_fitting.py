@@ -38,7 +38,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from mha.data_files import DATA_DIRECTORY, read_data_file
+from mha.data_files import DATA_DIRECTORY, how_to_restore, read_data_file
 from mha.core.geometry import numerical_rank
 from mha.core.validation import check_rank
 
@@ -60,10 +60,10 @@ __all__ = [
 ]
 
 PATTERN_FITS_PATH = DATA_DIRECTORY / "pattern_fits.json"
-"""``data/pattern_fits.json`` of the repository this package is installed from (editable install)."""
+"""``pattern_fits.json`` in the package data (:mod:`mha.data`: the repository's ``data/``, or ``mha/data/``)."""
 
 REGENERATE_PATTERN_FITS = "python scripts/fit_head_patterns.py"
-"""Run from the repository root, this rewrites :data:`PATTERN_FITS_PATH` (about a minute on one core)."""
+"""Run from the root of a clone of the repository, this rewrites its ``data/pattern_fits.json`` (about a minute)."""
 
 _PATTERN_FITS_FORMAT = 1
 _MAX_PATTERN_FITS_BYTES = 2**20  # the file is a few kB; anything far larger is not it
@@ -278,11 +278,11 @@ class StoredPatternFits:
                      for key in expected if stored[key] != expected[key]]
         if different:
             raise PatternFitsError(f"the pattern fits in {self.path} were made for another setup ("
-                                   + "; ".join(different) + f"). {_how_to_regenerate()}")
+                                   + "; ".join(different) + f"). {_how_to_regenerate(self.path)}")
 
 
-def _how_to_regenerate() -> str:
-    return f"Regenerate the file with:\n    {REGENERATE_PATTERN_FITS}\n(run from the repository root)."
+def _how_to_regenerate(path: Path) -> str:
+    return how_to_restore(REGENERATE_PATTERN_FITS, path)
 
 
 def _is_int(value) -> bool:
@@ -364,15 +364,15 @@ def load_pattern_fits(path: str | os.PathLike | None = None) -> StoredPatternFit
     command that regenerates it.
     """
     path = PATTERN_FITS_PATH if path is None else Path(path)
-    raw = read_data_file(path, what="the stored pattern fits", how=_how_to_regenerate(),
+    raw = read_data_file(path, what="the stored pattern fits", how=_how_to_regenerate(path),
                          limit=_MAX_PATTERN_FITS_BYTES, error=PatternFitsError)
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise PatternFitsError(f"the stored pattern fits {path} cannot be read as JSON ({error}). "
-                               f"{_how_to_regenerate()}") from error
+                               f"{_how_to_regenerate(path)}") from error
     try:
         return _parse_pattern_fits(data, path)
     except ValueError as error:
         raise PatternFitsError(f"the stored pattern fits {path} are malformed: {error}. "
-                               f"{_how_to_regenerate()}") from error
+                               f"{_how_to_regenerate(path)}") from error

@@ -35,6 +35,9 @@ under the preposition (``pobj(under, table)``). Both give the same *pair*, and
 we orient it preposition -> object, as the ``pobj`` arc does; ``case``
 dependents that are not ADP (the possessive ``'s``, a PART) are not
 prepositions and are skipped.
+
+The book ships a small hand-annotated sample, :data:`SAMPLE_TREEBANK_PATH` (package data, :mod:`mha.data`), so
+``read_conllu(SAMPLE_TREEBANK_PATH)`` works from any working directory and from an installed wheel.
 """
 
 from __future__ import annotations
@@ -45,8 +48,12 @@ import conllu
 from conllu.exceptions import ParseException
 
 from mha.corpora.templates import AnnotatedSentence, Relation
+from mha.data_files import DATA_DIRECTORY
 
-__all__ = ["NOMINAL_UPOS", "read_conllu", "parse_conllu", "relations_from_ud"]
+__all__ = ["NOMINAL_UPOS", "SAMPLE_TREEBANK_PATH", "read_conllu", "parse_conllu", "relations_from_ud"]
+
+SAMPLE_TREEBANK_PATH = DATA_DIRECTORY / "sample.conllu"
+"""The book's hand-annotated CoNLL-U sample (9 sentences), in the package data; read it with :func:`read_conllu`."""
 
 NOMINAL_UPOS = frozenset({"NOUN", "PROPN"})
 
@@ -179,7 +186,7 @@ def read_conllu(path: str | Path) -> list[AnnotatedSentence]:
     """Read a CoNLL-U file into :class:`~mha.corpora.templates.AnnotatedSentence` objects (chapter 3, empirical head roles).
 
     Any UD treebank works (UTF-8 text, with or without a byte-order mark); the
-    book ships ``data/sample.conllu``.
+    book ships a sample, :data:`SAMPLE_TREEBANK_PATH`.
     Returns one sentence per CoNLL-U sentence, words numbered from 0 without
     multiword-token ranges or empty nodes. Raises ``FileNotFoundError`` when
     the file is missing and ``ValueError`` when its content cannot be parsed.

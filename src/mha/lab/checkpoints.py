@@ -1,8 +1,9 @@
 """Saving and loading the tiny transformers the book trains, as safetensors plus a JSON manifest (chapter 3).
 
 Chapter 3 ("Induction heads" and the sections after it) plots models we trained with
-``scripts/train_checkpoints.py``; their weights live in ``data/lab/`` as one
-``<name>.safetensors`` file per checkpoint, and ``data/lab/manifest.json``
+``scripts/train_checkpoints.py``; their weights live in the repository's ``data/lab/``, installed with the
+package as ``mha/data/lab/`` (:data:`LAB_DIRECTORY`, found through the package by :mod:`mha.data_files`), as one
+``<name>.safetensors`` file per checkpoint, and ``manifest.json`` beside them
 records, for each checkpoint, the model config, seed, training steps, task
 and training settings, the sha256 of the file, and the exact command that
 regenerates it. Other result files (loss curves, sweeps) are recorded in the
@@ -12,8 +13,9 @@ Loading checks the file against the manifest. A missing file, a file whose
 sha256 differs from the manifest's (corrupted, truncated, or from another
 run), a file whose own metadata (the config it was saved with, its tensor
 shapes) disagrees with the manifest's config, or a file that cannot be parsed
-raises :class:`CheckpointError` with the file's path and the command that
-regenerates it. The manifest itself is checked too: it must be a JSON object
+raises :class:`CheckpointError` with the file's path and what to do: the command that
+regenerates it, and for a package installed from a wheel, how to reinstall it
+(:func:`mha.data_files.how_to_restore`). The manifest itself is checked too: it must be a JSON object
 whose entries have every field with the right type, and every ``file`` must be
 a plain file name next to the manifest (no folders, no ``..``, no absolute
 paths, no links that lead out of the folder). Only regular files of at most
@@ -42,7 +44,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load as load_safetensors_bytes
 
-from mha.data_files import DATA_DIRECTORY, read_data_file
+from mha.data_files import DATA_DIRECTORY, how_to_restore, read_data_file
 from mha.lab.tiny_model import TinyTransformer, TinyTransformerConfig
 
 __all__ = [
@@ -64,11 +66,11 @@ __all__ = [
 ]
 
 LAB_DIRECTORY = DATA_DIRECTORY / "lab"
-"""``data/lab/`` of the repository this package is installed from (editable install)."""
+"""The lab's folder in the package data: the repository's ``data/lab/`` (editable install) or ``mha/data/lab/``."""
 
 MANIFEST_NAME = "manifest.json"
 REGENERATE_ALL = "python scripts/train_checkpoints.py"
-"""Run from the repository root, this rebuilds everything in ``data/lab/``."""
+"""Run from the root of a clone of the repository, this rebuilds everything in ``data/lab/``."""
 
 MAX_FILE_BYTES = 256 * 2**20
 """The largest checkpoint, result file or manifest that is read (256 MiB; the book's files are under 1 MiB)."""
@@ -108,12 +110,13 @@ class CheckpointInfo:
     task: dict  # the task's to_dict()
     training: dict  # the TrainingConfig's to_dict(), or {}
     sha256: str
-    regenerate: str  # shell command, run from the repository root
+    regenerate: str  # shell command, run from the root of a clone of the repository
     extra: dict  # anything else the script recorded (e.g. the phase-change step)
 
 
-def _how(regenerate: str) -> str:
-    return f"Regenerate it with:\n    {regenerate}\n(run from the repository root)."
+def _how(regenerate: str, directory: str | os.PathLike) -> str:
+    """What to do about a bad file in ``directory``: regenerate it (a clone), or reinstall the package (a wheel)."""
+    return how_to_restore(regenerate, directory)
 
 
 def _read_regular_file(path: Path, what: str, how: str) -> bytes:
@@ -251,8 +254,7 @@ def _check_manifest(manifest: object, path: Path) -> dict:
     if problems:
         shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more problems" if len(problems) > 5 else "")
         raise CheckpointError(f"the checkpoint manifest {path} is malformed: {shown}. Restore it (e.g. from git), or "
-                              f"delete it and regenerate the lab data with:\n    {REGENERATE_ALL}\n"
-                              "(run from the repository root).")
+                              f"delete it and rebuild the lab data. {how_to_restore(REGENERATE_ALL, path.parent)}")
     return manifest
 
 
@@ -264,7 +266,7 @@ def read_manifest(directory: str | os.PathLike = LAB_DIRECTORY) -> dict:
     field of the wrong type, a ``file`` that is not a plain name in ``directory``).
     """
     path = _manifest_path(directory)
-    how = f"Regenerate the lab data with:\n    {REGENERATE_ALL}\n(run from the repository root)."
+    how = how_to_restore(REGENERATE_ALL, directory)
     if not path.exists() and not path.is_symlink():
         raise CheckpointError(f"there is no checkpoint manifest at {path}. {how}")
     data = _read_regular_file(path, "the checkpoint manifest", how)
@@ -365,7 +367,7 @@ def _path_in(directory: Path, file_name: str, what: str, how: str) -> Path:
 
 def _verified_bytes(directory: Path, file_name: str, expected_sha256: str, regenerate: str, what: str) -> tuple[Path, bytes]:
     """The path and bytes of a lab file after checking where it lies, what it is, its size and its sha256."""
-    how = _how(regenerate)
+    how = _how(regenerate, directory)
     path = _path_in(directory, file_name, what, how)
     data = _read_regular_file(path, what, how)
     actual = hashlib.sha256(data).hexdigest()
@@ -437,7 +439,7 @@ def load_checkpoint(name: str, directory: str | os.PathLike = LAB_DIRECTORY) -> 
     path, data = _verified_bytes(directory, entry["file"], entry["sha256"], entry["regenerate"], "checkpoint file")
     config = TinyTransformerConfig.from_dict(entry["config"])
     model = TinyTransformer(config, seed=entry["seed"])
-    how = _how(entry["regenerate"])
+    how = _how(entry["regenerate"], directory)
     tensors = _check_against_manifest(path, name, data, config, model, _manifest_path(directory), how)
     try:
         model.load_state_dict(tensors, strict=True)
@@ -479,4 +481,4 @@ def load_json(file_name: str, directory: str | os.PathLike = LAB_DIRECTORY) -> A
         return json.loads(data.decode("utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise CheckpointError(f"result file {path} cannot be parsed as JSON ({error}). "
-                              f"{_how(entry['regenerate'])}") from error
+                              f"{_how(entry['regenerate'], directory)}") from error

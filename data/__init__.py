@@ -1,0 +1,13 @@
+"""The book's stored data, installed with the package as :mod:`mha.data` (sections 2.2, 3.2 and 3.5-3.7).
+
+This folder is the repository's ``data/``; ``pyproject.toml`` maps it into the package
+(``package-dir = {"mha.data" = "data"}``), so an editable install (``pip install -e .``) reads the files here and a
+wheel carries them inside ``mha/data/``. Code finds them through the package (:data:`mha.data_files.DATA_DIRECTORY`,
+with :mod:`importlib.resources`), never through a path relative to the repository, so a notebook runs from any
+working directory and on any machine the package is installed on (Colab, Binder, a JupyterHub).
+
+- ``sample.conllu``: a hand-annotated treebank sample (:data:`mha.corpora.treebank.SAMPLE_TREEBANK_PATH`, 3.2).
+- ``pattern_fits.json``: the stored single-head fits (:func:`mha.core.low_rank_fitting.load_pattern_fits`, 2.2).
+- ``lab/``: the tiny models' checkpoints and result files with their sha256 manifest (:mod:`mha.lab.checkpoints`,
+  3.5-3.7).
+"""

@@ -1,0 +1,314 @@
+"""The book runs anywhere: package data found through the package, CPU-only torch wherever the book installs it,
+Binder, JupyterHub and Colab files generated from one repository address, and JupyterLab with MyST rendering.
+
+The slow whole-system check, every notebook executed from a wheel in a fresh environment with no repository beside
+it, is ``scripts/colab_like_check.py`` (``.ci/run`` runs it after the suite).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.resources
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+import types
+import zipfile
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import book_release  # noqa: E402  (scripts/, put on the path above)
+import hosting_files  # noqa: E402
+import hub_link  # noqa: E402
+import setup_cells  # noqa: E402
+
+import mha.data_files  # noqa: E402
+from mha.core.low_rank_fitting import PATTERN_FITS_PATH  # noqa: E402
+from mha.corpora.treebank import SAMPLE_TREEBANK_PATH, read_conllu  # noqa: E402
+from mha.lab.checkpoints import LAB_DIRECTORY, MANIFEST_NAME, CheckpointError, read_manifest  # noqa: E402
+
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+TORCH_PIN = book_release.pins()["torch"].split("==")[1]
+
+
+# ---- data files are package data, found through the package ----
+
+def test_data_is_found_through_the_package_and_is_the_repositorys_data_folder():
+    assert mha.data_files.DATA_DIRECTORY == Path(os.fspath(importlib.resources.files("mha.data"))).resolve()
+    # in this (editable) install the package data is the repository's data/ folder itself
+    assert mha.data_files.DATA_DIRECTORY == (ROOT / "data").resolve()
+    assert mha.data_files.repository_root() == ROOT
+    for path in (LAB_DIRECTORY, PATTERN_FITS_PATH, SAMPLE_TREEBANK_PATH):
+        assert path.is_relative_to(mha.data_files.DATA_DIRECTORY) and path.exists(), path
+
+
+def test_data_files_are_read_from_any_working_directory(tmp_path):
+    code = ("from mha.corpora.treebank import SAMPLE_TREEBANK_PATH, read_conllu\n"
+            "from mha.lab.checkpoints import load_checkpoint\n"
+            "from mha.core.low_rank_fitting import load_pattern_fits\n"
+            "print(len(read_conllu(SAMPLE_TREEBANK_PATH)), load_checkpoint('induction_2layer_seed0')[1].name,"
+            " len(load_pattern_fits().targets))")
+    environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                            env=environment)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split()[:2] == [str(len(read_conllu(SAMPLE_TREEBANK_PATH))), "induction_2layer_seed0"]
+
+
+def test_the_package_list_covers_every_subpackage_and_maps_data_into_the_package():
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    subpackages = {".".join(path.relative_to(ROOT / "src").parent.parts)
+                   for path in (ROOT / "src" / "mha").rglob("__init__.py")}
+    assert set(setuptools["packages"]) == subpackages | {"mha.data", "mha.data.lab"}, (
+        "pyproject.toml lists the packages by hand (data/ lies outside src/): add the new subpackage there")
+    assert setuptools["package-dir"] == {"": "src", "mha.data": "data"}
+
+
+def _data_files() -> list[str]:
+    """Every file the notebooks may read, as the wheel should hold it (relative to mha/data/)."""
+    manifest = read_manifest(LAB_DIRECTORY)
+    lab = [entry["file"] for entry in manifest["checkpoints"].values()] + list(manifest["files"]) + [MANIFEST_NAME]
+    return ["__init__.py", "sample.conllu", "pattern_fits.json"] + [f"lab/{name}" for name in lab]
+
+
+def test_a_built_wheel_carries_every_data_file(tmp_path):
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, source / name)
+    for name in ("src", "data"):
+        shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    result = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+                             "--wheel-dir", str(tmp_path / "wheels"), str(source)],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    (wheel,) = (tmp_path / "wheels").glob("mha-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        missing = [name for name in _data_files() if f"mha/data/{name}" not in names]
+        assert not missing, f"the wheel lacks package data: {missing}"
+        assert archive.read("mha/data/lab/manifest.json") == (LAB_DIRECTORY / MANIFEST_NAME).read_bytes()
+
+
+def test_an_installed_wheels_damaged_file_says_how_to_reinstall_the_package(tmp_path, monkeypatch):
+    monkeypatch.setattr(mha.data_files, "repository_root", lambda: None)  # as from a wheel: no repository around
+    message = mha.data_files.how_to_restore("python scripts/train_checkpoints.py", LAB_DIRECTORY)
+    assert "pip install --force-reinstall --no-deps" in message and "python scripts/train_checkpoints.py" in message
+    assert "clone of the book's repository" in message
+    # a folder of one's own (not the package's data) is regenerated, not reinstalled
+    with pytest.raises(CheckpointError) as raised:
+        read_manifest(tmp_path)
+    assert "pip install" not in str(raised.value) and "clone of the book's repository" in str(raised.value)
+
+
+def test_in_a_clone_the_message_names_the_repository_root():
+    message = mha.data_files.how_to_restore("python scripts/fit_head_patterns.py", PATTERN_FITS_PATH)
+    assert "python scripts/fit_head_patterns.py" in message and str(ROOT) in message
+
+
+# ---- torch is the CPU-only build wherever the book installs it on Linux ----
+
+def _requirement_lines(lines: list[str]) -> list[str]:
+    return [line.split("#", 1)[0].strip() for line in lines if line.split("#", 1)[0].strip()]
+
+
+def _check_cpu_torch(lines: list[str], where: str) -> None:
+    assert f"--extra-index-url {CPU_INDEX}" in lines, f"{where} should add PyTorch's CPU index"
+    torch = [line for line in lines if re.match(r"torch\s*[=<>~!]", line)]
+    assert torch == [f"torch=={TORCH_PIN}+cpu"], f"{where} should pin torch=={TORCH_PIN}+cpu, not {torch}"
+
+
+def test_binder_takes_the_cpu_build_of_the_pinned_torch():
+    lines = _requirement_lines((ROOT / "binder" / "requirements.txt").read_text().splitlines())
+    _check_cpu_torch(lines, "binder/requirements.txt")
+    assert lines[-1] == ".", "Binder installs the book's package from its checkout"
+    assert (ROOT / "binder" / "runtime.txt").read_text().strip() == "python-3.11"
+
+
+def test_the_jupyterhub_environment_takes_the_cpu_build_of_the_pinned_torch():
+    environment = yaml.safe_load((ROOT / "environment.yml").read_text())
+    pip = next(item["pip"] for item in environment["dependencies"] if isinstance(item, dict))
+    _check_cpu_torch(pip, "environment.yml")
+    assert "python=3.11" in environment["dependencies"]
+    assert book_release.release_requirement() in pip and book_release.pinned("nbgitpuller") in pip
+
+
+def _make_install_commands(*variables: str) -> list[str]:
+    """The commands `make` would run to install .venv (dry run, as if requirements.txt had just changed)."""
+    result = subprocess.run(["make", "-n", "-W", "requirements.txt", ".venv/.installed", *variables], cwd=ROOT,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    return [line for line in result.stdout.splitlines() if "pip install" in line]
+
+
+@pytest.mark.skipif(shutil.which("make") is None or sys.platform != "linux" or os.uname().machine != "x86_64",
+                    reason="the Makefile's default on x86-64 Linux")
+def test_make_on_linux_takes_torch_from_the_cpu_index_unless_told_not_to():
+    commands = _make_install_commands()
+    torch = [line for line in commands if "torch==" in line]
+    assert torch and f'"torch=={TORCH_PIN}+cpu"' in torch[0] and f"--extra-index-url {CPU_INDEX}" in torch[0]
+    assert commands.index(torch[0]) < next(i for i, line in enumerate(commands) if "-r requirements.txt" in line), (
+        "the CPU build goes in before requirements.txt, whose torch pin it then satisfies")
+    assert not [line for line in _make_install_commands("TORCH_INDEX=") if "torch==" in line or CPU_INDEX in line]
+    assert re.search(rf"^TORCH_INDEX \?= {re.escape(CPU_INDEX)}$", (ROOT / "Makefile").read_text(), re.M)
+
+
+def test_ci_installs_torch_from_what_pip_finds_and_runs_the_colab_like_check_after_the_suite():
+    script = (ROOT / ".ci" / "run").read_text()
+    makes = [line for line in script.splitlines() if line.startswith("make ")]
+    assert makes and all("TORCH_INDEX=" in line and CPU_INDEX not in line for line in makes), makes
+    lines = [line.strip() for line in script.splitlines()]
+    assert lines.index(".venv/bin/python scripts/colab_like_check.py") > lines.index(
+        'make test PYTHON="$PYTHON" TORCH_INDEX=')
+
+
+# ---- the files for Binder and a JupyterHub are generated from requirements.txt and _config.yml ----
+
+def test_the_hosting_files_are_what_scripts_hosting_files_writes():
+    stale = [str(path.relative_to(ROOT)) for path in hosting_files.outdated()]
+    assert not stale, f"{stale} differ from what they are generated from: run python scripts/hosting_files.py"
+
+
+def test_the_hosting_files_pin_what_requirements_txt_pins():
+    pins = book_release.pins()
+    for line in _requirement_lines((ROOT / "binder" / "requirements.txt").read_text().splitlines()):
+        if "==" in line and not line.startswith("torch"):
+            assert pins[book_release.normalised(line.split("==")[0])] == line
+    for package in ("jupyterlab", "jupyterlab-myst", "ipykernel", "bertviz", "myst-nb"):
+        assert pins[package] in (ROOT / "binder" / "requirements.txt").read_text().splitlines()
+
+
+def test_the_repository_address_is_written_once():
+    """_config.yml holds it; generated files may repeat it (their tests check them); nothing else spells it out."""
+    address = urlparse(book_release.repository_url()).netloc + urlparse(book_release.repository_url()).path
+    generated = {ROOT / "_config.yml", ROOT / "environment.yml"}
+    skip = {".git", ".venv", "node_modules", "_build", ".hypothesis", ".pytest_cache", "__pycache__", "bench-results",
+            ".ipynb_checkpoints", "build"}
+    found = []
+    for folder, folders, files in os.walk(ROOT):
+        folders[:] = [name for name in folders if name not in skip and not name.startswith("colab-like-")]
+        for name in files:
+            path = Path(folder) / name
+            if path in generated or path.suffix not in {".md", ".yml", ".yaml", ".py", ".txt", ".toml", ".cfg",
+                                                        ".ipynb", ".sh", ".js", ".html", ".json", ""}:
+                continue
+            try:
+                text = path.read_text(encoding="utf-8")
+            except (UnicodeDecodeError, OSError):
+                continue
+            if path.suffix == ".ipynb":
+                cells = json.loads(text)["cells"]
+                text = "\n".join("".join(cell["source"]) for cell in cells if not setup_cells.is_setup_cell(cell))
+            if address in text:
+                found.append(str(path.relative_to(ROOT)))
+    assert not found, (f"{found} spell out the repository's address {address}; keep it in _config.yml only and "
+                       "derive it (scripts/book_release.py), so that publishing elsewhere is a one-line change")
+
+
+# ---- Colab: each notebook's setup cell installs what it imports, from the release, on Colab only ----
+
+@pytest.mark.parametrize("path", setup_cells.NOTEBOOKS, ids=lambda path: path.stem)
+def test_every_notebooks_setup_cell_is_the_generated_one(path):
+    notebook = json.loads(path.read_text(encoding="utf-8"))
+    first = setup_cells.first_code_cell(notebook)
+    expected = setup_cells.setup_cell(notebook, first.get("id", "colab-setup"))
+    assert ("".join(first["source"]), first["metadata"].get("tags")) == (
+        "".join(expected["source"]), expected["metadata"]["tags"]), (
+        f"{path.relative_to(ROOT)}'s first code cell is not its generated setup cell: python scripts/setup_cells.py")
+    assert not first.get("outputs"), "the setup cell prints nothing outside Colab"
+
+
+def _run_setup_cell(source: str, on_colab: bool) -> list[tuple[str, str]]:
+    """Run a setup cell's code with a stand-in IPython; returns the magics it ran as (name, argument)."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    calls = []
+    shell = types.SimpleNamespace(run_line_magic=lambda name, line: calls.append((name, line)))
+    saved = sys.modules.get("google.colab")
+    try:
+        if on_colab:
+            sys.modules["google.colab"] = types.ModuleType("google.colab")
+        else:
+            sys.modules.pop("google.colab", None)
+        exec(TransformerManager().transform_cell(source), {"get_ipython": lambda: shell})
+    finally:
+        if saved is not None:
+            sys.modules["google.colab"] = saved
+        else:
+            sys.modules.pop("google.colab", None)
+    return calls
+
+
+@pytest.mark.parametrize("path", setup_cells.NOTEBOOKS, ids=lambda path: path.stem)
+def test_the_setup_cell_installs_what_the_notebook_imports_from_the_release_on_colab_only(path):
+    notebook = json.loads(path.read_text(encoding="utf-8"))
+    source = setup_cells.setup_source(notebook)
+    assert _run_setup_cell(source, on_colab=False) == []
+    ((magic, line),) = _run_setup_cell(source, on_colab=True)
+    assert magic == "pip" and line.startswith("install --quiet ")
+    requested = re.findall(r'"([^"]+)"', line)
+    url, tag = book_release.repository_url(), f"v{importlib.metadata.version('mha')}"
+    assert requested[0] == f"mha @ git+{url}@{tag}", "the package comes from the release of this version"
+    imported = setup_cells.imported_distributions(notebook)
+    others = {book_release.normalised(requirement.split("==")[0]) for requirement in requested[1:]}
+    assert others <= imported, "nothing the notebook does not import"
+    brought = set(book_release.package_dependencies()) | setup_cells.KERNEL_DISTRIBUTIONS | {"mha"}
+    assert imported <= others | brought, "everything it imports: directly, or as the package's dependency"
+    assert all(requirement == book_release.pinned(requirement.split("==")[0]) for requirement in requested[1:])
+
+
+def test_notebooks_that_show_bertviz_install_it_and_the_others_do_not():
+    for path in setup_cells.NOTEBOOKS:
+        notebook = json.loads(path.read_text(encoding="utf-8"))
+        uses = "bertviz" in setup_cells.imported_modules(notebook)
+        assert (book_release.pinned("bertviz") in setup_cells.setup_requirements(notebook)) == uses, path.name
+
+
+# ---- JupyterHub: nbgitpuller links ----
+
+def test_the_hub_link_pulls_the_repository_and_opens_the_notebook():
+    link = hub_link.hub_link("https://hub.example.edu/", "chapters/3_head_roles/5_induction_heads.ipynb")
+    parsed = urlparse(link)
+    assert (parsed.scheme, parsed.netloc, parsed.path) == ("https", "hub.example.edu", "/hub/user-redirect/git-pull")
+    query = parse_qs(parsed.query)
+    assert query == {"repo": [book_release.repository_url()], "branch": [book_release.repository_branch()],
+                     "urlpath": [f"lab/tree/{book_release.repository_name()}/chapters/3_head_roles/"
+                                 "5_induction_heads.ipynb"]}
+    notebook = parse_qs(urlparse(hub_link.hub_link("https://hub.example.edu", interface="notebook")).query)
+    assert notebook["urlpath"] == [f"tree/{book_release.repository_name()}/chapters"]
+
+
+@pytest.mark.parametrize("hub, path", [("hub.example.edu", "chapters"), ("https://hub.example.edu", "../etc"),
+                                       ("https://hub.example.edu", "/etc/passwd"),
+                                       ("https://hub.example.edu", "chapters/no_such_notebook.ipynb")])
+def test_the_hub_link_refuses_what_would_not_work(hub, path):
+    with pytest.raises(ValueError):
+        hub_link.hub_link(hub, path)
+
+
+def test_the_hub_link_script_prints_one_link_per_notebook(capsys):
+    assert hub_link.main(["https://hub.example.edu", "--all"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if "git-pull?" in line]
+    assert len(rows) == len(setup_cells.NOTEBOOKS)
+
+
+# ---- JupyterLab renders the notebooks' MyST markup ----
+
+def test_jupyterlab_loads_jupyterlab_myst():
+    jupyter = Path(sys.executable).parent / "jupyter"
+    if not jupyter.exists():
+        pytest.skip("JupyterLab is not installed in this environment: pip install -r requirements.txt")
+    result = subprocess.run([str(jupyter), "labextension", "list"], capture_output=True, text=True, timeout=120)
+    listing = re.sub(r"\x1b\[[0-9;]*m", "", result.stdout + result.stderr)  # without the colours
+    line = next((line for line in listing.splitlines() if "jupyterlab-myst" in line and "enabled" in line), "")
+    assert re.search(r"\bOK\b", line), f"JupyterLab does not load jupyterlab-myst (pins out of step?):\n{listing}"
