@@ -4,6 +4,9 @@
 #   make test      run every test: unit tests and every notebook through nbval
 #   make jupyter   open the notebooks in JupyterLab, with their MyST markup (exercises, math, citations) rendered
 #   make lab       retrain every checkpoint in data/lab (about 14 minutes on 2 cores)
+#   make student   write the student edition (every solution removed) and its answer key into _build/student, and
+#                  an otter-grader autograder per notebook into _build/grading (see chapters/instructors.md)
+#   make bench     time every notebook, and every view in Jupyter and on the built website
 # All of them create .venv with Python 3.11 and install requirements.txt the first time.
 #
 # torch: on x86-64 Linux, PyPI's torch is the CUDA build (gigabytes of GPU libraries). So there the first install
@@ -26,7 +29,7 @@ TORCH_PIN := $(shell sed -n 's/^torch==\([^ #]*\).*/\1/p' requirements.txt)
 # JupyterLab's address and the folder it opens (make jupyter JUPYTER_PORT=8890)
 JUPYTER_PORT ?= 8888
 
-.PHONY: book serve test jupyter bench notebooks lab clean
+.PHONY: book serve test jupyter bench notebooks lab student clean
 
 $(STAMP): requirements.txt pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Need $(PYTHON) (Python 3.11) on PATH, or run: make PYTHON=/path/to/python3.11"; exit 1; }
@@ -58,9 +61,14 @@ test: $(STAMP)
 jupyter: $(STAMP)
 	$(BIN)/jupyter lab --port $(JUPYTER_PORT) chapters/
 
-bench: $(STAMP)
+bench: $(STAMP) book
 	$(BIN)/python scripts/run_notebooks.py
 	$(BIN)/python scripts/bench_views.py
+	$(BIN)/python scripts/bench_site_views.py
+
+student: $(STAMP)
+	$(BIN)/python scripts/student_edition.py --out _build/student
+	$(BIN)/python scripts/grading.py --out _build/grading
 
 notebooks: $(STAMP)
 	$(BIN)/python scripts/run_notebooks.py --write
