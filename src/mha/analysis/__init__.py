@@ -5,6 +5,8 @@
 - :mod:`~mha.analysis.relations`: which head tracks each grammatical relation, against positional baselines
   (3.2 "Syntax: heads that follow grammatical relations").
 - :mod:`~mha.analysis.statistics`: paired differences per head, corrected for testing 72 heads (3.3, 3.4).
+- :mod:`~mha.analysis.p_value_adjustment`: Bonferroni and Holm adjustments for many tests (the background page "A
+  statistics toolkit for reading heads").
 - :mod:`~mha.analysis.coreference`: heads scored on pronoun minimal pairs (3.3 "Coreference, honestly").
 - :mod:`~mha.analysis.relatedness`: do heads link related words, in a crossed design (3.4 "Content and rare words").
 - :mod:`~mha.analysis.rarity`: how rare a token is, and which heads look at the rarest (3.4).

@@ -13,6 +13,8 @@
   (3.6 "Heads are not preassigned").
 - :mod:`~mha.views.head_count_explorer`: the head-count sweep run by run, and a model trained live
   (3.7 "One big head or many").
+- :mod:`~mha.views.block_diagram`: the transformer layer box by box, and the residual stream that its heads read
+  and write (the background page "The transformer in brief").
 - :mod:`~mha.views.static_form`: every view's kernel-free form on the website, computed when the book is built
   and drawn by ``site/views.js`` (1.2 "Multi-head attention", 3.1-3.7).
 """
