@@ -124,3 +124,16 @@ def test_text_that_is_not_a_string_is_explained():
         parse_conllu(b"1\tHi\thi\tINTJ\tUH\t_\t0\troot\t_\t_\n\n")
     with pytest.raises(ValueError, match="must be a string, got NoneType"):
         parse_conllu(None)
+
+
+def test_the_ewt_dev_split_ships_with_its_licence_and_attribution():
+    """The real treebank the book measures on (UD English-EWT, dev split; CC BY-SA 4.0, ShareAlike) is package data,
+    with its licence and attribution beside it, and reads as 2,001 annotated sentences."""
+    from mha.corpora.treebank import EWT_DEV_PATH, read_conllu
+
+    folder = EWT_DEV_PATH.parent
+    assert "Attribution-ShareAlike 4.0" in (folder / "LICENSE.txt").read_text()
+    assert "ShareAlike" in (folder / "SOURCE.md").read_text() and (folder / "README.upstream.md").exists()
+    sentences = read_conllu(EWT_DEV_PATH)
+    assert len(sentences) == 2001
+    assert sum(len(sentence.words) for sentence in sentences) > 25_000

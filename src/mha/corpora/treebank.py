@@ -50,9 +50,16 @@ from conllu.exceptions import ParseException
 from mha.corpora.templates import AnnotatedSentence, Relation
 from mha.data_files import DATA_DIRECTORY
 
-__all__ = ["NOMINAL_UPOS", "SAMPLE_TREEBANK_PATH", "read_conllu", "parse_conllu", "relations_from_ud"]
+__all__ = ["NOMINAL_UPOS", "SAMPLE_TREEBANK_PATH", "EWT_DEV_PATH", "read_conllu", "parse_conllu", "relations_from_ud"]
 
 SAMPLE_TREEBANK_PATH = DATA_DIRECTORY / "sample.conllu"
+
+EWT_DEV_PATH = DATA_DIRECTORY / "ud_english_ewt" / "en_ewt-ud-dev.conllu"
+"""The development split of UD English-EWT (v2.15, 2,001 sentences of web text), the book's real annotated text.
+
+Its annotations are CC BY-SA 4.0 (ShareAlike): the licence and the attribution sit beside it in
+``data/ud_english_ewt/`` (``LICENSE.txt``, ``SOURCE.md``, ``README.upstream.md``), and stay with any copy.
+"""
 """The book's hand-annotated CoNLL-U sample (9 sentences), in the package data; read it with :func:`read_conllu`."""
 
 NOMINAL_UPOS = frozenset({"NOUN", "PROPN"})
