@@ -1,5 +1,5 @@
 # The two commands of the quick start, and a few more.
-#   make book      build the website into _build/html (executing every notebook); its scripts (MathJax, ...) come
+#   make book      build the website into _build/html (executing every notebook); its scripts (MathJax at build time, ...) come
 #                  from npm: package-lock.json, installed into node_modules by `npm ci`
 #   make test      run every test: unit tests and every notebook through nbval
 #   make jupyter   open the notebooks in JupyterLab, with their MyST markup (exercises, math, citations) rendered

@@ -1,17 +1,28 @@
-"""Every file a page of the site loads comes from the site itself (issue 9), so the book reads the same offline,
-served from 127.0.0.1 or opened straight from disk (file://).
+"""Every file a page of the site loads comes from the site itself, and no page weighs more than 3 MB (issue 9), so
+the book reads the same offline, served from 127.0.0.1 or opened straight from disk (file://).
 
 A Sphinx extension, connected in _config.yml (``sphinx: local_extensions``). It:
 
-1. copies the scripts the pages need from ``node_modules/`` (``npm ci`` installs them from package-lock.json;
-   ``make book`` runs it) into ``_build/html/_vendor/``. Not into ``_static/``: Jupyter Book 1 adds every script
-   found in a ``_static`` folder to every page. MathJax is its SVG bundle with every TeX extension built in
-   (``tex-svg-full.js``): it fetches no component and no font at load, so formulas typeset from file:// too;
-2. points Sphinx at that MathJax (``mathjax_path``);
-3. rewrites, in each page, the CDN addresses that stored notebook outputs carry (bertviz's views load require.js
+1. typesets every formula at build time (``html_math_renderer = "prerendered"``): ``site/render_math.js`` runs
+   MathJax (the npm package, from package-lock.json) under Node.js, once per build, and each formula goes into the
+   page as MathJax's SVG, drawn from one copy per page of each glyph's outline, with its MathML beside it for
+   screen readers. Pages load no math script (MathJax's bundle was 2.3 MB a page), only a 3 kB stylesheet,
+   ``_vendor/mathjax/svg.css``; nothing is fetched to draw a formula, so it shows the same from file://. A TeX
+   error, or a macro TeX does not know, is a build warning (so ``-W`` fails) that names the formula and its source;
+2. drops the theme's Font Awesome script (1.5 MB a page, pydata-sphinx-theme's ``fontawesome.js``, which swaps each
+   icon for an inline SVG): ``templates/static/webpack-macros.html`` leaves it out of every page. The theme's
+   stylesheet already draws the same icons from Font Awesome's webfonts in ``_static/vendor/fontawesome/``, which
+   the browser loads only for the icons a page shows;
+3. copies the scripts bertviz's views need from ``node_modules/`` (``npm ci`` installs them from
+   package-lock.json; ``make book`` runs it) into ``_build/html/_vendor/``. Not into ``_static/``: Jupyter Book 1
+   adds every script found in a ``_static`` folder to every page;
+4. rewrites, in each page, the CDN addresses that stored notebook outputs carry (bertviz's views load require.js
    with a ``<script>`` tag, then d3 and jQuery through ``require.config``) to the vendored copies, relative to
    the page. A CDN address this table does not know fails the build with a warning that names it;
-4. writes each inline script once (see ``one_copy_of_each_inline_script``).
+5. writes each inline script once (see ``one_copy_of_each_inline_script``).
+
+``scripts/page_weights.py`` prints what each page weighs in Chromium; ``tests/test_site_weight.py`` keeps every
+page within the budget.
 
 myst-nb's ipywidgets manager, which it would load from CDNs, is switched off in _config.yml (``nb_ipywidgets_js: {}``;
 no page renders widgets without a kernel). sphinx-thebe's script names a CDN too (``THEBE_JS_URL``), but fetches it
@@ -20,30 +31,36 @@ only when a reader presses a thebe button, and ``launch_buttons`` shows none.
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import shutil
+import subprocess
 from pathlib import Path
 
+from docutils import nodes
 from sphinx.errors import ExtensionError
+from sphinx.ext.mathjax import get_node_equation_number
+from sphinx.locale import _
 from sphinx.util import logging
 
 logger = logging.getLogger(__name__)
 
+HERE = Path(__file__).resolve().parent
 VENDOR_DIR = "_vendor"  # in the built site, next to _static/
-MATHJAX = "mathjax/tex-svg-full.js"
+MATH_RENDERER = "prerendered"  # html_math_renderer: formulas typeset at build time by site/render_math.js
+TYPESET = "typeset"  # a math node's attribute: its SVG and MathML, written into the page as they stand
+MATH_CSS = "mathjax/svg.css"  # under _vendor/: what MathJax's SVG output needs on the page (written at each build)
 
 # where each vendored file comes from in node_modules/, and where the site serves it (under _vendor/)
 VENDORED = {
-    "mathjax/es5": "mathjax",  # the bundle, and the components its menu loads on demand (accessibility, ...)
-    "mathjax/LICENSE": "mathjax/LICENSE",
+    "mathjax/LICENSE": "mathjax/LICENSE",  # the formulas' glyphs, in every page's SVG, are MathJax's TeX fonts
     "requirejs/require.js": "requirejs/require.js",
     "d3/dist/d3.min.js": "d3/d3.min.js",
     "d3/LICENSE": "d3/LICENSE",
     "jquery/dist/jquery.min.js": "jquery/jquery.min.js",
     "jquery/LICENSE.txt": "jquery/LICENSE.txt",
 }
-# MathJax's other combined bundles (the site uses one, MATHJAX), and latest.js, which loads MathJax from a CDN
-MATHJAX_UNUSED = re.compile(r"(tex|mml)-.*\.js|node-main\.js|latest\.js")
 
 # CDN address found in a stored notebook output -> the vendored file that replaces it. The d3 and jQuery entries
 # are require.js module paths, written without ".js" (bertviz's require.config). jQuery is 3.7, not bertviz's 2.0
@@ -63,9 +80,14 @@ def node_modules(app) -> Path:
     return Path(app.srcdir) / "node_modules"
 
 
-def set_mathjax_path(app, config) -> None:
-    # Sphinx reads a relative mathjax_path inside _static/; the vendored files sit beside it
-    config.mathjax_path = f"../{VENDOR_DIR}/{MATHJAX}"
+def configure(app, config) -> None:
+    """Formulas typeset at build time; the theme's macros without its Font Awesome script (templates/)."""
+    config.html_math_renderer = MATH_RENDERER
+    config.templates_path = [str(HERE / "templates"), *config.templates_path]
+
+
+NO_NODE_MODULES = ("site/offline_site.py: node_modules/ is missing or incomplete: run `npm ci` in the book's folder "
+                   "(make book does), which installs package-lock.json")
 
 
 def copy_vendored_files(app) -> None:
@@ -73,19 +95,119 @@ def copy_vendored_files(app) -> None:
     if app.builder.format != "html":
         return
     source, target = node_modules(app), Path(app.outdir) / VENDOR_DIR
-    missing = [name for name in VENDORED if not (source / name).exists()]
-    if missing:
-        raise ExtensionError(f"site/offline_site.py: {', '.join('node_modules/' + m for m in missing)} missing: "
-                             "run `npm ci` in the book's folder (make book does), which installs package-lock.json")
+    if any(not (source / name).exists() for name in VENDORED):
+        raise ExtensionError(NO_NODE_MODULES)
     for name, served in VENDORED.items():
         destination = target / served
-        if (source / name).is_dir():
-            top = str(source / name)
-            shutil.copytree(source / name, destination, dirs_exist_ok=True, ignore=lambda folder, names, top=top: [
-                n for n in names if folder == top and MATHJAX_UNUSED.fullmatch(n) and n != Path(MATHJAX).name])
-        else:
-            destination.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source / name, destination)
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source / name, destination)
+
+
+class MathJaxInNode:
+    """site/render_math.js under Node.js, started once per build (and once per process, should Sphinx write pages
+    in parallel), answering one JSON line per request."""
+
+    _running: dict[int, "MathJaxInNode"] = {}  # process id -> its MathJax
+
+    def __init__(self, app):
+        node = shutil.which("node") or shutil.which("nodejs")
+        if node is None:
+            raise ExtensionError("site/offline_site.py typesets the formulas with Node.js: apt-get install nodejs npm")
+        if not (node_modules(app) / "mathjax").is_dir():
+            raise ExtensionError(NO_NODE_MODULES)
+        self.process = subprocess.Popen([node, str(HERE / "render_math.js"), str(app.srcdir)], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, text=True, encoding="utf-8")
+
+    @classmethod
+    def get(cls, app) -> "MathJaxInNode":
+        if os.getpid() not in cls._running:
+            cls._running[os.getpid()] = cls(app)
+        return cls._running[os.getpid()]
+
+    @classmethod
+    def stop(cls) -> None:
+        mathjax = cls._running.pop(os.getpid(), None)
+        if mathjax is not None:
+            mathjax.process.stdin.close()  # render_math.js ends when its input does
+            mathjax.process.wait(timeout=30)
+
+    def ask(self, request: dict) -> dict:
+        self.process.stdin.write(json.dumps(request) + "\n")
+        self.process.stdin.flush()
+        answer = self.process.stdout.readline()
+        if not answer:
+            raise ExtensionError(f"site/render_math.js stopped (exit status {self.process.poll()})")
+        return json.loads(answer)
+
+
+def write_math_stylesheet(app) -> None:
+    """The stylesheet MathJax's SVG output needs (display formulas, the hidden MathML, ...), from that MathJax."""
+    if app.builder.format != "html":
+        return
+    path = Path(app.outdir) / VENDOR_DIR / MATH_CSS
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(MathJaxInNode.get(app).ask({"stylesheet": True})["css"], encoding="utf-8")
+
+
+def displayed_tex(node) -> str:
+    """The TeX sphinx.ext.mathjax would hand MathJax for a displayed formula: an amsmath environment as it stands;
+    an equation with line breaks as a split, several equations (blank lines apart) one under the other, aligned."""
+    if node["nowrap"]:
+        return node.astext()
+    parts = [rf"\begin{{split}}{part}\end{{split}}" if r"\\" in part else part
+             for part in node.astext().split("\n\n") if part.strip()]
+    tex = "\\\\".join(parts)
+    return rf"\begin{{align}}\begin{{aligned}}{tex}\end{{aligned}}\end{{align}}" if len(parts) > 1 else tex
+
+
+def typeset_page(app, doctree, docname) -> None:
+    """Typeset all of a page's formulas in one request to MathJax, before the page is written (doctree-resolved),
+    with one copy of each glyph's outline for the whole page."""
+    if app.builder.format != "html":
+        return
+    formulas = [(node, node.astext(), False) if isinstance(node, nodes.math) else (node, displayed_tex(node), True)
+                for node in doctree.findall(lambda node: isinstance(node, (nodes.math, nodes.math_block)))]
+    if formulas:
+        answers = MathJaxInNode.get(app).ask({"formulas": [[tex, display] for _, tex, display in formulas],
+                                              "share": True})
+        for (node, tex, _), answer in zip(formulas, answers["typeset"], strict=True):
+            keep(node, tex, answer)
+        if answers["glyphs"]:  # the outlines of the glyphs they draw, once for the page, in a hidden SVG
+            doctree.insert(0, nodes.raw("", answers["glyphs"], format="html"))
+
+
+def keep(node, tex: str, answer: dict) -> None:
+    """Keep MathJax's SVG and MathML on the math node for the writer, or warn (-W fails the build) that TeX refused
+    the formula, which the page then shows as TeX (and tests/test_site.py fails on)."""
+    if "error" in answer:
+        logger.warning(f"formula not typeset: {answer['error']}: {tex!r}", location=node)
+    node[TYPESET] = answer.get("html")
+
+
+def typeset(translator, node, tex: str, display: bool) -> str:
+    """The formula as its page typeset it (typeset_page); typeset now, with its own glyphs' outlines, if Sphinx writes
+    it outside a page's body (a title with a formula, in the navigation)."""
+    if TYPESET not in node:
+        answer = MathJaxInNode.get(translator.builder.app).ask({"formulas": [[tex, display]], "share": False})
+        keep(node, tex, answer["typeset"][0])
+    return node[TYPESET] or translator.encode(tex)
+
+
+def visit_math(translator, node) -> None:
+    translator.body.append(translator.starttag(node, "span", "", CLASS="math notranslate nohighlight"))
+    translator.body.append(typeset(translator, node, node.astext(), display=False) + "</span>")
+    raise nodes.SkipNode
+
+
+def visit_displaymath(translator, node) -> None:
+    """As sphinx.ext.mathjax writes a displayed formula (its number, then the formula), but typeset."""
+    translator.body.append(translator.starttag(node, "div", CLASS="math notranslate nohighlight"))
+    if node["number"] and not node["nowrap"]:
+        translator.body.append(f'<span class="eqno">({get_node_equation_number(translator, node)})')
+        translator.add_permalink_ref(node, _("Link to this equation"))
+        translator.body.append("</span>")
+    translator.body.append(typeset(translator, node, displayed_tex(node), display=True) + "</div>\n")
+    raise nodes.SkipNode
 
 
 def one_copy_of_each_inline_script(app, env) -> None:
@@ -121,8 +243,14 @@ def load_from_the_site(app, pagename, templatename, context, doctree) -> None:
 
 
 def setup(app):
-    app.connect("config-inited", set_mathjax_path)
+    app.add_html_math_renderer(MATH_RENDERER, (visit_math, None), (visit_displaymath, None))
+    app.connect("config-inited", configure)
     app.connect("builder-inited", copy_vendored_files)
+    app.connect("builder-inited", write_math_stylesheet)
+    app.connect("doctree-resolved", typeset_page)
+    app.connect("build-finished", lambda app, exception: MathJaxInNode.stop())
+    # on every page (3 kB, fetched once): a formula can reach a page whose math domain does not know it (glue)
+    app.add_css_file(f"../{VENDOR_DIR}/{MATH_CSS}")  # relative to _static/
     app.connect("env-updated", one_copy_of_each_inline_script)
     app.connect("html-page-context", load_from_the_site, priority=900)  # after mathjax and myst-nb add theirs
     return {"parallel_read_safe": True, "parallel_write_safe": True}

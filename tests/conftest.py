@@ -25,7 +25,7 @@ def built_site(tmp_path_factory):
         return Path(os.environ["MHA_BUILT_SITE"])
     jupyter_book = shutil.which("jupyter-book", path=str(Path(sys.executable).parent))
     assert jupyter_book, "jupyter-book is not installed in this environment"
-    # the site's own scripts (MathJax, require.js, d3, jQuery): `npm ci` from package-lock.json, when it changed
+    # the site's build scripts and assets (MathJax, run by Node.js at build time; require.js, d3, jQuery): `npm ci` from package-lock.json, when it changed
     assert shutil.which("make") and shutil.which("npm"), "the site's build needs make and npm (apt install nodejs npm)"
     npm = subprocess.run(["make", "-s", "-C", str(ROOT), "node_modules/.installed"], capture_output=True, text=True,
                          timeout=600)

@@ -10,10 +10,7 @@ names the file.
 """
 
 import asyncio
-import functools
-import http.server
 import re
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -83,28 +80,6 @@ class Visit:
     bytes_loaded: int = 0
     formulas: int = 0
 
-
-
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
-class QuietServer(http.server.ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request, client_address):
-        pass  # the browser hangs up on requests it no longer needs (its favicon.ico, when a page closes)
-
-
-@pytest.fixture(scope="module")
-def site_url(built_site):
-    """The built site served on 127.0.0.1 (a free port), as `make serve` serves it."""
-    server = QuietServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=str(built_site)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/"
-    server.shutdown()
-    server.server_close()
 
 
 def some(problems, shown: int = 8) -> list[str]:
@@ -180,10 +155,10 @@ async def visit_all(chromium: str, targets: dict[str, tuple[str, str]], screensh
 
 
 @pytest.fixture(scope="module")
-def visits(built_site, site_url, tmp_path_factory, chromium) -> dict[str, Visit]:
+def visits(built_site, site_address, tmp_path_factory, chromium) -> dict[str, Visit]:
     """Every page served over http (named by its path), and the FROM_DISK pages opened as files ("file:" + path)."""
     on_disk = built_site.as_uri() + "/"
-    targets = {path: (site_url, site_url + path) for path in PAGES}
+    targets = {path: (site_address, site_address + path) for path in PAGES}
     targets |= {f"file:{path}": (on_disk, on_disk + path) for path in FROM_DISK}
     return asyncio.run(visit_all(chromium, targets, tmp_path_factory.mktemp("site-screenshots")))
 
@@ -208,13 +183,3 @@ def test_page_opened_from_disk_typesets_its_formulas(visits, path):
     seen = visits[f"file:{path}"]
     assert not seen.problems, f"{path} opened from disk:\n" + "\n".join(seen.problems)
     assert seen.formulas > 0, f"{path} opened from disk shows no typeset formula"
-
-
-def test_page_weights(visits):
-    """What each page costs a reader on a first visit (uncompressed, as `make serve` sends it; printed with -s),
-    under a budget well above today's heaviest page (6 MB, two thirds of it MathJax and the theme's icons)."""
-    weights = {path: visits[path].bytes_loaded for path in PAGES}
-    print("\nbytes loaded by each page on a first visit:")
-    for path, size in sorted(weights.items(), key=lambda item: -item[1]):
-        print(f"  {size / 1e6:6.2f} MB  {path}")
-    assert max(weights.values()) < 8e6, "a page loads more than 8 MB: see the list above"
