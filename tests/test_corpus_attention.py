@@ -72,3 +72,32 @@ def test_mixed_and_batch_size_errors(encoder, sentences):
         encode_records(encoder, [sentences[0], "a string"])
     with pytest.raises(ValueError, match="batch_size"):
         encode_records(encoder, sentences, batch_size=0)
+
+
+def test_batches_follow_the_token_budget():
+    """Sorted by length, a batch holds at most batch_size sentences and max_tokens padded tokens; a sentence longer
+    than the budget is encoded alone."""
+    from mha.pretrained.corpus_encoding import _batches
+
+    lengths = [5, 40, 12, 12, 300, 7, 30, 30, 30]
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    batches = _batches(order, lengths, batch_size=3, max_tokens=100)
+    assert [i for batch in batches for i in batch] == order
+    for batch in batches:
+        assert len(batch) <= 3
+        assert len(batch) == 1 or len(batch) * max(lengths[i] for i in batch) <= 100
+    assert [4] in batches  # 300 tokens: alone
+
+
+def test_a_treebank_of_long_sentences_is_encoded_within_the_budget(encoder):
+    """Real web text, batched by tokens: each record equals its sentence encoded alone."""
+    from mha.corpora.treebank import EWT_DEV_PATH, read_conllu
+
+    sentences = sorted(read_conllu(EWT_DEV_PATH)[:60], key=lambda s: -len(s.words))[:12]  # the longest of 60
+    records = encode_records(encoder, sentences, max_tokens=256)
+    for record, sentence in zip(records, sentences):
+        alone = encoder.trace(list(sentence.words), is_split_into_words=True).sentence()
+        assert record.tokens == alone.tokens
+        np.testing.assert_allclose(record.attention, alone.attention, atol=1e-5)
+    with pytest.raises(ValueError, match="max_tokens"):
+        encode_records(encoder, sentences, max_tokens=0)

@@ -9,8 +9,12 @@ forward pass, so that encoding the ~600 sentences of
 Gold sentences (:class:`~mha.corpora.templates.AnnotatedSentence`) are encoded from their
 own words (``is_split_into_words=True``), so the word ids of each record index
 ``sentence.words`` exactly, as the relation scores require. Sentences are
-grouped by length before batching (less padding, less work) and the records
-come back in the order the sentences were given. Padding is removed: each
+sorted by their number of wordpieces and batched by a token budget: a batch
+holds at most ``max_tokens`` padded tokens (and at most ``batch_size``
+sentences), so a batch of short template sentences is large and one of long
+treebank sentences small, which bounds both the memory (attention grows with
+the square of the length) and the padding. The records come back in the order
+the sentences were given. Padding is removed: each
 record's ``attention`` is (layers, heads, n, n) for that sentence's own ``n``
 tokens, row = query (attends FROM), column = key (attended TO).
 """
@@ -33,6 +37,7 @@ def encode_records(
     sentences: Sequence[AnnotatedSentence | str],
     *,
     batch_size: int = 256,
+    max_tokens: int = 4096,
     dtype: type = np.float32,
 ) -> list[AttentionRecord]:
     """One :class:`~mha.analysis.role_table.AttentionRecord` per sentence, encoded in batches (chapter 3, empirical head roles).
@@ -40,7 +45,8 @@ def encode_records(
     ``sentences`` holds :class:`~mha.corpora.templates.AnnotatedSentence` objects (encoded
     from their words, and kept as the record's ``sentence``) or plain strings
     (tokenised by the model, no gold annotation), not both. Sentences of
-    similar length share a batch of at most ``batch_size``. Each record has
+    similar length share a batch of at most ``batch_size`` sentences and
+    ``max_tokens`` tokens, padding included. Each record has
     ``attention`` (layers, heads, n, n) as ``dtype``, ``tokens`` and
     ``word_ids`` (n entries, None for ``[CLS]`` and ``[SEP]``); the list
     follows the order of ``sentences``.
@@ -50,8 +56,9 @@ def encode_records(
     sentences = list(sentences)
     if not sentences:
         raise ValueError("sentences is empty; give at least one sentence to encode.")
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be a whole number >= 1, got {batch_size!r}.")
+    for name, value in (("batch_size", batch_size), ("max_tokens", max_tokens)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a whole number >= 1, got {value!r}.")
     annotated = [isinstance(s, AnnotatedSentence) for s in sentences]
     if any(annotated) and not all(annotated):
         raise ValueError("sentences mixes AnnotatedSentence objects and strings; encode each kind separately.")
@@ -61,11 +68,11 @@ def encode_records(
     split = all(annotated)
     inputs = [list(s.words) for s in sentences] if split else sentences
 
-    # 1. group by length (in words or characters) so each batch pads little
-    order = sorted(range(len(sentences)), key=lambda i: len(inputs[i]))
+    # 1. sort by length in wordpieces, so each batch pads little, and cut batches by the token budget
+    lengths = encoder.tokenize(inputs, is_split_into_words=split).real_tokens.sum(dim=1).tolist()  # (sentences,)
+    order = sorted(range(len(sentences)), key=lambda i: lengths[i])
     records: list[AttentionRecord | None] = [None] * len(sentences)
-    for start in range(0, len(order), batch_size):
-        chunk = order[start:start + batch_size]
+    for chunk in _batches(order, lengths, batch_size, max_tokens):
         # 2. one forward pass for the batch: attention (layers, batch, heads, seq, seq), padded
         trace = encoder.trace([inputs[i] for i in chunk], is_split_into_words=split)
         for position, index in enumerate(chunk):
@@ -78,3 +85,16 @@ def encode_records(
                 sentence=sentences[index] if split else None,
             )
     return records  # type: ignore[return-value]
+
+
+def _batches(order: list[int], lengths: list[int], batch_size: int, max_tokens: int) -> list[list[int]]:
+    """``order`` (sorted by length) cut into batches of at most ``batch_size`` sentences whose padded size (count
+    times the longest length) stays within ``max_tokens``; a sentence longer than the budget goes alone."""
+    batches: list[list[int]] = []
+    for index in order:
+        current = batches[-1] if batches else None
+        if current and len(current) < batch_size and (len(current) + 1) * lengths[index] <= max_tokens:
+            current.append(index)
+        else:
+            batches.append([index])
+    return batches
