@@ -153,6 +153,12 @@ SOLUTIONS = {  # check -> (test module, its reference solution)
     "check_ranking_accuracy": ("test_exercises_caveats", "ranking_solution"),
     "check_michel_importance": ("test_exercises_caveats", "importance_solution"),
     "check_heads_removable": ("test_exercises_caveats", "removable_solution"),
+    "check_stream_after_each_layer": ("test_background", "stream_solution"),
+    "check_words_from_wordpieces": ("test_background", "words_solution"),
+    "check_cross_entropy": ("test_background", "cross_entropy_solution"),
+    "check_sign_flip_p_value": ("test_background", "p_value_solution"),
+    "check_holm_adjusted": ("test_background", "holm_solution"),
+    "check_bootstrap_interval": ("test_background", "interval_solution"),
 }
 
 

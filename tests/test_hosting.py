@@ -69,7 +69,9 @@ def test_the_package_list_covers_every_subpackage_and_maps_data_into_the_package
     setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     subpackages = {".".join(path.relative_to(ROOT / "src").parent.parts)
                    for path in (ROOT / "src" / "mha").rglob("__init__.py")}
-    assert set(setuptools["packages"]) == subpackages | {"mha.data", "mha.data.lab"}, (
+    data_packages = {"mha.data"} | {f"mha.data.{folder.name}" for folder in (ROOT / "data").iterdir()
+                                     if folder.is_dir() and not folder.name.startswith((".", "_"))}
+    assert set(setuptools["packages"]) == subpackages | data_packages, (
         "pyproject.toml lists the packages by hand (data/ lies outside src/): add the new subpackage there")
     assert setuptools["package-dir"] == {"": "src", "mha.data": "data"}
 
@@ -145,8 +147,12 @@ def test_the_jupyterhub_environment_takes_the_cpu_build_of_the_pinned_torch():
 
 def _make_install_commands(*variables: str) -> list[str]:
     """The commands `make` would run to install .venv (dry run, as if requirements.txt had just changed)."""
+    # run as a fresh `make` would be: not with the variables of a make that runs these tests (`make test
+    # TORCH_INDEX=` in CI passes TORCH_INDEX to every make below it through MAKEFLAGS)
+    environment = {key: value for key, value in os.environ.items()
+                   if key not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "TORCH_INDEX")}
     result = subprocess.run(["make", "-n", "-W", "requirements.txt", ".venv/.installed", *variables], cwd=ROOT,
-                            capture_output=True, text=True, timeout=60)
+                            capture_output=True, text=True, timeout=60, env=environment)
     assert result.returncode == 0, result.stderr
     return [line for line in result.stdout.splitlines() if "pip install" in line]
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from mha.analysis.p_value_adjustment import bonferroni_adjusted, holm_adjusted
 from mha.analysis.statistics import familywise_p_values
-from .checking import (AnswerError, CheckResult, answer_tuple, as_array, compare_array, compare_number, describe_value,
+from .checking import (AnswerError, CheckResult, answer_number, answer_tuple, as_array, compare_array, compare_number, describe_value,
                        run_check)
 
 __all__ = ["check_bootstrap_interval", "check_cross_entropy", "check_holm_adjusted", "check_sign_flip_p_value",
@@ -234,7 +234,7 @@ def check_bootstrap_interval(interval_fn: Callable, seed: int = 0) -> CheckResul
     def compare(got, case) -> str | None:
         values, resamples, level = case
         low, high = answer_tuple(got, ("low", "high"))
-        got = np.array([np.asarray(low, dtype=float).item(), np.asarray(high, dtype=float).item()])
+        got = np.array([answer_number(low, "low"), answer_number(high, "high")])
         means = values[resamples].mean(axis=1)
         standard_error = values.std(ddof=1) / np.sqrt(len(values))
         slips = {
