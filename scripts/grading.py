@@ -2,7 +2,7 @@
 
 For every notebook under chapters/, in ``<out>/<notebook>/``:
 
-- ``tests/<exercise>.py``: one otter test file per exercise, worth :data:`POINTS`. Its public case runs the book's
+- ``tests/<exercise>.py``: one otter test file per check-kind exercise ("Write and check"), worth :data:`POINTS`. Its public case runs the book's
   check on the student's function as the notebook does; where the check takes ``seed=``, two hidden cases run it on
   other random inputs (seeds 1 and 2). A failing case reports the check's own feedback
   (:func:`mha.exercises.grading.grade`);
@@ -50,17 +50,14 @@ def check_modules() -> dict[str, str]:
 
 
 def exercises_of(notebook: dict) -> list[dict]:
-    """Each exercise's label, the check its stub calls and the function it checks, in order."""
-    modules, label, found = check_modules(), None, []
-    for cell in notebook["cells"]:
-        source = "".join(cell["source"])
-        if cell["cell_type"] == "markdown":
-            labels = re.findall(r"```\{exercise\}.*?:label:\s*(\S+)", source, re.S)
-            label = labels[-1] if labels else label
-        elif "NotImplementedError" in source:
-            check, function = STUB_CHECK.search(source).groups()
-            found.append({"label": label, "check": check, "function": function, "module": modules[check]})
-    return found
+    """Each check-kind exercise's label, the check its stub calls and the function it checks, in order.
+
+    Only "Write and check" exercises are graded: a prediction, an explanation or an investigation has no check that
+    could give it points (scripts/student_edition.py reads each exercise's kind from its header line)."""
+    modules = check_modules()
+    return [{"label": exercise.label, "check": exercise.check, "function": exercise.function,
+             "module": modules[exercise.check]}
+            for exercise in student_edition.exercises(notebook) if exercise.kind == "check"]
 
 
 def takes_seed_of(exercise: dict) -> bool:

@@ -1,17 +1,38 @@
 """Write the student edition of the book's notebooks, and a separate answer key (``make student``; issue 13).
 
-The book's notebooks hold every exercise in one shape (chapter pages, and sphinx-exercise's directives):
+Every exercise of the book opens with a markdown cell holding sphinx-exercise's directive, its title, its label and
+a first line that says its kind, difficulty and time (:data:`HEADER`), followed by a hint in a dropdown:
 
-- a markdown cell with the ```` ```{exercise} ```` statement (its ``:label:`` names it);
-- a code cell with the stub (``raise NotImplementedError``) and the check, whose stored output is the check's
-  "✗ Not attempted yet" message;
-- ```` ```{solution-start} label ```` ... ```` ```{solution-end} ````: the worked solution, in markdown and code
-  cells, whose check passes ("✓ ...").
+    ```{exercise} Stable softmax
+    :label: ex-stable-softmax
 
-The student edition is each notebook with every solution block removed: the exercise, its stub and its check stay,
-with their stored outputs, so it runs under nbval like the book (``.ci/run`` executes it). The answer key is one
-markdown file per notebook: each exercise's statement, the solution's explanation and code, and what the check
-said of it. ``tests/test_student_edition.py`` proves that no solution line leaks into the student edition.
+    **Write and check** · ★ · 10 min
+
+    Write `my_softmax(scores)` ...
+    ```
+
+    ```{hint}
+    :class: dropdown
+    ...
+    ```
+
+Then come the learner's cells and, in ```` ```{solution-start} label ```` ... ```` ```{solution-end} ````, the worked
+solution in markdown and code cells. What the learner's cells are depends on the kind (:data:`KINDS`):
+
+- **Write and check** (``check``): a code cell with the stub (``raise NotImplementedError``) and the check, whose
+  stored output is "✗ Not attempted yet"; the solution's own check passes ("✓ ...");
+- **Predict, then check** (``predict``): a code cell where the learner writes ``my_prediction = ...`` before a
+  cell below measures the answer with the package and sets it beside the prediction;
+- **Explain in words** (``explain``): the learner answers in prose; the solution holds a model answer and a rubric;
+- **Open investigation** (``investigate``): a question the book does not answer, with a suggested method; the
+  solution holds a starting point and what to watch for.
+
+The student edition is each notebook with every solution block removed, whatever the kind (so rubrics go only to
+the answer key): the exercise, its hint, its stub or prediction cell and its check stay, with their stored outputs,
+so it runs under nbval like the book (``.ci/run`` executes it). The answer key is one markdown file per notebook:
+each exercise's title and statement, the solution's explanation and code, and what the check said of it.
+``tests/test_student_edition.py`` proves that no solution line leaks into the student edition.
+scripts/exercise_index.py reads the same headers (:func:`exercises`) to write the exercise index.
 
     python scripts/student_edition.py [--out _build/student]
 """
@@ -30,8 +51,64 @@ ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = ROOT / "chapters"
 SOLUTION_START = re.compile(r"```\{solution-start\}\s*(\S+)[^`]*?```", re.S)
 SOLUTION_END = re.compile(r"```\{solution-end\}\s*```", re.S)
-EXERCISE = re.compile(r"```\{exercise\}(.*?)```", re.S)
+EXERCISE_PARTS = re.compile(r"```\{exercise\}[ \t]*(?P<title>[^\n]*)\n(?P<body>.*?)```", re.S)
 LABEL = re.compile(r":label:\s*(\S+)")
+# The first line of every exercise's body: its kind, difficulty (one to three stars) and time in minutes.
+KINDS = {"Write and check": "check", "Predict, then check": "predict", "Explain in words": "explain",
+         "Open investigation": "investigate"}
+HEADER = re.compile(r"^\*\*(?P<kind>" + "|".join(map(re.escape, KINDS)) + r")\*\* · (?P<stars>★{1,3}) · "
+                    r"(?P<minutes>\d+) min$", re.M)
+HINT = re.compile(r"```\{hint\}\s*\n:class: dropdown\n", re.S)
+STUB_CHECK = re.compile(r"^(check_\w+)\((my_\w+)", re.M)
+PREDICTION = re.compile(r"^(my_\w+)\s*=", re.M)  # where a "Predict, then check" exercise takes the prediction
+
+
+@dataclass
+class Exercise:
+    """One exercise as its statement declares it: what scripts/exercise_index.py lists, and what grading reads."""
+
+    label: str
+    title: str
+    kind: str | None  # "check", "predict", "explain", "investigate"; None where the header line is missing
+    difficulty: int | None  # 1 to 3 stars
+    minutes: int | None
+    has_hint: bool
+    check: str | None = None  # the check its learner's cell calls, where it has one
+    function: str | None = None  # the learner's function (check), or the variable that holds a prediction
+
+
+def exercises(notebook: dict) -> list[Exercise]:
+    """Every exercise of a notebook, in order, with its header and the check (if any) of its learner's cell: the
+    first code cell after the statement that calls a check on a ``my_`` name, before the solution starts."""
+    found: list[Exercise] = []
+    open_exercise: Exercise | None = None
+    for cell in notebook["cells"]:
+        text = _source(cell)
+        if cell["cell_type"] == "markdown":
+            if open_exercise is not None and SOLUTION_START.search(text):
+                open_exercise = None
+            for match in EXERCISE_PARTS.finditer(text):
+                body = match["body"]
+                label, header = LABEL.search(body), HEADER.search(body)
+                hint = HINT.search(text, match.end())
+                next_exercise = EXERCISE_PARTS.search(text, match.end())
+                has_hint = bool(hint) and (next_exercise is None or hint.start() < next_exercise.start())
+                open_exercise = Exercise(
+                    label=label.group(1) if label else "", title=match["title"].strip(),
+                    kind=KINDS[header["kind"]] if header else None,
+                    difficulty=len(header["stars"]) if header else None,
+                    minutes=int(header["minutes"]) if header else None, has_hint=has_hint)
+                found.append(open_exercise)
+        elif open_exercise is not None and open_exercise.function is None:
+            call, prediction = STUB_CHECK.search(text), PREDICTION.search(text)
+            if call:
+                open_exercise.check, open_exercise.function = call.groups()
+            elif prediction and open_exercise.kind == "predict":
+                open_exercise.function = prediction.group(1)
+    for exercise in found:  # an exercise written before headers existed: a stub makes it a check
+        if exercise.kind is None and exercise.check is not None:
+            exercise.kind = "check"
+    return found
 
 
 @dataclass
@@ -40,6 +117,7 @@ class Solution:
 
     label: str
     statement: str = ""
+    title: str = ""
     text: list[str] = field(default_factory=list)  # markdown of the solution
     code: list[str] = field(default_factory=list)  # its code cells
     verdicts: list[str] = field(default_factory=list)  # what the checks printed for the solution
@@ -72,43 +150,47 @@ def split_notebook(notebook: dict) -> tuple[dict, list[Solution]]:
     for cell in notebook["cells"]:
         text = _source(cell)
         if cell["cell_type"] == "markdown":
-            for body in EXERCISE.findall(text):
-                label = LABEL.search(body)
+            for match in EXERCISE_PARTS.finditer(text):
+                label = LABEL.search(match["body"])
                 if label:
-                    statements[label.group(1)] = LABEL.sub("", body).strip()
-        if current is None:
-            start = SOLUTION_START.search(text) if cell["cell_type"] == "markdown" else None
-            if start is None:
-                cells.append(cell)
-                continue
-            current = Solution(start.group(1), statements.get(start.group(1), ""))
-            before, after = text[:start.start()], text[start.end():]
-            if before.strip():
-                kept = copy.deepcopy(cell)
-                _set_source(kept, before.rstrip() + "\n")
-                cells.append(kept)
-            text = after
-            cell = {**cell, "source": [after]}
-        # inside a solution: until its end fence
-        end = SOLUTION_END.search(text) if cell["cell_type"] == "markdown" else None
+                    statements[label.group(1)] = (match["title"].strip(), LABEL.sub("", match["body"]).strip())
         if cell["cell_type"] == "code":
-            current.code.append(text.strip())
-            verdict = _output_text(cell)
-            if verdict:
-                current.verdicts.append(verdict)
+            if current is None:
+                cells.append(copy.deepcopy(cell))  # the book itself stays as it is
+            else:
+                current.code.append(text.strip())
+                verdict = _output_text(cell)
+                if verdict:
+                    current.verdicts.append(verdict)
             continue
-        if end is None:
-            if text.strip():
-                current.text.append(text.strip())
-            continue
-        if text[:end.start()].strip():
-            current.text.append(text[:end.start()].strip())
-        solutions.append(current)
-        current = None
-        rest = text[end.end():]
-        if rest.strip():
+        # a markdown cell may open and close several solutions: keep what lies outside them
+        kept_parts = []
+        while True:
+            if current is None:
+                start = SOLUTION_START.search(text)
+                if start is None:
+                    kept_parts.append(text)
+                    break
+                kept_parts.append(text[:start.start()])
+                title, statement = statements.get(start.group(1), ("", ""))
+                current = Solution(start.group(1), statement, title)
+                text = text[start.end():]
+            end = SOLUTION_END.search(text)
+            if end is None:
+                if text.strip():
+                    current.text.append(text.strip())
+                break
+            if text[:end.start()].strip():
+                current.text.append(text[:end.start()].strip())
+            solutions.append(current)
+            current = None
+            text = text[end.end():]
+        kept_parts = [part.strip("\n") for part in kept_parts if part.strip()]
+        if kept_parts == [_source(cell)]:
+            cells.append(copy.deepcopy(cell))
+        elif kept_parts:
             kept = copy.deepcopy(cell)
-            _set_source(kept, rest.lstrip("\n"))
+            _set_source(kept, "\n\n".join(kept_parts) + "\n")
             cells.append(kept)
     if current is not None:
         raise ValueError(f"the solution {current.label} has no {{solution-end}}")
@@ -120,7 +202,8 @@ def answer_key(title: str, solutions: list[Solution]) -> str:
     """The answer key of one notebook, as markdown."""
     lines = [f"# Answer key: {title}", ""]
     for number, solution in enumerate(solutions, 1):
-        lines += [f"## {number}. `{solution.label}`", "", solution.statement, "", "**Solution.**", ""]
+        heading = f"{solution.title} (`{solution.label}`)" if solution.title else f"`{solution.label}`"
+        lines += [f"## {number}. {heading}", "", solution.statement, "", "**Solution.**", ""]
         lines += [*(f"{part}\n" for part in solution.text)]
         for code in solution.code:
             lines += ["```python", code, "```", ""]

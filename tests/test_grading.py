@@ -1,4 +1,5 @@
-"""The autograder (scripts/grading.py, mha.exercises.grading; issue 13): one otter test file per exercise, with the
+"""The autograder (scripts/grading.py, mha.exercises.grading; issue 13): one otter test file per "Write and check"
+exercise (predictions, explanations and investigations are not graded automatically), with the
 check's own feedback, and the answer key as a submission. Grading real submissions with ``otter run`` takes a
 minute, so ``.ci/run`` does it after the main suite: ``python scripts/grading.py --check <notebook>`` gives the key
 full marks, the untouched student edition zero, and a typical wrong answer partial credit with its check's feedback.
@@ -61,7 +62,9 @@ def test_every_exercise_gets_a_test_file_with_points_and_hidden_variants(path, t
     book = json.loads(path.read_text())
     exercises = grading.exercises_of(book)
     _, solutions = grading.student_edition.split_notebook(book)
-    assert [e["label"] for e in exercises] == [s.label for s in solutions]
+    checked = [e.label for e in grading.student_edition.exercises(book) if e.kind == "check"]
+    assert [e["label"] for e in exercises] == checked == [s.label for s in solutions if s.label in checked]
+    assert len(checked) >= 3, f"{path.name}: too few graded exercises ({checked})"
     for exercise in exercises:
         text = grading.test_file(exercise)
         namespace = {}

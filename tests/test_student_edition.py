@@ -1,5 +1,7 @@
-"""The student edition (``make student``, scripts/student_edition.py; issue 13): every solution removed, nothing of
-it left behind, every exercise still there with its stub and check, and an answer key with every solution.
+"""The student edition (``make student``, scripts/student_edition.py; issue 13): every solution removed, whatever the
+exercise's kind, nothing of it left behind (rubrics included), every exercise still there (a "Write and check" one
+with its stub and check, a "Predict, then check" one with its prediction cell), and an answer key with every
+solution.
 
 Every check answers a stub with its "Not attempted yet" message (checked live here, and stored in the student
 edition) and passes on the key's solution (the book's stored "✓", which nbval recomputes). ``.ci/run`` executes the
@@ -78,17 +80,34 @@ def test_no_solution_line_leaks_into_the_student_edition(written, path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS)
 def test_every_exercise_keeps_its_statement_stub_and_not_attempted_check(written, path):
+    """Every exercise keeps its statement (and hint). A "Write and check" exercise keeps its stub, whose check says
+    "Not attempted yet", and its solution passes; the other kinds are recognised by their kind: a prediction keeps
+    its ``my_`` cell and the measurement below it, and an explanation or investigation keeps only its statement."""
     book = json.loads((ROOT / path).read_text())
     student = json.loads((written / path).read_text())
     _, solutions = edition.split_notebook(book)
+    exercises = {exercise.label: exercise for exercise in edition.exercises(book)}
+    assert [s.label for s in solutions] == list(exercises), f"{path}: every exercise has one solution, in order"
+    assert all(exercise.kind in edition.KINDS.values() for exercise in exercises.values()
+               if "background" not in path), f"{path}: an exercise without its kind line"
     text = cell_texts(student)
     stubs = [c for c in student["cells"] if c["cell_type"] == "code" and "NotImplementedError" in "".join(c["source"])]
-    assert len(stubs) == len(solutions), f"{path}: {len(stubs)} stubs for {len(solutions)} exercises"
+    checked = [label for label, exercise in exercises.items() if exercise.kind == "check"]
+    assert len(stubs) == len(checked), f"{path}: {len(stubs)} stubs for {len(checked)} check-kind exercises"
+    assert [e.label for e in edition.exercises(student)] == list(exercises), f"{path}: an exercise is gone"
     for solution in solutions:
+        exercise = exercises[solution.label]
         assert f":label: {solution.label}" in text, f"{path}: the statement of {solution.label} is gone"
-        passed = [v for v in solution.verdicts if v.startswith("✓")]
-        assert passed and not any("✗" in v for v in solution.verdicts), \
-            f"{path}: the key's solution to {solution.label} does not pass its check: {solution.verdicts}"
+        if exercise.kind == "check":
+            passed = [v for v in solution.verdicts if v.startswith("✓")]
+            assert passed and not any("✗" in v for v in solution.verdicts), \
+                f"{path}: the key's solution to {solution.label} does not pass its check: {solution.verdicts}"
+        elif exercise.kind == "predict":
+            cells = [c for c in student["cells"] if c["cell_type"] == "code"
+                     and re.search(rf"^{exercise.function or 'my_prediction'}\w* = ", "".join(c["source"]), re.M)]
+            assert cells and exercise.function, f"{path}: {solution.label} keeps no cell for the prediction"
+        else:  # explain, investigate: the rubric or starting point is in the answer key only
+            assert solution.text, f"{path}: the solution of {solution.label} ({exercise.kind}) says nothing"
     for stub in stubs:
         said = edition._output_text(stub)
         assert said.startswith("✗ Not attempted yet"), f"{path}: a stub's check says {said!r}"
@@ -107,7 +126,9 @@ def test_the_answer_key_holds_every_solution_and_what_its_check_said(written):
             assert f"`{solution.label}`" in key
             for code in solution.code:
                 assert code in key
-        assert key.count("**The check says:**") == len(solutions)
+        assert key.count("**The check says:**") == sum(bool(s.verdicts) for s in solutions)
+        kinds = {e.label: e.kind for e in edition.exercises(json.loads((ROOT / path).read_text()))}
+        assert all(s.verdicts for s in solutions if kinds[s.label] == "check"), path
 
 
 def test_every_check_answers_its_stub_with_not_attempted_yet():

@@ -1,0 +1,72 @@
+"""The exercise index (chapters/exercise_index.md; issue 13) is generated from the notebooks by
+scripts/exercise_index.py, never kept by hand: the committed page is what the script writes, and every exercise of
+chapters 1-4 declares what the index lists (a title, its kind, difficulty and time, and a hint apart from its
+solution)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _load(name: str):
+    sys.path.insert(0, str(ROOT / "scripts"))
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+index = _load("exercise_index")
+BOOK_NOTEBOOKS = sorted(p for chapter in ("1_mechanism", "2_geometry", "3_head_roles", "4_caveats")
+                        for p in (ROOT / "chapters" / chapter).glob("*.ipynb"))
+
+
+def test_the_committed_index_is_what_the_script_writes():
+    assert index.PAGE.read_text() == index.render(), \
+        "chapters/exercise_index.md is out of date: run python scripts/exercise_index.py and commit the page"
+
+
+def test_the_index_is_in_the_table_of_contents_and_lists_every_exercise():
+    assert "file: chapters/exercise_index" in (ROOT / "_toc.yml").read_text()
+    page = index.PAGE.read_text()
+    labels = [e.label for _, _, found in index.collect() for e in found]
+    notebooks = sorted((ROOT / "chapters").rglob("*.ipynb"))
+    in_notebooks = [label for path in notebooks for label in re.findall(
+        r"```\{exercise\}[^\n]*\n:label: ([\w-]+)", "".join(
+            "".join(c["source"]) for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "markdown"))]
+    assert sorted(labels) == sorted(in_notebooks), "an exercise is missing from the index, or a notebook from _toc.yml"
+    missing = [label for label in labels if f"<{label}>`" not in page and f"{{ref}}`{label}`" not in page]
+    assert not missing, missing
+
+
+def test_every_exercise_of_the_book_declares_title_kind_difficulty_time_and_hint():
+    for path in BOOK_NOTEBOOKS:
+        for exercise in index.student_edition.exercises(json.loads(path.read_text())):
+            where = f"{path.name}: {exercise.label}"
+            assert exercise.title, f"{where} has no title (```{{exercise}} Title)"
+            assert exercise.kind in index.KIND_NAMES, f"{where}: no header line such as **Write and check** · ★ · 10 min"
+            assert exercise.difficulty in (1, 2, 3) and 0 < exercise.minutes <= 120, where
+            assert exercise.has_hint, f"{where} has no ```{{hint}} with :class: dropdown after its statement"
+            assert (exercise.check is not None) == (exercise.kind == "check"), \
+                f"{where}: a check-kind exercise calls a check on its stub, and no other kind has a stub"
+
+
+def test_every_chapter_has_each_kind_of_exercise():
+    for chapter in ("1_mechanism", "2_geometry", "3_head_roles", "4_caveats"):
+        kinds = {e.kind for path in (ROOT / "chapters" / chapter).glob("*.ipynb")
+                 for e in index.student_edition.exercises(json.loads(path.read_text()))}
+        assert kinds == set(index.KIND_NAMES), f"{chapter} has exercises of the kinds {sorted(kinds)}"
+
+
+def test_time_per_section_adds_up():
+    page = index.PAGE.read_text()
+    total = sum(e.minutes or 0 for _, _, found in index.collect() for e in found)
+    hours, minutes = divmod(total, 60)
+    assert f"| **All** |" in page and (f"{hours} h {minutes:02d} min" if hours else f"{minutes} min") in page
