@@ -104,7 +104,9 @@ def render() -> str:
               "", "## Every exercise", "",
               "| Exercise | Section | Kind | Difficulty | Time | Check (`mha.exercises.…`) |",
               "| --- | --- | --- | --- | --- | --- |"]
-    modules = _check_modules()
+    from mha.exercises.grading import check_modules
+
+    modules = check_modules()
     for _, name, found in books:
         for exercise in found:
             title = f"{{ref}}`{exercise.title} <{exercise.label}>`" if exercise.title else f"{{ref}}`{exercise.label}`"
@@ -115,20 +117,6 @@ def render() -> str:
             lines.append(f"| {title} | {name} | {KIND_NAMES.get(exercise.kind, '—')} | {_stars(exercise.difficulty)} | "
                          f"{f'{exercise.minutes} min' if exercise.minutes else '—'} | {check} |")
     return "\n".join(lines) + "\n"
-
-
-def _check_modules() -> dict[str, str]:
-    """Each check's name -> the module of mha.exercises that defines it."""
-    import importlib
-    import pkgutil
-
-    import mha.exercises
-
-    found = {}
-    for module in pkgutil.iter_modules(mha.exercises.__path__):
-        loaded = importlib.import_module(f"mha.exercises.{module.name}")
-        found |= {name: module.name for name in dir(loaded) if name.startswith("check_")}
-    return found
 
 
 def main() -> int:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import pkgutil
 import re
 import subprocess
 import sys
@@ -38,22 +37,13 @@ HIDDEN_SEEDS = (1, 2)
 STUB_CHECK = re.compile(r"^(check_\w+)\((my_\w+)", re.M)
 
 
-def check_modules() -> dict[str, str]:
-    """Each check's name -> the module of mha.exercises that defines it."""
-    import mha.exercises
-
-    found = {}
-    for module in pkgutil.iter_modules(mha.exercises.__path__):
-        loaded = importlib.import_module(f"mha.exercises.{module.name}")
-        found |= {name: module.name for name in dir(loaded) if name.startswith("check_")}
-    return found
-
-
 def exercises_of(notebook: dict) -> list[dict]:
     """Each check-kind exercise's label, the check its stub calls and the function it checks, in order.
 
     Only "Write and check" exercises are graded: a prediction, an explanation or an investigation has no check that
     could give it points (scripts/student_edition.py reads each exercise's kind from its header line)."""
+    from mha.exercises.grading import check_modules
+
     modules = check_modules()
     return [{"label": exercise.label, "check": exercise.check, "function": exercise.function,
              "module": modules[exercise.check]}

@@ -2,6 +2,7 @@
 
 import functools
 import http.server
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -77,3 +78,15 @@ def site_address(built_site):
     yield f"http://127.0.0.1:{server.server_address[1]}/"
     server.shutdown()
     server.server_close()
+
+
+def load_script(name: str):
+    """A script of scripts/ as a module (scripts/<name>.py), for the tests of the tools it holds."""
+    sys.path.insert(0, str(ROOT / "scripts"))  # the scripts import each other
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up while it loads
+    spec.loader.exec_module(module)
+    return module

@@ -5,25 +5,15 @@ solution)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-import sys
 from pathlib import Path
+from conftest import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _load(name: str):
-    sys.path.insert(0, str(ROOT / "scripts"))
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-index = _load("exercise_index")
+index = load_script("exercise_index")
 BOOK_NOTEBOOKS = sorted(p for chapter in ("1_mechanism", "2_geometry", "3_head_roles", "4_caveats")
                         for p in (ROOT / "chapters" / chapter).glob("*.ipynb"))
 

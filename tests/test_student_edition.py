@@ -11,31 +11,21 @@ student edition itself under nbval, after the main suite.
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import json
-import pkgutil
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
-import mha.exercises
+from conftest import load_script
+from mha.exercises.grading import check_modules
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "chapters").rglob("*.ipynb")
                    if ".ipynb_checkpoints" not in p.parts)
 
 
-def _load_script():
-    spec = importlib.util.spec_from_file_location("student_edition", ROOT / "scripts" / "student_edition.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["student_edition"] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-edition = _load_script()
+edition = load_script("student_edition")
 
 
 @pytest.fixture(scope="module")
@@ -144,12 +134,9 @@ def test_every_check_answers_its_stub_with_not_attempted_yet():
     def stub(*args, **kwargs):
         raise NotImplementedError
 
-    checks = {}
-    for module in pkgutil.iter_modules(mha.exercises.__path__):
-        found = importlib.import_module(f"mha.exercises.{module.name}")
-        checks |= {name: getattr(found, name) for name in dir(found) if name.startswith("check_")}
+    modules = check_modules()
     for check, name in sorted(called):
         stub.__name__ = name
-        result = checks[check](stub)
+        result = getattr(importlib.import_module(f"mha.exercises.{modules[check]}"), check)(stub)
         assert not result.passed, check
         assert str(result).startswith("✗ Not attempted yet") and name in str(result), f"{check}: {result}"

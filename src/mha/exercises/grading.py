@@ -11,9 +11,21 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import pkgutil
 from collections.abc import Mapping
 
-__all__ = ["grade", "takes_seed"]
+__all__ = ["check_modules", "grade", "takes_seed"]
+
+
+def check_modules() -> dict[str, str]:
+    """Each check's name -> the module of :mod:`mha.exercises` that defines it (``check_softmax`` -> ``mechanism``)."""
+    import mha.exercises
+
+    found = {}
+    for module in pkgutil.iter_modules(mha.exercises.__path__):
+        loaded = importlib.import_module(f"mha.exercises.{module.name}")
+        found |= {name: module.name for name in dir(loaded) if name.startswith("check_")}
+    return found
 
 
 def takes_seed(check) -> bool:
