@@ -104,9 +104,9 @@ def render() -> str:
               "", "## Every exercise", "",
               "| Exercise | Section | Kind | Difficulty | Time | Check (`mha.exercises.…`) |",
               "| --- | --- | --- | --- | --- | --- |"]
-    from mha.exercises.grading import check_modules
+    from mha.exercises.grading import modules_of_checks
 
-    modules = check_modules()
+    modules = modules_of_checks()
     for _, name, found in books:
         for exercise in found:
             title = f"{{ref}}`{exercise.title} <{exercise.label}>`" if exercise.title else f"{{ref}}`{exercise.label}`"

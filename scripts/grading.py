@@ -42,9 +42,9 @@ def exercises_of(notebook: dict) -> list[dict]:
 
     Only "Write and check" exercises are graded: a prediction, an explanation or an investigation has no check that
     could give it points (scripts/student_edition.py reads each exercise's kind from its header line)."""
-    from mha.exercises.grading import check_modules
+    from mha.exercises.grading import modules_of_checks
 
-    modules = check_modules()
+    modules = modules_of_checks()
     return [{"label": exercise.label, "check": exercise.check, "function": exercise.function,
              "module": modules[exercise.check]}
             for exercise in student_edition.exercises(notebook) if exercise.kind == "check"]

@@ -1,9 +1,20 @@
-"""The site, built once per test session and shared by test_book.py and test_site.py."""
+"""What the tests share: the site, built once per run (whatever the number of workers), served on 127.0.0.1, and
+Debian's Chromium; and a loader for the tools in scripts/.
+
+The suite runs on two workers (pytest-xdist, ``-n 2 --dist loadfile`` in pyproject.toml): each test file, and so
+each notebook with its cells in order, runs whole on one worker. Each worker and the kernels it starts use one CPU
+thread (below), so two busy processes share two cores instead of fighting over them; every stored output is the
+same at one thread and at two (README, "The same verdict on every CPU").
+"""
 
 import functools
 import http.server
 import importlib.util
 import os
+
+# one thread per worker and per notebook kernel (kernels inherit the environment); set before torch is imported
+for _variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
 import shutil
 import subprocess
 import sys
@@ -20,10 +31,27 @@ ROOT = Path(__file__).resolve().parents[1]
 def built_site(tmp_path_factory):
     """Build the whole book once, as `make book` does, with warnings as errors; returns the html folder.
 
-    To test a site already built (while working on the browser tests), name its html folder in MHA_BUILT_SITE.
+    Built once per run: the first worker that needs it builds it under a lock in the run's shared temporary folder,
+    and the others wait and reuse it. To test a site already built (while working on the browser tests), name its
+    html folder in MHA_BUILT_SITE.
     """
     if os.environ.get("MHA_BUILT_SITE") and os.environ.get("CI") != "true":
         return Path(os.environ["MHA_BUILT_SITE"])
+    from filelock import FileLock
+
+    shared = tmp_path_factory.getbasetemp().parent if os.environ.get("PYTEST_XDIST_WORKER") else \
+        tmp_path_factory.getbasetemp()
+    output = shared / "site"
+    with FileLock(str(shared / "site.lock")):
+        if (output / "built").exists():
+            return output / "_build" / "html"
+        output.mkdir(exist_ok=True)
+        html = _build_site(output)
+        (output / "built").write_text("ok")
+        return html
+
+
+def _build_site(output: Path) -> Path:
     jupyter_book = shutil.which("jupyter-book", path=str(Path(sys.executable).parent))
     assert jupyter_book, "jupyter-book is not installed in this environment"
     # the site's build scripts and assets (MathJax, run by Node.js at build time; require.js, d3, jQuery): `npm ci` from package-lock.json, when it changed
@@ -31,7 +59,6 @@ def built_site(tmp_path_factory):
     npm = subprocess.run(["make", "-s", "-C", str(ROOT), "node_modules/.installed"], capture_output=True, text=True,
                          timeout=600)
     assert npm.returncode == 0, "npm ci failed:\n" + npm.stdout[-4000:] + npm.stderr[-4000:]
-    output = tmp_path_factory.mktemp("site")
     # nbval executes every notebook and compares it with its stored outputs, so the site is built from those stored
     # outputs rather than executing each notebook a second time: the same configuration, execution off. The copy
     # lives elsewhere, and Jupyter Book reads local_extensions' folders relative to the configuration file.

@@ -7,23 +7,11 @@ The table of every page's weight is printed (``pytest tests/test_site_weight.py 
 site.
 """
 
-import importlib.util
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def page_weights():
-    """scripts/page_weights.py as a module."""
-    spec = importlib.util.spec_from_file_location("page_weights", ROOT / "scripts" / "page_weights.py")
-    module = sys.modules[spec.name] = importlib.util.module_from_spec(spec)  # its dataclass looks itself up there
-    spec.loader.exec_module(module)
-    return module
+from conftest import load_script
 
 
 def test_every_page_weighs_at_most_3_mb(built_site, site_address, chromium):
-    script = page_weights()
+    script = load_script("page_weights")
     weights = script.weigh(chromium, site_address, script.site_pages(built_site))
     report = script.table(weights)
     (built_site.parent / "page_weights.md").write_text(report + "\n")

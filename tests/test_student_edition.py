@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from conftest import load_script
-from mha.exercises.grading import check_modules
+from mha.exercises.grading import modules_of_checks
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "chapters").rglob("*.ipynb")
@@ -134,7 +134,7 @@ def test_every_check_answers_its_stub_with_not_attempted_yet():
     def stub(*args, **kwargs):
         raise NotImplementedError
 
-    modules = check_modules()
+    modules = modules_of_checks()
     for check, name in sorted(called):
         stub.__name__ = name
         result = getattr(importlib.import_module(f"mha.exercises.{modules[check]}"), check)(stub)

@@ -14,10 +14,10 @@ import inspect
 import pkgutil
 from collections.abc import Mapping
 
-__all__ = ["check_modules", "grade", "takes_seed"]
+__all__ = ["modules_of_checks", "grade", "takes_seed"]
 
 
-def check_modules() -> dict[str, str]:
+def modules_of_checks() -> dict[str, str]:
     """Each check's name -> the module of :mod:`mha.exercises` that defines it (``check_softmax`` -> ``mechanism``)."""
     import mha.exercises
 
