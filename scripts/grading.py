@@ -178,7 +178,7 @@ def main() -> int:
     parser.add_argument("--out", default=str(ROOT / "_build" / "grading"))
     parser.add_argument("--check", nargs="*", help="notebooks to grade key, student edition and a wrong answer of")
     args = parser.parse_args()
-    out = Path(args.out)
+    out = Path(args.out).resolve()  # otter runs in the notebook's folder
     if args.check:
         problems = [problem for path in args.check for problem in check_grading(Path(path).resolve(), out)]
         print("\n".join(problems) or "grading works: full marks for the key, zero for the student edition, partial "

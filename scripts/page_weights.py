@@ -30,8 +30,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 BUDGET = 3_000_000  # bytes: the heaviest page stays within 3 MB (issue 9)
-AT_ONCE = 3  # pages loading together
-QUIET = 1.0  # seconds without a request in flight, after which a page has loaded all it will
+AT_ONCE = 4  # pages loading together
+QUIET = 0.3  # seconds without a request in flight, after which a page has loaded all it will
 SECONDS = 1000  # Playwright counts milliseconds
 KINDS = ("html", "css", "js", "font", "image", "other")
 # a file's name -> the column of the table it counts in
