@@ -21,7 +21,7 @@ A Sphinx extension, connected in _config.yml (``sphinx: local_extensions``). It:
    the page. A CDN address this table does not know fails the build with a warning that names it;
 5. writes each inline script once (see ``one_copy_of_each_inline_script``).
 
-``scripts/page_weights.py`` prints what each page weighs in Chromium; ``tests/test_site_weight.py`` keeps every
+``scripts/page_weights.py`` prints what each page weighs in Chromium; ``tests/test_site.py`` keeps every
 page within the budget.
 
 myst-nb's ipywidgets manager, which it would load from CDNs, is switched off in _config.yml (``nb_ipywidgets_js: {}``;

@@ -17,7 +17,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from conftest import load_script
+
 ROOT = Path(__file__).resolve().parents[1]
+WEIGHTS = load_script("page_weights")  # how a page's weight is counted, and the budget
 SECONDS = 1000  # Playwright counts milliseconds
 AT_ONCE = 3  # pages loading together: the browser then keeps both cores of a CI machine busy
 
@@ -46,7 +49,6 @@ FROM_DISK = ["chapters/notation.html", "chapters/3_head_roles/3_coreference.html
 FIRST_VISIT = "try { localStorage.clear(); } catch (error) {}"
 # Read once the page has loaded and MathJax has typeset it: every formula inside an mjx-container, no MathJax
 # error, no TeX left in the text a reader sees (code may show TeX on purpose), whether bertviz drew its views,
-# and the bytes the page and everything it loaded took on the wire (nothing is cached: routing turns it off).
 READ_PAGE = r"""async () => {
   if (window.MathJax && MathJax.startup && MathJax.startup.promise) await MathJax.startup.promise;
   const root = document.querySelector("article.bd-article") || document.body;
@@ -63,9 +65,7 @@ READ_PAGE = r"""async () => {
     const text = walker.currentNode.nodeValue;
     if (/\$\$|\\\(|\\\)|\\\[|\\\]|\\begin\{|\\(frac|text|mathrm|mathbf|sum|top)\b/.test(text)) raw.push(shown(text));
   }
-  const loaded = [...performance.getEntriesByType("navigation"), ...performance.getEntriesByType("resource")];
-  return {typeset: root.querySelectorAll("mjx-container").length, untypeset, failed, raw,
-          bytes: loaded.reduce((total, entry) => total + entry.transferSize, 0)};
+  return {typeset: root.querySelectorAll("mjx-container").length, untypeset, failed, raw};
 }"""
 # bertviz draws each view into its container once require.js has loaded d3 and jQuery
 BERTVIZ_DRAWN = """() => [...document.querySelectorAll("[id^='bertviz-']")]
@@ -107,7 +107,7 @@ async def visit(context, site: str, url: str, screenshots: Path) -> Visit:
             await page.wait_for_url(site + "chapters/index.html", timeout=10 * SECONDS)
             await page.wait_for_load_state("load")
         read = await page.evaluate(READ_PAGE)
-        seen.formulas, seen.bytes_loaded = read["typeset"], read["bytes"]
+        seen.formulas = read["typeset"]
         seen.problems += some(f"formula not typeset: {text!r}" for text in read["untypeset"])
         seen.problems += some(f"MathJax error: {text!r}" for text in read["failed"])
         seen.problems += some(f"raw TeX in the text: {text!r}" for text in read["raw"])
@@ -115,6 +115,13 @@ async def visit(context, site: str, url: str, screenshots: Path) -> Visit:
             await page.wait_for_function(BERTVIZ_DRAWN, timeout=10 * SECONDS)
         except PlaywrightError:
             seen.problems.append("a bertviz view was not drawn within 10 s")
+        # its weight: everything it loaded, lazily loaded images included, as scripts/page_weights.py counts it
+        await page.evaluate("window.scrollTo(0, document.documentElement.scrollHeight)")
+        try:
+            await page.wait_for_load_state("networkidle", timeout=15 * SECONDS)
+        except PlaywrightError:
+            pass  # still loading on a busy machine: weigh what has come; test_every_page_... says if it is too much
+        seen.bytes_loaded = sum(size for _, size in await page.evaluate(WEIGHTS.RESPONSES))
     except PlaywrightError as error:
         seen.problems.append(f"the page did not load: {error}")
     seen.problems += some(f"requested from outside the site: {address}" for address in dict.fromkeys(outside))
@@ -183,3 +190,15 @@ def test_page_opened_from_disk_typesets_its_formulas(visits, path):
     seen = visits[f"file:{path}"]
     assert not seen.problems, f"{path} opened from disk:\n" + "\n".join(seen.problems)
     assert seen.formulas > 0, f"{path} opened from disk shows no typeset formula"
+
+
+def test_every_page_weighs_at_most_3_mb(visits):
+    """What each page loads on a first visit, in bytes of the files' bodies (printed with -s; by kind of file:
+    python scripts/page_weights.py): the heaviest page stays within 3 MB (issue 9)."""
+    weights = {path: visits[path].bytes_loaded for path in PAGES}
+    print("\nbytes loaded by each page on a first visit:")
+    for path, size in sorted(weights.items(), key=lambda item: -item[1]):
+        print(f"  {size / 1e6:6.2f} MB  {path}")
+    assert WEIGHTS.BUDGET == 3_000_000
+    heavy = {path: f"{size / 1e6:.2f} MB" for path, size in weights.items() if size > WEIGHTS.BUDGET}
+    assert not heavy, f"pages heavier than 3 MB (see the list above): {heavy}"
