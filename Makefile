@@ -3,7 +3,8 @@
 #                  from npm: package-lock.json, installed into node_modules by `npm ci`
 #   make test      run every test: unit tests and every notebook through nbval
 #   make jupyter   open the notebooks in JupyterLab, with their MyST markup (exercises, math, citations) rendered
-#   make lab       retrain every checkpoint in data/lab (about 14 minutes on 2 cores)
+#   make lab       retrain every checkpoint in data/lab (about 14 minutes on 2 cores, with section 3.5's phase-change
+#                  spread, about 2 more), then section 3.7's head-count study (about 12 minutes more)
 #   make student   write the student edition (every solution removed) and its answer key into _build/student, and
 #                  an otter-grader autograder per notebook into _build/grading (see chapters/instructors.md)
 #   make bench     time every notebook, and every view in Jupyter and on the built website
@@ -56,8 +57,8 @@ serve: book
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
-# JupyterLab with jupyterlab-myst, which renders the notebooks' MyST markup ({exercise}, {cite:t}, math; glued
-# numbers show as their names)
+# JupyterLab with jupyterlab-myst, which renders the notebooks' MyST markup ({exercise}, math, and the glued numbers and
+# citations written as {eval} roles: see the README's "JupyterLab")
 jupyter: $(STAMP)
 	$(BIN)/jupyter lab --port $(JUPYTER_PORT) chapters/
 
@@ -75,6 +76,8 @@ notebooks: $(STAMP)
 
 lab: $(STAMP)
 	$(BIN)/python scripts/train_checkpoints.py
+	# section 3.7's fair head-count study and mechanism controls (numbers only, no weights)
+	$(BIN)/python scripts/train_head_count_study.py
 
 clean:
 	rm -rf _build

@@ -80,7 +80,10 @@ def _data_files() -> list[str]:
     """Every file the notebooks may read, as the wheel should hold it (relative to mha/data/)."""
     manifest = read_manifest(LAB_DIRECTORY)
     lab = [entry["file"] for entry in manifest["checkpoints"].values()] + list(manifest["files"]) + [MANIFEST_NAME]
-    return ["__init__.py", "sample.conllu", "pattern_fits.json"] + [f"lab/{name}" for name in lab]
+    treebank = [f"ud_english_ewt/{path.name}" for path in sorted((ROOT / "data" / "ud_english_ewt").iterdir())
+                if path.is_file() and path.suffix in (".conllu", ".txt", ".md")]
+    return ["__init__.py", "sample.conllu", "pattern_fits.json", "pruning_spread.json", "citations.json", *treebank] + \
+        [f"lab/{name}" for name in lab]
 
 
 def test_a_built_wheel_carries_every_data_file(tmp_path):

@@ -15,12 +15,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from mha.book import as_shown, decimals_shown, glue, shown
+from mha.book import GLUE_RECORD, PROSE_NUMBER, as_shown, decimals_shown, glue, glued_records, shown
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted(p for p in (ROOT / "chapters").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
-PROSE_GLUE = re.compile(r"\{glue:text\}`([A-Za-z_]\w*)(?::([^`]*))?`")
-GLUE_RECORD = "application/papermill.record/text/plain"
 DECIMAL_NUMBER = re.compile(r"(?<![\w.])-?(\d+\.\d+)(?:[eE][+-]?\d+)?(?![\w.])")
 MAX_SIGNIFICANT_DIGITS = 6
 
@@ -30,24 +28,13 @@ def significant_digits(digits: str) -> int:
     return len(digits.replace(".", "").lstrip("0")) or 1
 
 
-def glued_values(notebook) -> dict[str, str]:
-    """The stored text of every value a notebook glues, by name."""
-    values = {}
-    for cell in notebook.cells:
-        for output in cell.get("outputs", []):
-            name = output.get("metadata", {}).get("scrapbook", {}).get("name")
-            if name is not None and GLUE_RECORD in output.get("data", {}):
-                values[name] = output["data"][GLUE_RECORD]
-    return values
-
-
 def prose_formats(notebook) -> dict[str, set[str]]:
     """Every format the prose shows each glued name with (an empty string where it gives none)."""
     formats: dict[str, set[str]] = {}
     for cell in notebook.cells:
         if cell.cell_type == "markdown":
-            for name, fmt in PROSE_GLUE.findall(cell.source):
-                formats.setdefault(name, set()).add(fmt)
+            for match in PROSE_NUMBER.finditer(cell.source):
+                formats.setdefault(match["name"], set()).add(match["fmt"] or "")
     return formats
 
 
@@ -67,7 +54,7 @@ def test_every_glued_float_is_stored_as_the_prose_shows_it(path):
     notebook = nbformat.read(path, as_version=4)
     formats = prose_formats(notebook)
     problems = []
-    for name, text in glued_values(notebook).items():
+    for name, text in glued_records(notebook).items():
         value = ast.literal_eval(text)
         if not isinstance(value, float):
             continue
@@ -85,7 +72,7 @@ def test_every_glued_float_is_stored_as_the_prose_shows_it(path):
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_every_name_the_prose_shows_is_glued(path):
     notebook = nbformat.read(path, as_version=4)
-    shown_names, glued_names = set(prose_formats(notebook)), set(glued_values(notebook))
+    shown_names, glued_names = set(prose_formats(notebook)), set(glued_records(notebook))
     assert shown_names <= glued_names, f"{path.name}: the prose shows names no cell glues: {sorted(shown_names - glued_names)}"
 
 

@@ -6,7 +6,16 @@ AVX-512 and one with AVX2 run different SIMD kernels and sum in a different orde
 the reader sees it, rounded to the decimals the prose or the table shows, and never with the noise digits that
 follow. One function does the rounding (:func:`shown`), and one glues a number for the prose (:func:`glue`), with
 the same format the prose uses: ``glue("best_accuracy", accuracy, ".1%")`` pairs with
-``{glue:text}`best_accuracy:.1%``` in the text. ``tests/test_stored_numbers.py`` checks both ends.
+``{eval}`glue.text("best_accuracy:.1%")``` in the text. ``tests/test_stored_numbers.py`` checks both ends.
+
+That inline form is MyST's ``{eval}`` role, so the number reads properly in two places from one source. In
+JupyterLab, jupyterlab-myst shows the result stored in the markdown cell's ``user_expressions`` metadata, and
+re-evaluates ``glue.text(...)`` in the kernel when the reader runs the cell (:func:`glued_text`). On the website,
+``site/glued_numbers.py`` turns the same role into myst-nb's ``{glue:text}`` paste of the glued output.
+Citations work the same way: ``{eval}`glue.cite_t("clark2019what")``` is "Clark et al. [2019]" in JupyterLab
+(:func:`citation_text`, from ``citations.json`` in :mod:`mha.data`) and sphinxcontrib-bibtex's ``{cite:t}`` on the
+site, linked to the bibliography. ``scripts/run_notebooks.py --write`` stores the results
+(:func:`prose_expression_results`).
 
 A head is named one way everywhere in the book, in code, prose, tables and figures: ``L3H1`` for head 1 of layer 3,
 both counted from 0 (:func:`head_label`, :func:`parse_head_label`, :func:`head_labels`, :func:`label_heads`). The
@@ -24,8 +33,8 @@ import re
 
 import numpy as np
 
-__all__ = ["as_shown", "decimals_shown", "glue", "head_label", "head_labels", "label_heads", "parse_head_label",
-           "shown"]
+__all__ = ["GLUE_RECORD", "PROSE_CITATION", "PROSE_NUMBER", "as_shown", "citation_text", "decimals_shown", "glue",
+           "glued_records", "glued_text", "head_label", "head_labels", "label_heads", "parse_head_label", "prose_expression_results", "shown"]
 
 _FORMAT = re.compile(r"^[<>=^]?[+\- ]?,?(?:\.(?P<decimals>\d+))?(?P<kind>[fe%])$")
 
@@ -129,6 +138,109 @@ def glue(name: str, value, fmt: str | None = None) -> None:
     from myst_nb import glue as myst_glue
 
     myst_glue(name, stored, display=False)
+    _GLUED[name] = stored
+
+
+# What this kernel has glued so far, by name: glue.text() reads it.
+_GLUED: dict[str, object] = {}
+
+# A glued number in the prose: {eval}`glue.text("name:fmt")` (the fmt is optional, as in myst-nb's {glue:text}).
+PROSE_NUMBER = re.compile(r"""\{eval\}`glue\.text\("(?P<spec>(?P<name>[A-Za-z_]\w*)(?::(?P<fmt>[^"`]*))?)"\)`""")
+# A citation in the prose: {eval}`glue.cite_t("key")` (textual, "Clark et al. [2019]") or glue.cite_p("key1,key2")
+# (parenthetical, "[Clark et al., 2019, Voita et al., 2019]"), the same as {cite:t} and {cite:p} on the site.
+PROSE_CITATION = re.compile(r"""\{eval\}`glue\.cite_(?P<kind>[tp])\("(?P<keys>[\w\-]+(?:,[\w\-]+)*)"\)`""")
+GLUE_RECORD = "application/papermill.record/text/plain"
+CITATION_LABELS = "citations.json"  # in mha.data: each reference's authors and year, written from references.bib
+
+
+def _format_glued(spec: str, plain_text: str) -> str:
+    """``spec`` ("name:fmt") applied to a glued value's plain text, exactly as myst-nb's ``{glue:text}`` does it."""
+    from myst_nb.core.variables import format_plain_text
+
+    name_format = spec.rsplit(":", 1)
+    return format_plain_text(plain_text, name_format[1] if len(name_format) == 2 else "s")
+
+
+def glued_text(spec: str) -> str:
+    """The text a glued number shows in the prose: ``glued_text("best_accuracy:.1%") == "73.3%"``.
+
+    ``spec`` is what follows ``glue.text(`` in the prose: a glued name, then optionally ``:`` and the format. Also
+    reachable as ``glue.text``, the form the notebooks' ``{eval}`` roles use, since every notebook imports ``glue``.
+    """
+    if not isinstance(spec, str):
+        raise TypeError(f"glue.text() takes the glued name and format as one string, such as 'best_accuracy:.1%', "
+                        f"not {type(spec).__name__}.")
+    name = spec.rsplit(":", 1)[0] if ":" in spec else spec
+    if name not in _GLUED:
+        return f"(run the cell that computes {name} first)"
+    return _format_glued(spec, repr(_GLUED[name]))
+
+
+def citation_text(keys: str, kind: str = "t") -> str:
+    """How the site cites ``keys`` (comma-separated bibliography keys): ``kind`` "t" gives "Clark et al. [2019]",
+    "p" gives "[Clark et al., 2019]". Reachable as ``glue.cite_t`` and ``glue.cite_p`` for the notebooks' prose."""
+    import json
+
+    from mha.data_files import DATA_DIRECTORY
+
+    if not isinstance(keys, str) or kind not in ("t", "p"):
+        raise ValueError(f"cite {keys!r} with kind 't' or 'p', keys as one comma-separated string.")
+    labels = json.loads((DATA_DIRECTORY / CITATION_LABELS).read_text(encoding="utf-8"))
+    parts = []
+    for key in keys.split(","):
+        entry = labels.get(key.strip())
+        if entry is None:
+            raise ValueError(f"{key.strip()!r} is not in the book's bibliography (references.bib); add it there and "
+                             "run scripts/run_notebooks.py --prose-only.")
+        parts.append((entry["authors"], entry["year"]))
+    if kind == "t":
+        return ", ".join(f"{authors} [{year}]" for authors, year in parts)
+    return "[" + ", ".join(f"{authors}, {year}" for authors, year in parts) + "]"
+
+
+glue.text = glued_text
+glue.cite_t = lambda keys: citation_text(keys, "t")
+glue.cite_p = lambda keys: citation_text(keys, "p")
+
+
+def glued_records(notebook) -> dict[str, str]:
+    """The stored plain text of every value an executed notebook glues, by name (what myst-nb pastes)."""
+    records = {}
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            name = output.get("metadata", {}).get("scrapbook", {}).get("name")
+            if name is not None and GLUE_RECORD in output.get("data", {}):
+                records[name] = output["data"][GLUE_RECORD]
+    return records
+
+
+def prose_expression_results(notebook) -> list[list[dict] | None]:
+    """For each cell of an executed notebook, what jupyterlab-myst stores for its inline expressions (None: none).
+
+    jupyterlab-myst keeps each ``{eval}`` expression's last result in the markdown cell's ``user_expressions``
+    metadata and shows it when the notebook opens, before any cell has run. Each result here is what the kernel
+    would answer: for ``glue.text(...)``, computed from the glue records the notebook stores; for
+    ``glue.cite_t(...)``/``glue.cite_p(...)``, from the bibliography. A name the notebook never glues raises a
+    ValueError that names the cell.
+    """
+    glued = glued_records(notebook)
+    results = []
+    for index, cell in enumerate(notebook.cells):
+        if cell.cell_type != "markdown":
+            results.append(None)
+            continue
+        expressions: dict[str, str] = {}
+        for match in PROSE_NUMBER.finditer(cell.source):
+            if match["name"] not in glued:
+                raise ValueError(f"cell {index} shows {match['name']!r}, which the notebook never glues; glue it in a "
+                                 "code cell above, or fix the name.")
+            expressions[match[0][len("{eval}`"):-1]] = _format_glued(match["spec"], glued[match["name"]])
+        for match in PROSE_CITATION.finditer(cell.source):
+            expressions[match[0][len("{eval}`"):-1]] = citation_text(match["keys"], match["kind"])
+        results.append([{"expression": expression,
+                         "result": {"data": {"text/plain": repr(text)}, "metadata": {}, "status": "ok"}}
+                        for expression, text in expressions.items()] or None)
+    return results
 
 
 _HEAD_LABEL = re.compile(r"^L(?P<layer>\d+)H(?P<head>\d+)$")
