@@ -16,6 +16,8 @@ sha256 in data/lab/manifest.json):
   induction head);
 * ``induction_seeds`` - the 2-layer model from seeds 1-4 (which head takes which
   role differs from seed to seed);
+* ``induction_spread`` - the phase-change step over seeds x learning rate x width
+  (``scripts/induction_phase_spread.py``; reads the ``induction_seeds`` logs, so it runs after them);
 * ``head_count_sweep`` - "one big head or many": a 1-layer attention-only model
   with d_model = 32 and h in {1, 2, 4, 8, 16, 32} heads (d_head 32 down to 1,
   the same 11,904 parameters for every h) on the two-relation task, seeds 0-4,
@@ -65,7 +67,7 @@ from mha.lab.tiny_model import TinyTransformer, TinyTransformerConfig
 from mha.lab.training import TrainingConfig, TrainingLog, steepest_drop, train
 
 SCRIPT = "python scripts/train_checkpoints.py"
-GROUPS = ("induction_2layer", "induction_1layer", "induction_seeds", "head_count_sweep")
+GROUPS = ("induction_2layer", "induction_1layer", "induction_seeds", "induction_spread", "head_count_sweep")
 
 INDUCTION_TASK = InductionTask()  # vocab 64, 40 positions, periods 4..20 minus the held-out 7, 11, 14, 17, 19
 INDUCTION_TRAINING = dict(steps=5000, batch_size=32, learning_rate=1e-3, log_every=20, eval_batch_size=256)
@@ -372,6 +374,12 @@ def main(argv: list[str] | None = None) -> int:
         timed("induction_seeds",
               lambda: [train_induction(seed, 2, f"induction_2layer_seed{seed}", "induction_seeds", False, progress)
                        for seed in INDUCTION_SEEDS])
+    # --- induction_spread (section 3.5): its own script, scripts/induction_phase_spread.py ---
+    if "induction_spread" in groups:
+        from induction_phase_spread import main as induction_spread_main  # scripts/ is on sys.path when run as a script
+
+        timed("induction_spread", lambda: induction_spread_main(["--workers", str(args.workers)]))
+    # --- end induction_spread ---
     if "head_count_sweep" in groups:
         timed("head_count_sweep", lambda: run_head_count_sweep(args.workers))
     verdict = True

@@ -64,3 +64,44 @@ def test_column_means():
     assert np.allclose(column_means(attention), [0.75, 0.25])
     with pytest.raises(ValueError, match="seq_q, seq_k"):
         column_means([1.0, 0.0])
+
+
+def test_removable_at_thresholds_reads_every_curve_at_every_threshold():
+    from mha.analysis.ablation import removable_at_thresholds
+
+    counts = [0, 4, 8, 12]
+    curves = np.array([[1.0, 0.97, 0.9, 0.8], [1.0, 0.88, 0.95, 0.5]])
+    table = removable_at_thresholds(counts, curves, (0.85, 0.9, 0.95))
+    assert table.tolist() == [[8, 8, 4], [8, 0, 0]]  # at 0.9 the dip at 4 ends the count though 8 recovers
+    assert removable_at_thresholds(counts, curves[0], (0.85,)).tolist() == [[8]]
+    with pytest.raises(ValueError, match="thresholds"):
+        removable_at_thresholds(counts, curves, (1.5,))
+
+
+def test_held_out_pruning_curve_starts_at_one_and_refuses_shared_triples():
+    from mha.analysis.ablation import held_out_pruning_curve
+
+    encoder = MiniLMEncoder.load()
+    curve = held_out_pruning_curve(encoder, [0, 1], [2, 3], [0, 36, 72], order="random", seed=0)
+    assert curve["ranking_kept"][0] == pytest.approx(1.0) and curve["ranking_kept"][1] < 1.0
+    assert sorted(curve["order"].tolist()) == list(range(72))
+    with pytest.raises(ValueError, match="share"):
+        held_out_pruning_curve(encoder, [0, 1], [1, 2], [0, 8])
+    with pytest.raises(ValueError, match="start at 0"):
+        held_out_pruning_curve(encoder, [0], [1], [8, 16])
+
+
+def test_stored_pruning_spread_is_what_its_script_describes():
+    from mha.analysis.ablation import load_pruning_spread
+    from mha.corpora.paraphrases import split_triples
+
+    spread = load_pruning_spread()
+    counts = spread["counts"]
+    assert counts[0] == 0 and counts[-1] == 72 and all(b - a == spread["step"] for a, b in zip(counts, counts[1:]))
+    assert len(spread["splits"]) >= 3
+    for split in spread["splits"]:
+        assert (split["selection"], split["held_out"]) == split_triples(seed=split["seed"])
+        for curve in split["ranking_kept"].values():
+            assert len(curve) == len(counts) and curve[0] == pytest.approx(1.0)
+        # with every head removed both orders prune the same model
+        assert split["ranking_kept"]["gradient"][-1] == split["ranking_kept"]["random"][-1]

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mha.exercises.head_count import check_answer_parts, check_first_step_below, check_relation_shares
+from mha.exercises.head_count import (check_answer_parts, check_equal_split_ceiling, check_first_step_below,
+                                      check_relation_shares)
 
 
 # --- relation shares -------------------------------------------------------------------------------
@@ -172,3 +173,19 @@ def test_answer_parts_check_names_the_slip(wrong, words):
 def test_answer_parts_check_rejects_a_dict():
     result = check_answer_parts(lambda p, t, task: {"value": 1.0, "modifier": 1.0})
     assert not result.passed and "pair" in result.message
+
+
+
+def equal_split_ceiling_solution(n_tokens):
+    """Ordered pairs of n tokens: the n with both tokens equal are always right, the others right half the time."""
+    return 1 / n_tokens + (1 - 1 / n_tokens) / 2
+
+
+def test_equal_split_ceiling_check_passes_the_solution_and_names_the_slips():
+    assert check_equal_split_ceiling(equal_split_ceiling_solution).passed
+    result = check_equal_split_ceiling(lambda n: 0.5)
+    assert not result.passed and "a = b" in result.message, result.message
+    result = check_equal_split_ceiling(lambda n: 1 / n)
+    assert not result.passed and "half the time" in result.message, result.message
+    result = check_equal_split_ceiling(lambda n: f"{0.5:.2f}")
+    assert not result.passed and "number" in result.message, result.message

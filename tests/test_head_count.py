@@ -195,3 +195,89 @@ def test_sweep_curves_and_checkpoints_agree(sweep):
     np.testing.assert_allclose(shares[:, 0].numpy(), sweep.run(4, sweep.seeds[0])["attention_to_fact"], atol=1e-4)
     roles = sweep.role_curves(4, sweep.seeds[0])
     assert roles["fact"].shape == (len(roles["step"]), 4)
+
+
+# The fair study: steps to solve, bootstrap medians, learning rates chosen on validation only.
+
+from mha.lab.head_count_sweep import (HeadCountStudy, accuracy_at, best_learning_rates,  # noqa: E402
+                                      median_interval, steps_to_solve)
+
+
+def study_record(n_heads, rate, seed, validation, held_out, every=50):
+    steps = [every * (i + 1) for i in range(len(validation))]
+    return {"n_heads": n_heads, "learning_rate": rate, "seed": seed,
+            "curve": {"step": steps, "validation": validation, "held_out": held_out}}
+
+
+def test_steps_to_solve_reads_the_chosen_split_and_marks_censored_runs_inf():
+    record = study_record(1, 1e-3, 0, [0.5, 0.999, 1.0], [0.5, 0.9, 0.9995])
+    assert steps_to_solve(record, 0.999, "validation") == 100
+    assert steps_to_solve(record, 0.999, "held_out") == 150
+    assert steps_to_solve(record, 0.9999, "held_out") == float("inf")
+    assert accuracy_at(record, 100, "held_out") == 0.9
+    with pytest.raises(ValueError, match="split must be"):
+        steps_to_solve(record, 0.999, "test")
+    with pytest.raises(ValueError, match="threshold"):
+        steps_to_solve(record, 99.9)
+    with pytest.raises(ValueError, match="not logged"):
+        accuracy_at(record, 75)
+
+
+def test_median_interval_is_the_median_with_an_interval_around_it_and_censoring_counts_as_slowest():
+    median, low, high = median_interval([300.0, 100.0, 200.0, 500.0, 400.0])
+    assert median == 300.0 and 100.0 <= low <= median <= high <= 500.0
+    assert median_interval([1.0, 2.0, float("inf"), float("inf"), float("inf")])[0] == float("inf")
+    assert median_interval([7.0] * 5) == (7.0, 7.0, 7.0)
+    with pytest.raises(ValueError, match="non-empty"):
+        median_interval([])
+
+
+def test_best_learning_rate_is_chosen_on_validation_and_never_on_the_held_out_batch():
+    fast, slow = [0.5, 1.0, 1.0, 1.0], [0.5, 0.5, 0.5, 1.0]
+    runs = []
+    for seed in (0, 1, 2):
+        # rate 0.01 looks fast on validation but slow on the held-out batch; the choice must not peek at the latter
+        runs.append(study_record(2, 0.01, seed, fast, slow))
+        runs.append(study_record(2, 0.001, seed, slow, fast))
+        runs.append(study_record(1, 0.01, seed, [0.1] * 4, [0.1] * 4))  # never solved: tie broken by accuracy
+        runs.append(study_record(1, 0.001, seed, [0.2] * 4, [0.2] * 4))
+        # h = 4: every median censored; 0.01 solves one seed of three, 0.001 none (but is more accurate early)
+        runs.append(study_record(4, 0.01, seed, [0.1, 0.1, 0.1, 1.0 if seed == 0 else 0.1], [0.1] * 4))
+        runs.append(study_record(4, 0.001, seed, [0.5] * 4, [0.5] * 4))
+    study = HeadCountStudy(head_counts=(1, 2, 4), learning_rates=(0.001, 0.01), seeds=(0, 1, 2), thresholds=(0.999,),
+                           min_steps=100, max_steps=200, runs=tuple(runs), controls={})
+    assert best_learning_rates(study, 0.999) == {1: 0.001, 2: 0.01, 4: 0.01}
+    with pytest.raises(ValueError, match="no run with h = 8"):
+        study.run(8, 0.01, 0)
+
+
+def test_the_shipped_study_trained_every_arm_at_every_rate_from_every_seed():
+    from mha.lab.head_count_sweep import load_study
+
+    study = load_study()
+    assert len(study.learning_rates) >= 3 and len(study.seeds) >= 5 and 1 in study.head_counts
+    incomplete = {(arm["n_heads"], arm["learning_rate"]): arm for arm in study.incomplete}
+    assert all(arm["why"] for arm in study.incomplete)  # a gap in the grid must say why
+    for n_heads in study.head_counts:
+        assert any((n_heads, rate) not in incomplete for rate in study.learning_rates)
+        for rate in study.learning_rates:
+            seeds = study.seeds_trained(n_heads, rate)
+            assert set(seeds) == set(study.seeds) or set(seeds) == set(incomplete[(n_heads, rate)]["seeds"])
+            for seed in seeds:
+                curve = study.run(n_heads, rate, seed)["curve"]
+                assert study.min_steps <= curve["step"][-1] <= study.max_steps
+                solved = min(curve["validation"][-1], curve["held_out"][-1]) >= max(study.thresholds)
+                assert solved or curve["step"][-1] == study.max_steps  # stopped early only once solved
+    variants = {run["variant"] for run in study.controls["runs"]}
+    assert variants == {"shared", "typed", "one_relation"}
+    one_head_shared = [run for run in study.controls["runs"] if run["variant"] == "shared" and run["model"] == "1 head"]
+    assert all(run["attention_to_first"] + run["attention_to_second"] <= 1.0 + 1e-6 for run in one_head_shared)
+
+
+def test_equal_split_ceiling_counts_the_pairs_an_even_blend_cannot_order():
+    from mha.lab.head_count_sweep import equal_split_ceiling
+
+    assert equal_split_ceiling(8) == 1 / 8 + 7 / 16
+    assert equal_split_ceiling(1) == 1.0 and equal_split_ceiling(2) == 0.75
+    with pytest.raises(ValueError, match="whole number"):
+        equal_split_ceiling(0)

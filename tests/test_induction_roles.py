@@ -113,3 +113,76 @@ def test_removing_the_previous_token_head_breaks_induction(seed0):
     assert int(losses[0].argmax()) == previous_head
     assert float(losses[0, previous_head]) > torch.log(torch.tensor(64.0))  # worse than guessing uniformly
     assert prefix_matching_score(weights, batch.inputs, batch.details["repeat_mask"])[1].min() > ROLE_SCORE_THRESHOLD
+
+
+def test_repeated_block_batch_lays_out_copies_of_one_block():
+    from mha.lab.induction import repeated_block_batch
+
+    task = InductionTask()
+    batch = repeated_block_batch(task, 4, 8, seed=3)
+    assert batch.inputs.shape == (8, task.seq_len) and set(batch.details["period"].tolist()) == {7}  # only 7 fits 4x
+    tokens = torch.cat([batch.inputs, batch.targets[:, -1:]], dim=1)  # (batch, seq + 1): the whole sequence
+    for row in range(8):
+        period = int(batch.details["period"][row])
+        first = task.seq_len + 1 - 4 * period
+        block = tokens[row, first:first + period]
+        assert torch.equal(tokens[row, first:], block.repeat(4))  # four identical copies at the end
+        assert len(set(tokens[row, :first + period].tolist())) == first + period  # noise and block: no repeats
+        assert batch.details["repeat_start"][row] == first + period
+        copy_index = batch.details["copy_index"][row]
+        assert copy_index[:first].eq(0).all() and copy_index[first:].tolist() == sorted(copy_index[first:].tolist())
+        masked = batch.details["repeat_mask"][row].nonzero().flatten()
+        keys = batch.details["induction_key"][row, masked]
+        assert torch.equal(tokens[row, keys - 1], batch.inputs[row, masked])  # the key follows an earlier copy
+        assert torch.equal(batch.inputs[row, keys], batch.targets[row, masked])  # ... and holds the next token
+    assert repeated_block_batch(task, 3, 64, seed=0).details["period"].unique().tolist() == [7, 11]
+
+
+@pytest.mark.parametrize("copies, periods", [(1, None), (2.0, None), (3, (14,)), (6, (7,)), (2, ())])
+def test_repeated_block_batch_rejects_what_does_not_fit(copies, periods):
+    from mha.lab.induction import repeated_block_batch
+
+    with pytest.raises(ValueError, match="copies"):
+        repeated_block_batch(InductionTask(), copies, 4, seed=0, periods=periods)
+
+
+def test_first_step_above_reads_the_first_crossing():
+    from mha.lab.induction import first_step_above
+
+    rows = [{"step": 0, "score": 0.1}, {"step": 100, "score": 0.6}, {"step": 200, "score": 0.4}]
+    assert first_step_above(rows, "score", 0.5) == 100
+    assert first_step_above(rows, "score", 0.05) == 0
+    assert first_step_above(rows, "score", 0.9) is None
+
+
+def test_train_until_induction_stops_after_the_phase_change():
+    from mha.lab.induction import train_until_induction
+    from mha.lab.tiny_model import TinyTransformer, TinyTransformerConfig
+    from mha.lab.training import TrainingConfig
+
+    task = InductionTask(vocab_size=24, seq_len=12, periods=(3, 4, 6), held_out_periods=(5,))
+    model = TinyTransformer(TinyTransformerConfig(vocab_size=24, max_seq_len=12, d_model=16, n_heads=2), seed=0)
+    training = TrainingConfig(steps=40, learning_rate=3e-3, log_every=10, eval_batch_size=32, seed=0)
+    # a loss that is always "settled": the run stops settle_steps after its first log row below it
+    result = train_until_induction(model, task, training, held_out_batch(task, size=16), score_every=20,
+                                   settled_loss=100.0, settle_steps=20)
+    assert result["formed"] and result["settled_step"] == 0 and result["steps"] == 20
+    assert [row["step"] for row in result["head_scores"]] == [0, 20]
+    unsettled = train_until_induction(TinyTransformer(model.config, seed=1), task, training,
+                                      held_out_batch(task, size=16), score_every=20, settled_loss=1e-9)
+    assert not unsettled["formed"] and unsettled["phase_step"] is None and unsettled["steps"] == 40
+
+
+def test_stored_phase_spread_covers_its_grid_and_matches_the_stored_seed_logs():
+    from mha.lab.checkpoints import load_json
+
+    study = load_json("induction_phase_spread.json")
+    assert study["complete"]
+    grid = {(run["d_model"], run["learning_rate"], run["seed"]) for run in study["runs"]}
+    assert grid == {(d, lr, s) for d in study["widths"] for lr in study["learning_rates"] for s in study["seeds"]}
+    assert all(run["formed"] and run["phase_step"] <= run["steps"] for run in study["runs"])
+    stored = {run["seed"]: run for run in study["runs"] if run.get("from_stored_checkpoint")}
+    assert stored[0]["phase_step"] == load_json("induction_2layer_seed0.json")["steepest_repeat_loss_drop"]["step"]
+    for run in study["runs"]:  # a role threshold is passed no earlier than a lower one
+        firsts = [run["first_step_prefix_matching_above"][str(t)] for t in study["thresholds"]]
+        assert firsts == sorted(firsts)

@@ -11,13 +11,15 @@ from mha.lab.tasks import (
     INDUCTION_TRAIN_PERIODS,
     CopyBackTask,
     InductionTask,
+    PairRecallTask,
     TwoRelationTask,
     masked_accuracy,
     masked_cross_entropy,
     task_from_dict,
 )
 
-ALL_TASKS = [InductionTask(), InductionTask(scored="all"), TwoRelationTask(), CopyBackTask(distance=3)]
+ALL_TASKS = [InductionTask(), InductionTask(scored="all"), TwoRelationTask(), CopyBackTask(distance=3),
+             PairRecallTask(), PairRecallTask(typed=True), PairRecallTask(answer="second")]
 
 
 @pytest.mark.parametrize("task", ALL_TASKS, ids=lambda task: task.name)
@@ -144,3 +146,41 @@ def test_bad_arguments_say_what_is_wrong():
         task_from_dict({"name": "sorting"})
     with pytest.raises(ValueError, match="distinct keys"):
         TwoRelationTask(n_facts=9, n_keys=8)
+
+
+def test_existing_tasks_are_unchanged_bit_for_bit():
+    """The stored checkpoints were trained on these streams: a change to a task would silently invalidate them."""
+    batch = TwoRelationTask().sample(64, 123)
+    assert (int(batch.inputs.sum()), int(batch.targets[batch.loss_mask].sum())) == (88389, 47140)
+
+
+@pytest.mark.parametrize("typed", [False, True])
+def test_pair_recall_targets_name_the_two_tokens_before_each_query(typed):
+    task = PairRecallTask(typed=typed)
+    batch = task.sample(32, 3)
+    rows, queries = torch.nonzero(batch.loss_mask, as_tuple=True)
+    assert torch.all(batch.inputs[rows, queries] == task.query_token)
+    assert batch.loss_mask.sum(dim=1).eq(task.n_triples).all()
+    first = batch.inputs[rows, batch.details["first_position"][rows, queries]]
+    second = batch.inputs[rows, batch.details["second_position"][rows, queries]]
+    assert torch.equal(batch.details["second_position"][rows, queries], queries - 1)
+    assert torch.equal(batch.details["first_position"][rows, queries], queries - 2)
+    second_symbol = second - task.n_symbols if typed else second
+    assert int(first.max()) < task.n_symbols and int(second_symbol.min()) >= 0
+    assert int(second_symbol.max()) < task.n_symbols
+    assert torch.equal(batch.targets[rows, queries], task.first_answer + first * task.n_symbols + second_symbol)
+    # the fillers move the triples around: the first query is not always at the same position
+    assert len(set(torch.nonzero(batch.loss_mask)[:, 1][::task.n_triples].tolist())) > 1
+
+
+def test_pair_recall_one_relation_names_only_the_previous_token_and_shares_the_vocabulary():
+    pair, second = PairRecallTask(), PairRecallTask(answer="second")
+    assert pair.vocab_size == second.vocab_size == PairRecallTask(typed=True).vocab_size
+    batch = second.sample(16, 0)
+    rows, queries = torch.nonzero(batch.loss_mask, as_tuple=True)
+    assert torch.equal(batch.targets[rows, queries], second.first_answer + batch.inputs[rows, queries - 1])
+    assert torch.equal(pair.sample(16, 0).inputs, batch.inputs)  # same stream, only the answer differs
+    with pytest.raises(ValueError, match="answer must be"):
+        PairRecallTask(answer="both")
+    with pytest.raises(ValueError, match="typed must be"):
+        PairRecallTask(typed="yes")

@@ -17,7 +17,10 @@ is the analysis on top:
   :func:`keep_one_head_masks`, :func:`pruning_masks`);
 * estimates every head's importance from one backward pass, as Michel et
   al. do (:func:`head_mask_gradients`, :func:`michel_importance`);
-* reads a pruning curve (:func:`heads_removable`);
+* reads a pruning curve (:func:`heads_removable`), at several thresholds and over
+  several selection/held-out splits (:func:`removable_at_thresholds`,
+  :func:`held_out_pruning_curve`; ``scripts/pruning_spread.py`` stores them,
+  :func:`load_pruning_spread` reads them), so the count comes with its spread;
 * gives attention's own answer to "which token matters?", to set beside
   :func:`~mha.pretrained.interventions.key_removal_effects`:
   :func:`column_means` (chapter 4, "Attention is not explanation").
@@ -32,13 +35,15 @@ import numpy.typing as npt
 import torch
 from torch import Tensor
 
+from mha.data_files import DATA_DIRECTORY
 from mha.pretrained.encoder import HeadMask, MiniLMEncoder
 from mha.pretrained.interventions import as_head_masks
 from mha.pretrained.sentence_embedding import sentence_embeddings
 from mha.pretrained.tokenizer import TokenizedBatch
 
-__all__ = ["column_means", "head_mask_gradients", "heads_removable", "keep_one_head_masks", "michel_importance",
-           "pruning_masks", "single_head_masks"]
+__all__ = ["PRUNING_SPREAD_PATH", "column_means", "head_mask_gradients", "heads_removable", "held_out_pruning_curve",
+           "keep_one_head_masks", "load_pruning_spread", "michel_importance", "pruning_masks", "removable_at_thresholds",
+           "single_head_masks"]
 
 
 def single_head_masks(n_layers: int, n_heads: int) -> np.ndarray:
@@ -159,6 +164,84 @@ def heads_removable(counts: Sequence[int], quality: npt.ArrayLike, reference: fl
         raise ValueError(f"the first point ({quality[0]:.4g}) is already more than {max_drop} below the reference "
                          f"{reference:.4g}; start the curve at 0 heads removed.")
     return int(removable)
+
+
+PRUNING_SPREAD_PATH = DATA_DIRECTORY / "pruning_spread.json"
+"""Pruning curves over several held-out splits, written by ``scripts/pruning_spread.py`` (chapter 4)."""
+
+
+def load_pruning_spread() -> dict:
+    """The stored pruning curves of ``scripts/pruning_spread.py``: ``counts``, and per split its ``ranking_kept`` by order."""
+    import json
+
+    from mha.data_files import how_to_restore, read_data_file
+
+    how = how_to_restore("python scripts/pruning_spread.py", DATA_DIRECTORY)
+    data = read_data_file(PRUNING_SPREAD_PATH, what="the stored pruning curves", how=how, limit=10_000_000)
+    return json.loads(data.decode("utf-8"))
+
+
+def removable_at_thresholds(counts: Sequence[int], ranking_kept: npt.ArrayLike,
+                            thresholds: Sequence[float]) -> np.ndarray:
+    """Heads removable before each curve's similarity ranking first falls below each threshold: (curves, thresholds).
+
+    ``ranking_kept`` (curves, points) or (points,): rank correlations with the
+    full model (1 at 0 heads removed) at ``counts`` heads removed. Each entry is
+    :func:`heads_removable` with reference 1 and ``max_drop = 1 - threshold``,
+    so the whole table shows how the count moves with the threshold and the
+    curve (e.g. the held-out split) (chapter 4, "Redundancy and pruning").
+    """
+    curves = np.atleast_2d(np.asarray(ranking_kept, dtype=float))
+    bad = [t for t in thresholds if not 0.0 < float(t) <= 1.0]
+    if bad or not len(thresholds):
+        raise ValueError(f"thresholds must be rank correlations in (0, 1], got {list(thresholds)}.")
+    return np.array([[heads_removable(counts, curve, 1.0, 1.0 - float(t)) for t in thresholds] for curve in curves],
+                    dtype=int)  # (curves, thresholds)
+
+
+def held_out_pruning_curve(encoder: MiniLMEncoder, selection: Sequence[int], held_out: Sequence[int],
+                           counts: Sequence[int], *, order: str = "gradient", seed: int = 0,
+                           max_sequences: int = 256) -> dict[str, np.ndarray]:
+    """Prune heads in an order chosen on the ``selection`` triples; judge it on the ``held_out`` ones (chapter 4).
+
+    ``selection`` and ``held_out`` are triple indices of
+    :data:`mha.corpora.paraphrases.TRIPLES` (e.g. from
+    :func:`~mha.corpora.paraphrases.split_triples`). ``order`` is
+    ``"gradient"`` (Michel et al.'s importance of the contrastive loss on the
+    selection sentences, least important pruned first) or ``"random"`` (a
+    permutation drawn with ``seed``). At each of ``counts`` (increasing, from 0)
+    heads removed, the held-out sentences are embedded and their similarities
+    compared with the full model's. Returns ``counts``, ``order`` (flat head
+    indices, pruned first first) and ``ranking_kept`` (points,): the Spearman
+    correlation with the full model's held-out similarities. ``max_sequences``
+    bounds how many sentences run at once (memory).
+    """
+    from mha.corpora.paraphrases import contrastive_loss, pair_set, similarity_rank_correlation, similarity_scores
+    from mha.pretrained.interventions import embeddings_under_masks
+
+    if order not in ("gradient", "random"):
+        raise ValueError(f"order must be 'gradient' (Michel et al.) or 'random', got {order!r}.")
+    if set(selection) & set(held_out):
+        raise ValueError(f"selection and held_out share triples {sorted(set(selection) & set(held_out))}; "
+                         "choose and judge on different sentences.")
+    counts = [int(k) for k in counts]
+    if not counts or counts[0] != 0:
+        raise ValueError("counts must start at 0 heads removed (the full model, the curve's reference).")
+    n_layers, n_heads = encoder.config.n_layers, encoder.config.n_heads
+    if order == "gradient":
+        chosen_on = pair_set(selection)
+        gradients = head_mask_gradients(encoder, encoder.tokenize(chosen_on.sentences),
+                                        lambda vectors: contrastive_loss(similarity_scores(vectors)))
+        flat_order = np.argsort(michel_importance(gradients).ravel(), kind="stable")
+    else:
+        flat_order = np.random.default_rng(seed).permutation(n_layers * n_heads)
+    judged_on = pair_set(held_out)
+    trace = encoder.trace(judged_on.sentences)
+    full = sentence_embeddings(trace.hidden_states[-1], trace.real_tokens).numpy()  # (3n, d_model)
+    pruned = embeddings_under_masks(encoder, trace, pruning_masks(flat_order, counts, n_layers, n_heads),
+                                    max_sequences=max_sequences)  # (points, 3n, d_model)
+    kept = similarity_rank_correlation(similarity_scores(pruned), similarity_scores(full))  # (points,)
+    return {"counts": np.array(counts), "order": flat_order, "ranking_kept": np.asarray(kept, dtype=float)}
 
 
 def column_means(attention: npt.ArrayLike) -> np.ndarray:

@@ -21,12 +21,12 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from mha.lab.head_count_sweep import answer_parts, first_step_below, relation_shares
+from mha.lab.head_count_sweep import answer_parts, equal_split_ceiling, first_step_below, relation_shares
 from mha.lab.tasks import TwoRelationTask
-from .checking import (CheckResult, answer_number, answer_tuple, as_array, compare_array, describe_difference, matches,
-                       random_attention_maps, run_check)
+from .checking import (CheckResult, answer_number, answer_tuple, as_array, compare_array, compare_number,
+                       describe_difference, matches, random_attention_maps, run_check)
 
-__all__ = ["check_relation_shares", "check_first_step_below", "check_answer_parts"]
+__all__ = ["check_relation_shares", "check_first_step_below", "check_answer_parts", "check_equal_split_ceiling"]
 
 
 # --- relation shares -------------------------------------------------------------------------------
@@ -215,3 +215,21 @@ def check_answer_parts(function: Callable) -> CheckResult:
         return problem
 
     return run_check(function, cases, compare, "splits an answer into its value and its modifier")
+
+
+# --- the even-split ceiling --------------------------------------------------------------------------------------
+
+def check_equal_split_ceiling(function: Callable) -> CheckResult:
+    """Check ``function(n_symbols)``: the best accuracy possible after an even split of two same-vocabulary sources."""
+    cases = [(f"{n} symbols", (n,), {}, n) for n in (8, 10, 100, 2)]
+
+    def compare(got, n_symbols):
+        want = equal_split_ceiling(n_symbols)
+        slips = {"no a = b": (0.5, "Pairs with a = b are never confused: the head's output is the same either way, "
+                                   "and it is right. Add them back."),
+                 "only a = b": (1 / n_symbols, "When a and b differ, guessing one order is right half the time."),
+                 "ordered": ((1 + (n_symbols - 1) / 2) / n_symbols ** 2,
+                             "That is a fraction of all answers, not of queries: every query has one pair.")}
+        return compare_number(got, want, slips, f"the ceiling for {n_symbols} symbols")
+
+    return run_check(function, cases, compare, "finds the most an even split of two same-kind sources can get right")

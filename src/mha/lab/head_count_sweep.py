@@ -25,7 +25,13 @@ reads them and holds the measurements the chapter makes:
 * :func:`first_step_below` - when a loss curve first reaches a threshold;
 * :class:`HeadCountSweep` - the sweep's results: curves, summaries, checkpoints;
 * :func:`train_two_relation_model` - train one more model of the sweep's shape
-  (used by the live retrain of :mod:`mha.views.head_count_explorer`).
+  (used by the live retrain of :mod:`mha.views.head_count_explorer`);
+* :class:`HeadCountStudy` / :func:`load_study` - the fair study of
+  ``scripts/train_head_count_study.py``: every h at every learning rate of a
+  small grid, validation and held-out accuracy curves, and the mechanism
+  controls; :func:`steps_to_solve`, :func:`accuracy_at`,
+  :func:`median_interval` (bootstrap) and :func:`best_learning_rates` (chosen
+  on the validation batch) read it.
 
 Maps follow the book's convention: weights are (batch, heads, seq_q, seq_k),
 row = query = the position attending FROM, column = key = the position
@@ -35,6 +41,7 @@ attended TO.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -51,6 +58,7 @@ from mha.core.validation import check_rank, head_counts_that_divide
 
 __all__ = [
     "SWEEP_FILE",
+    "STUDY_FILE",
     "ANALYSIS_BATCH_SEED",
     "ANALYSIS_BATCH_SIZE",
     "ROLE_SHARE_THRESHOLD",
@@ -69,9 +77,18 @@ __all__ = [
     "HeadCountSweep",
     "load_sweep",
     "train_two_relation_model",
+    "HeadCountStudy",
+    "load_study",
+    "steps_to_solve",
+    "accuracy_at",
+    "median_interval",
+    "best_learning_rates",
+    "equal_split_ceiling",
 ]
 
 SWEEP_FILE = "head_count_sweep.json"
+STUDY_FILE = "head_count_study.json"
+"""The fair study (every h at every learning rate) and the mechanism controls: ``scripts/train_head_count_study.py``."""
 ANALYSIS_BATCH_SEED = 10_000
 """The analysis batch of seed ``s`` is ``task.sample(ANALYSIS_BATCH_SIZE, ANALYSIS_BATCH_SEED + s)``: never trained on."""
 ANALYSIS_BATCH_SIZE = 256
@@ -370,3 +387,136 @@ def train_two_relation_model(
     log = train(model, task, training, progress=False, checkpoint_every=every, on_checkpoint=on_log)
     model.eval()
     return model, log
+
+
+# The fair study: every head count at every learning rate (chapter 3, "One big head or many", "A fair comparison").
+
+
+@dataclasses.dataclass(frozen=True)
+class HeadCountStudy:
+    """The learning-rate study of ``scripts/train_head_count_study.py`` and its mechanism controls (chapter 3).
+
+    ``runs`` has one record per ``(h, learning rate, seed)``: its ``curve`` holds ``step`` and the accuracy at the
+    ask positions on the ``validation`` batch (used to choose a learning rate) and on the ``held_out`` batch (used to
+    report), every ``log_every`` steps from ``log_every`` until the run stopped (solved after at least
+    ``min_steps``, or censored at ``max_steps``). ``controls`` holds the :class:`~mha.lab.tasks.PairRecallTask`
+    runs; ``held_out_size`` is the number of held-out sequences. ``incomplete`` lists the arms that were not
+    trained from every seed (with the reason), which :func:`best_learning_rates` leaves out of the choice. Build it
+    with :func:`load_study`.
+    """
+
+    head_counts: tuple[int, ...]
+    learning_rates: tuple[float, ...]
+    seeds: tuple[int, ...]
+    thresholds: tuple[float, ...]
+    min_steps: int
+    max_steps: int
+    runs: tuple[dict, ...]
+    controls: dict
+    held_out_size: int = 256
+    incomplete: tuple[dict, ...] = ()
+
+    def run(self, n_heads: int, learning_rate: float, seed: int) -> dict:
+        """The record of one run; ``ValueError`` naming what was trained if there is none."""
+        for record in self.runs:
+            if (record["n_heads"], record["seed"]) == (n_heads, seed) and math.isclose(record["learning_rate"],
+                                                                                       learning_rate):
+                return record
+        raise ValueError(f"no run with h = {n_heads}, learning rate {learning_rate!r}, seed {seed!r}; the study "
+                         f"trained h = {_listing(self.head_counts)}, learning rates "
+                         f"{', '.join(f'{lr:g}' for lr in self.learning_rates)} and seeds {_listing(self.seeds)}"
+                         f"{' (not every arm from every seed: see seeds_trained)' if self.incomplete else ''}.")
+
+    def seeds_trained(self, n_heads: int, learning_rate: float) -> tuple[int, ...]:
+        """The seeds trained for one arm: all of ``seeds``, unless the arm is listed in ``incomplete``."""
+        return tuple(record["seed"] for record in self.runs if record["n_heads"] == n_heads
+                     and math.isclose(record["learning_rate"], learning_rate))
+
+
+def load_study(directory=LAB_DIRECTORY) -> HeadCountStudy:
+    """Read ``head_count_study.json`` (checked against the manifest) into a :class:`HeadCountStudy`. Chapter 3."""
+    content = load_json(STUDY_FILE, directory)
+    return HeadCountStudy(head_counts=tuple(content["head_counts"]), learning_rates=tuple(content["learning_rates"]),
+                          seeds=tuple(content["seeds"]), thresholds=tuple(content["thresholds"]),
+                          min_steps=content["min_steps"], max_steps=content["max_steps"], runs=tuple(content["runs"]),
+                          controls=content["controls"], held_out_size=content["held_out"]["size"],
+                          incomplete=tuple(content.get("incomplete", ())))
+
+
+def steps_to_solve(record: dict, threshold: float, split: str = "held_out") -> float:
+    """The first logged step at which a run's accuracy on ``split`` reaches ``threshold``; ``inf`` if it never did.
+
+    ``split`` is ``"validation"`` or ``"held_out"``. ``inf`` marks a censored run: not solved within the steps it
+    trained (runs stop early only after solving at the strictest threshold, so a looser one is never censored by
+    the early stop). Chapter 3.
+    """
+    if split not in ("validation", "held_out"):
+        raise ValueError(f"split must be 'validation' (to choose) or 'held_out' (to report), got {split!r}.")
+    if not 0.0 < threshold <= 1.0:
+        raise ValueError(f"threshold is an accuracy in (0, 1], got {threshold!r}.")
+    curve = record["curve"]
+    return float(next((step for step, accuracy in zip(curve["step"], curve[split]) if accuracy >= threshold),
+                      math.inf))
+
+
+def accuracy_at(record: dict, step: int, split: str = "held_out") -> float:
+    """A run's accuracy on ``split`` at logged ``step``; ``ValueError`` if the run did not log that step."""
+    curve = record["curve"]
+    if step not in curve["step"]:
+        raise ValueError(f"step {step} was not logged by this run (it logged every {curve['step'][0]} steps up to "
+                         f"{curve['step'][-1]}).")
+    return float(curve[split][curve["step"].index(step)])
+
+
+def median_interval(values: Sequence[float], n_resamples: int = 2000, seed: int = 0,
+                    level: float = 0.95) -> tuple[float, float, float]:
+    """The median of ``values`` and a percentile-bootstrap interval for it: ``(median, low, high)``. Chapter 3.
+
+    ``inf`` (a censored run) is allowed and sorts last, so a median or bound that lands on a censored run is
+    ``inf``: "not solved within the cap". With 5 seeds the interval can only run between observed values.
+    """
+    values = np.asarray(values, dtype=float)
+    if values.ndim != 1 or len(values) == 0 or np.isnan(values).any():
+        raise ValueError(f"give a non-empty 1-d list of numbers (inf for censored runs), got {values!r}.")
+    rng = np.random.default_rng(seed)
+    resamples = values[rng.integers(0, len(values), size=(n_resamples, len(values)))]  # (n_resamples, n)
+    medians = np.sort(resamples, axis=1)[:, (len(values) - 1) // 2]  # the lower median: inf-safe
+    tail = (1.0 - level) / 2
+    low, high = np.quantile(medians, [tail, 1.0 - tail], method="inverted_cdf")
+    return float(np.sort(values)[(len(values) - 1) // 2]), float(low), float(high)
+
+
+def best_learning_rates(study: HeadCountStudy, threshold: float) -> dict[int, float]:
+    """Per head count, the learning rate chosen on the validation batch: the fewest median steps to ``threshold``.
+
+    Ties (for example a censored median at every rate) go to the rate with more seeds solved, then to the higher
+    median validation accuracy at ``study.min_steps``, then to the smaller rate. The held-out batch plays no part in the choice, and a rate not trained from every seed
+    is left out of it. Chapter 3.
+    """
+    chosen = {}
+    for n_heads in study.head_counts:
+        complete = [rate for rate in study.learning_rates
+                    if set(study.seeds_trained(n_heads, rate)) == set(study.seeds)]
+        if not complete:
+            raise ValueError(f"h = {n_heads} has no learning rate trained from every seed; nothing to choose from.")
+
+        def score(learning_rate: float) -> tuple[float, int, float, float]:
+            records = [study.run(n_heads, learning_rate, seed) for seed in study.seeds]
+            steps = [steps_to_solve(r, threshold, "validation") for r in records]
+            accuracy = float(np.median([accuracy_at(r, study.min_steps, "validation") for r in records]))
+            solved = int(np.isfinite(steps).sum())
+            return median_interval(steps, n_resamples=1)[0], -solved, -accuracy, learning_rate
+
+        chosen[n_heads] = min(complete, key=score)
+    return chosen
+
+
+def equal_split_ceiling(n_symbols: int) -> float:
+    """The most a readout can get right after one head splits evenly between two sources of the same ``n_symbols``.
+
+    ``a b ?`` and ``b a ?`` then give the head the same output, so the best guess is right whenever ``a = b`` (a
+    fraction ``1 / n_symbols`` of the pairs) and half the time otherwise. Chapter 3, "One big head or many".
+    """
+    if isinstance(n_symbols, bool) or not isinstance(n_symbols, (int, np.integer)) or n_symbols < 1:
+        raise ValueError(f"n_symbols must be a whole number of at least 1, got {n_symbols!r}.")
+    return 1 / n_symbols + (1 - 1 / n_symbols) / 2

@@ -16,6 +16,13 @@ them into role assignments and the checks around them:
   turn, the causal check behind a role;
 * :func:`attention_by_offset` - how much weight a head puts ``d`` positions
   back, which shows what a model that cannot form induction heads does instead.
+* :func:`train_until_induction` - train until the phase change has passed,
+  scoring the heads on the way (the live demo of "Induction heads" and
+  ``scripts/induction_phase_spread.py``, with :data:`FAST_INDUCTION_MODEL` and
+  :data:`FAST_LEARNING_RATE`), and :func:`first_step_above`, the step a score
+  first passes a threshold;
+* :func:`repeated_block_batch` - sequences with more copies of the block than
+  training ever shows, to test whether the heads generalise.
 
 Conventions are the book's: weights are ``(..., batch, heads, seq_q, seq_k)``
 with row = query (attends from) and column = key (attended to).
@@ -23,6 +30,7 @@ with row = query (attends from) and column = key (attended to).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 import numpy as np
@@ -45,6 +53,12 @@ __all__ = [
     "role_table",
     "head_ablation_losses",
     "attention_by_offset",
+    "FAST_INDUCTION_MODEL",
+    "FAST_LEARNING_RATE",
+    "SETTLED_REPEAT_LOSS",
+    "train_until_induction",
+    "first_step_above",
+    "repeated_block_batch",
 ]
 
 ROLE_SCORE_THRESHOLD = 0.5
@@ -181,3 +195,128 @@ def attention_by_offset(weights: Tensor, query_mask: Tensor | None = None) -> Te
                        else torch.full(weights.shape[:-4] + weights.shape[-3:-2], float("nan")))  # (..., heads)
     return torch.stack(offsets, dim=-1)  # (..., heads, seq)
 
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# How fast the phase change comes, and whether the heads generalise (chapter 3, "Induction heads")
+# ---------------------------------------------------------------------------------------------------------------
+
+FAST_INDUCTION_MODEL = dict(d_model=64, n_layers=2, n_heads=4)
+"""The live demo's model: twice the stored checkpoints' width (d_head 16), still attention only."""
+
+FAST_LEARNING_RATE = 3e-3
+"""The live demo's learning rate: with :data:`FAST_INDUCTION_MODEL` its phase change comes within a few hundred steps."""
+
+SETTLED_REPEAT_LOSS = 0.5
+"""A run has passed its phase change once its repeat loss on training periods is below this (nats; log 64 = 4.16)."""
+
+
+class _PhaseChangePassed(Exception):
+    """Raised inside :func:`train_until_induction`'s callback to end training early."""
+
+
+def train_until_induction(model, task: InductionTask, training, held_out: TaskBatch | None = None, *,
+                          score_every: int = 100, settled_loss: float = SETTLED_REPEAT_LOSS,
+                          settle_steps: int = 200, progress: bool = False) -> dict:
+    """Train ``model`` in place until its phase change has passed, scoring its heads on held-out periods (chapter 3).
+
+    ``training`` is a :class:`~mha.lab.training.TrainingConfig`; its ``steps``
+    is the most the run may take. Every ``score_every`` steps the heads are
+    scored on ``held_out`` (default :func:`held_out_batch`); training stops
+    ``settle_steps`` steps after the repeat loss on the training periods first
+    falls below ``settled_loss``, so that :func:`~mha.lab.training.steepest_drop`
+    (window 200 steps) sees the whole fall. Returns a dict with ``log`` (the
+    :class:`~mha.lab.training.TrainingLog`), ``phase_step`` and
+    ``phase_seconds`` (the steepest 200-step fall of the repeat loss, None if
+    the loss never settled), ``settled_step``, ``steps`` (trained),
+    ``head_scores`` (per scoring step: ``step``, held-out ``repeat_loss``,
+    ``best_previous_token`` of the first layer, ``best_prefix_matching`` of the
+    last layer) and ``formed`` (whether the loss settled within ``steps``).
+    """
+    from mha.lab.training import steepest_drop, train
+
+    if not 0 < settled_loss:
+        raise ValueError(f"settled_loss must be a positive loss in nats, got {settled_loss!r}.")
+    held_out = held_out_batch(task) if held_out is None else held_out
+    head_scores: list[dict] = []
+    settled: dict[str, int] = {}
+
+    def on_checkpoint(step: int, current, log) -> None:
+        if step % score_every == 0:
+            with torch.no_grad():
+                repeat_loss = task.metrics(current(held_out.inputs).logits, held_out)["repeat_loss"]
+            scores = head_role_scores(current, held_out.inputs, held_out.details["repeat_mask"])
+            head_scores.append({"step": step, "repeat_loss": repeat_loss,
+                                "best_previous_token": float(scores["previous_token"][0].max()),
+                                "best_prefix_matching": float(scores["prefix_matching"][-1].max())})
+        if "step" not in settled and log.rows[-1]["step"] == step and log.rows[-1]["repeat_loss"] < settled_loss:
+            settled["step"] = step
+        if "step" in settled and step >= settled["step"] + settle_steps and step % score_every == 0:
+            raise _PhaseChangePassed
+
+    every = math.gcd(score_every, training.log_every)
+    log_holder: list = []
+    try:
+        log = train(model, task, training, progress=progress, checkpoint_steps=(0,), checkpoint_every=every,
+                    on_checkpoint=lambda step, current, log: (log_holder.append(log) if not log_holder else None,
+                                                              on_checkpoint(step, current, log)))
+    except _PhaseChangePassed:
+        log = log_holder[0]
+    model.eval()
+    formed = "step" in settled
+    phase = steepest_drop(log, "repeat_loss", window_steps=200) if formed else None
+    return {"log": log, "formed": formed, "settled_step": settled.get("step"), "steps": int(log.rows[-1]["step"]),
+            "phase_step": int(phase["step"]) if phase else None, "phase_seconds": phase["seconds"] if phase else None,
+            "seconds": log.seconds, "head_scores": head_scores}
+
+
+def first_step_above(head_scores: list[dict], key: str, threshold: float) -> int | None:
+    """The first scoring step at which ``key`` (e.g. ``"best_prefix_matching"``) exceeds ``threshold``; None if never."""
+    return next((int(row["step"]) for row in head_scores if row[key] > threshold), None)
+
+
+def repeated_block_batch(task: InductionTask, copies: int, size: int, seed: int,
+                         periods: tuple[int, ...] | None = None) -> TaskBatch:
+    """Sequences ``[noise][A][A]...[A]`` with ``copies`` copies of the block: a layout training never shows (chapter 3).
+
+    Training sequences hold exactly two copies; here tokens of the third and
+    later copies have several earlier occurrences. ``periods`` (default: the
+    task's held-out periods that fit ``copies`` times into ``seq_len + 1``
+    tokens) is drawn per sequence. The batch has the same ``details`` as
+    :meth:`~mha.lab.tasks.InductionTask.sample` (``repeat_start`` is where the
+    second copy starts; ``induction_key`` points after the most recent earlier
+    copy), plus ``copy_index`` (batch, seq): which copy each input position
+    is in (0 for noise, 1 for the first copy, ...), so losses can be read per copy.
+    """
+    if isinstance(copies, bool) or not isinstance(copies, int) or copies < 2:
+        raise ValueError(f"copies must be a whole number of at least 2 (a repeat needs two copies), got {copies!r}.")
+    n_tokens = task.seq_len + 1
+    if periods is None:
+        periods = tuple(p for p in task.held_out_periods if copies * p <= n_tokens)
+    periods = tuple(int(p) for p in periods)
+    too_long = [p for p in periods if copies * p > n_tokens or p < 2]
+    if not periods or too_long:
+        raise ValueError(f"{copies} copies of periods {list(periods) or 'none'} do not fit into seq_len + 1 = "
+                         f"{n_tokens} tokens; choose periods 2 <= p <= {n_tokens // copies}.")
+    generator = torch.Generator().manual_seed(seed)
+    choices = torch.tensor(periods)
+    period = choices[torch.randint(0, len(choices), (size,), generator=generator)]  # (batch,)
+    tokens = torch.rand(size, task.vocab_size, generator=generator).argsort(-1)  # (batch, vocab): distinct tokens
+    if task.vocab_size < n_tokens:
+        raise ValueError(f"distinct tokens need vocab_size >= seq_len + 1 = {n_tokens}, got {task.vocab_size}.")
+    tokens = tokens[:, :n_tokens]  # (batch, n_tokens)
+    positions = torch.arange(n_tokens)  # (n_tokens,)
+    first_copy = n_tokens - copies * period  # (batch,): token index where the first copy begins
+    offset = positions[None, :] - first_copy[:, None]  # (batch, n_tokens): distance into the copies
+    source = torch.where(offset >= 0, first_copy[:, None] + offset % period[:, None], positions[None, :])
+    tokens = tokens.gather(1, source)  # every later copy := the first copy
+    inputs, targets = tokens[:, :-1], tokens[:, 1:]  # (batch, seq) each
+    input_offset = offset[:, :-1]  # (batch, seq)
+    copy_index = torch.where(input_offset >= 0, input_offset // period[:, None] + 1, torch.zeros_like(input_offset))
+    repeat_start = first_copy + period  # (batch,): input position where the second copy begins
+    repeat_mask = copy_index >= 2  # (batch, seq): the next token is known from an earlier copy
+    induction_key = torch.where(repeat_mask, torch.arange(task.seq_len)[None, :] - period[:, None] + 1,
+                                torch.full_like(copy_index, -1))  # (batch, seq)
+    details = {"period": period, "repeat_start": repeat_start, "repeat_mask": repeat_mask,
+               "induction_key": induction_key, "copy_index": copy_index}
+    return TaskBatch(inputs, targets, repeat_mask.clone(), details)

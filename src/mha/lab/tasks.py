@@ -23,6 +23,10 @@ The three tasks:
   position, which one attention distribution cannot pick out sharply at once.
 * :class:`CopyBackTask` - predict the token ``distance`` places back: a purely
   positional task.
+* :class:`PairRecallTask` - the controls of section 3.7 (and 1.2): the answer
+  names the two tokens just before, drawn from one shared vocabulary
+  (``typed=False``) or from two disjoint ones (``typed=True``), or only the
+  previous token (``answer="second"``, a one-relation control).
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ __all__ = [
     "InductionTask",
     "TwoRelationTask",
     "CopyBackTask",
+    "PairRecallTask",
     "masked_cross_entropy",
     "masked_accuracy",
     "task_from_dict",
@@ -373,10 +378,105 @@ class CopyBackTask:
         return {"name": self.name, "vocab_size": self.vocab_size, "seq_len": self.seq_len, "distance": self.distance}
 
 
-_TASKS = {"induction": InductionTask, "two_relation": TwoRelationTask, "copy_back": CopyBackTask}
+@dataclasses.dataclass(frozen=True)
+class PairRecallTask:
+    """Name the two tokens just before: the mechanism controls of "One big head or many" (chapter 3).
+
+    A sequence holds ``n_triples`` triples ``[a][b][?]``, each preceded by a
+    filler ``_`` or not (a coin flip per triple) and padded with fillers to
+    ``4 * n_triples`` positions, so a triple starts anywhere and no absolute
+    position says "this is an ``a``": a head must find ``a`` and ``b`` at the
+    offsets -2 and -1 from the ``?``. At each ``?`` (the only scored positions)
+    the target names ``(a, b)`` (``answer="pair"``: two relations) or ``b``
+    alone (``answer="second"``: one relation, the control in which the head
+    count should not matter). With ``typed=False`` both ``a`` and ``b`` are
+    drawn from the same ``n_symbols`` tokens, so they reach the model through
+    the same embeddings: a head that splits its weight between them adds two
+    vectors in the same features. With ``typed=True`` ``a`` comes from tokens
+    ``0..S-1`` and ``b`` from ``S..2S-1``, two types the model can keep in
+    different features. Every variant has the same vocabulary: ``2S`` symbol
+    tokens, ``?`` (``2S``), ``_`` (``2S + 1``) and ``S*S`` answer tokens from
+    ``first_answer = 2S + 2`` (``(a, b)`` is ``first_answer + a*S + b``; ``b``
+    alone is ``first_answer + b``).
+
+    ``details``: ``first_position`` and ``second_position`` (batch, seq), the
+    positions of ``a`` and ``b`` for each ``?`` position, -1 elsewhere.
+    """
+
+    n_symbols: int = 8
+    n_triples: int = 6
+    typed: bool = False
+    answer: str = "pair"
+    name: str = dataclasses.field(default="pair_recall", init=False)
+
+    def __post_init__(self) -> None:
+        _check_positive(n_symbols=self.n_symbols, n_triples=self.n_triples)
+        if self.answer not in ("pair", "second"):
+            raise ValueError(f"answer must be 'pair' (name both tokens before '?') or 'second' (only the previous "
+                             f"one), got {self.answer!r}.")
+        if not isinstance(self.typed, bool):
+            raise ValueError(f"typed must be True or False, got {self.typed!r}.")
+
+    @property
+    def query_token(self) -> int:
+        """Token id of ``?``."""
+        return 2 * self.n_symbols
+
+    @property
+    def filler_token(self) -> int:
+        """Token id of the filler ``_``."""
+        return 2 * self.n_symbols + 1
+
+    @property
+    def first_answer(self) -> int:
+        """Token id of the first answer token."""
+        return 2 * self.n_symbols + 2
+
+    @property
+    def vocab_size(self) -> int:
+        """``2S`` symbols + ``?`` + ``_`` + ``S*S`` answers, the same for every variant."""
+        return self.first_answer + self.n_symbols ** 2
+
+    @property
+    def seq_len(self) -> int:
+        """``4 * n_triples`` positions (room for a filler before every triple)."""
+        return 4 * self.n_triples
+
+    def sample(self, batch_size: int, generator: torch.Generator | int) -> TaskBatch:
+        """A batch of ``batch_size`` sequences; see the class docstring for the layout and ``details``."""
+        _check_batch_size(batch_size)
+        generator = as_generator(generator)
+        S, T = self.n_symbols, self.n_triples
+        first = torch.randint(0, S, (batch_size, T), generator=generator)  # (batch, triples)
+        second = torch.randint(0, S, (batch_size, T), generator=generator)  # (batch, triples)
+        gaps = torch.randint(0, 2, (batch_size, T), generator=generator)  # (batch, triples): a filler before or not
+        starts = 3 * torch.arange(T) + gaps.cumsum(dim=1)  # (batch, triples): position of each a
+        inputs = torch.full((batch_size, self.seq_len), self.filler_token, dtype=torch.long)  # (batch, seq)
+        inputs.scatter_(1, starts, first)
+        inputs.scatter_(1, starts + 1, second + S if self.typed else second)  # typed: b has its own tokens
+        inputs.scatter_(1, starts + 2, torch.full_like(first, self.query_token))
+        answers = self.first_answer + (first * S + second if self.answer == "pair" else second)  # (batch, triples)
+        targets = torch.full_like(inputs, IGNORE_INDEX).scatter_(1, starts + 2, answers)  # (batch, seq)
+        first_position = torch.full_like(inputs, -1).scatter_(1, starts + 2, starts)
+        second_position = torch.full_like(inputs, -1).scatter_(1, starts + 2, starts + 1)
+        return TaskBatch(inputs, targets, targets != IGNORE_INDEX,
+                         {"first_position": first_position, "second_position": second_position})
+
+    def metrics(self, logits: Tensor, batch: TaskBatch) -> dict[str, float]:
+        """``loss`` and ``accuracy`` over the ``?`` positions."""
+        return {"loss": float(masked_cross_entropy(logits, batch.targets, batch.loss_mask)),
+                "accuracy": masked_accuracy(logits, batch.targets, batch.loss_mask)}
+
+    def to_dict(self) -> dict:
+        """The settings as a JSON-ready dict (``task_from_dict`` inverts it)."""
+        return {"name": self.name, "n_symbols": self.n_symbols, "n_triples": self.n_triples, "typed": self.typed,
+                "answer": self.answer}
+
+_TASKS = {"induction": InductionTask, "two_relation": TwoRelationTask, "copy_back": CopyBackTask,
+          "pair_recall": PairRecallTask}
 
 
-def task_from_dict(settings: dict) -> InductionTask | TwoRelationTask | CopyBackTask:
+def task_from_dict(settings: dict) -> InductionTask | TwoRelationTask | CopyBackTask | PairRecallTask:
     """Rebuild a task from its :meth:`to_dict` output (as stored in a checkpoint manifest)."""
     settings = dict(settings)
     name = settings.pop("name", None)
