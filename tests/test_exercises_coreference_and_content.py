@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from mha.exercises.coreference_and_content import (check_candidate_picks, check_count_flips,
-                                                    check_crossed_contrast, check_familywise_p_values,
-                                                    check_held_out_best, check_rarest_hits)
+                                                    check_crossed_contrast, check_detection_power,
+                                                    check_familywise_p_values, check_held_out_best, check_rarest_hits)
 
 
 def not_attempted(*args, **kwargs):
@@ -168,8 +168,37 @@ def test_familywise_p_values():
     assert not result and "1 + exceedances" in result.message
 
 
+# --- detection power ------------------------------------------------------------------------------
+
+def detection_power_solution(n_pairs, rate, smallest_count):
+    from math import comb
+
+    return sum(comb(n_pairs, k) * rate ** k * (1 - rate) ** (n_pairs - k) for k in range(smallest_count, n_pairs + 1))
+
+
+def detection_power_strict(n_pairs, rate, smallest_count):
+    return detection_power_solution(n_pairs, rate, smallest_count + 1)
+
+
+def detection_power_lower_tail(n_pairs, rate, smallest_count):
+    return 1 - detection_power_solution(n_pairs, rate, smallest_count + 1)
+
+
+def test_detection_power():
+    assert check_detection_power(detection_power_solution)
+    assert check_detection_power(lambda n, rate, k: float(np.round(detection_power_solution(n, rate, k), 12)))
+    result = check_detection_power(detection_power_strict)
+    assert not result and "X >= k" in result.message
+    result = check_detection_power(detection_power_lower_tail)
+    assert not result and "lower tail" in result.message
+    result = check_detection_power(lambda n, rate, k: 100 * detection_power_solution(n, rate, k))
+    assert not result and "percentage" in result.message
+    assert not check_detection_power(not_attempted)
+
+
 @pytest.mark.parametrize("check", [check_candidate_picks, check_count_flips, check_held_out_best,
-                                   check_crossed_contrast, check_rarest_hits, check_familywise_p_values])
+                                   check_crossed_contrast, check_rarest_hits, check_familywise_p_values,
+                                   check_detection_power])
 def test_checks_reject_something_that_is_not_a_function(check):
     result = check(42)
     assert not result and "Expected a function" in result.message

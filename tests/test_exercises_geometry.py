@@ -5,7 +5,7 @@ import pytest
 
 from mha.exercises.geometry import (
     check_attention_from_circuit,
-    check_effective_rank,
+    check_energy_rank,
     check_min_head_width,
     check_numerical_rank,
     check_principal_angle_cosines,
@@ -52,7 +52,7 @@ def rank_two_solution(permutation):
     return scale * keys[permutation] @ keys.T  # query i points at key perm[i]
 
 
-def effective_rank_solution(matrix, energy):
+def energy_rank_solution(matrix, energy):
     s2 = np.linalg.svd(matrix, compute_uv=False) ** 2
     return int(np.searchsorted(np.cumsum(s2) / s2.sum(), energy - 1e-12) + 1)
 
@@ -104,13 +104,13 @@ def rank_two_too_soft(permutation):
     return rank_two_solution(permutation) / 100.0
 
 
-def effective_rank_unsquared(matrix, energy):
+def energy_rank_unsquared(matrix, energy):
     s = np.linalg.svd(matrix, compute_uv=False)
     return int(np.searchsorted(np.cumsum(s) / s.sum(), energy) + 1)
 
 
-def effective_rank_one_short(matrix, energy):
-    return effective_rank_solution(matrix, energy) - 1
+def energy_rank_one_short(matrix, energy):
+    return energy_rank_solution(matrix, energy) - 1
 
 
 # --- the tests -----------------------------------------------------------------------------------
@@ -121,7 +121,7 @@ def effective_rank_one_short(matrix, energy):
     (check_principal_angle_cosines, cosines_solution),
     (check_min_head_width, min_width_solution),
     (check_rank_two_scores, rank_two_solution),
-    (check_effective_rank, effective_rank_solution),
+    (check_energy_rank, energy_rank_solution),
 ])
 def test_check_passes_the_solution_and_reports_a_missing_attempt(check, solution):
     result = check(solution)
@@ -141,8 +141,8 @@ def test_check_passes_the_solution_and_reports_a_missing_attempt(check, solution
     (check_min_head_width, width_without_centring, "row's mean"),
     (check_rank_two_scores, full_rank_scores, "rank 4"),
     (check_rank_two_scores, rank_two_too_soft, "scale all the scores up"),
-    (check_effective_rank, effective_rank_unsquared, "sum of their squares"),
-    (check_effective_rank, effective_rank_one_short, "One short"),
+    (check_energy_rank, energy_rank_unsquared, "sum of their squares"),
+    (check_energy_rank, energy_rank_one_short, "One short"),
 ])
 def test_check_explains_a_typical_mistake(check, wrong, words):
     result = check(wrong)

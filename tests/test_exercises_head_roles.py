@@ -5,6 +5,7 @@ import pytest
 
 from mha.exercises.head_roles import (
     check_best_offset,
+    check_distance_matched_lift,
     check_is_positional,
     check_previous_token_share,
     check_relation_accuracy,
@@ -62,6 +63,12 @@ def word_attention(weights, word_ids):
     return np.stack([received[p].mean(axis=0) for p in pieces])  # (words, words)
 
 
+def distance_matched_lift(weights, first, second):
+    distance = second - first
+    looking_back = [weights[q, q - distance] for q in range(distance, len(weights))]
+    return float(weights[second, first] - np.mean(looking_back))
+
+
 # --- every check passes its solution -------------------------------------------------------------
 
 @pytest.mark.parametrize("check, solution", [
@@ -71,6 +78,7 @@ def word_attention(weights, word_ids):
     (check_relation_accuracy, relation_accuracy),
     (check_best_offset, best_offset),
     (check_word_attention, word_attention),
+    (check_distance_matched_lift, distance_matched_lift),
 ])
 def test_check_passes_the_solution(check, solution):
     result = check(solution)
@@ -196,3 +204,15 @@ def keeps_special_tokens(weights, word_ids):
 def test_word_attention_explains_mistakes(wrong, words):
     result = check_word_attention(wrong)
     assert not result and words in result.message
+
+
+@pytest.mark.parametrize("wrong, words", [
+    (lambda w, f, s: float(w[s, f]), ["raw weight"]),
+    (lambda w, f, s: float(w[f, s] - np.diagonal(w, offset=s - f).mean()), ["EARLIER"]),
+    (lambda w, f, s: float(w[s, f] - 1 / len(w)), ["uniform"]),
+])
+def test_distance_matched_lift_explains_mistakes(wrong, words):
+    result = check_distance_matched_lift(wrong)
+    assert not result.passed
+    for word in words:
+        assert word in result.message, result.message

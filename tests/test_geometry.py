@@ -9,7 +9,7 @@ import torch
 
 from mha.core.attention import MultiHeadAttention
 from mha.core.geometry import (
-    effective_rank,
+    energy_rank,
     head_subspace_angles,
     head_writes,
     numerical_rank,
@@ -128,16 +128,16 @@ def test_numerical_rank_of_a_product_through_a_narrow_middle():
     assert int(numerical_rank((A @ B).float())) == 5  # float32 default tolerance is eps(float32) * 40
 
 
-def test_effective_rank_by_hand():
+def test_energy_rank_by_hand():
     # squared singular values 9, 4, 1 (total 14): 9/14 = 0.64, 13/14 = 0.93, 14/14 = 1
     matrix = torch.diag(torch.tensor([3.0, 2.0, 1.0], dtype=f64))
-    assert int(effective_rank(matrix, energy=0.5)) == 1
-    assert int(effective_rank(matrix, energy=0.9)) == 2
-    assert int(effective_rank(matrix, energy=0.99)) == 3
-    assert int(effective_rank(matrix, energy=1.0)) == 3
-    assert int(effective_rank(torch.diag(torch.tensor([1.0, 0.0], dtype=f64)), energy=1.0)) == 1
+    assert int(energy_rank(matrix, energy=0.5)) == 1
+    assert int(energy_rank(matrix, energy=0.9)) == 2
+    assert int(energy_rank(matrix, energy=0.99)) == 3
+    assert int(energy_rank(matrix, energy=1.0)) == 3
+    assert int(energy_rank(torch.diag(torch.tensor([1.0, 0.0], dtype=f64)), energy=1.0)) == 1
     with pytest.raises(ValueError, match="energy"):
-        effective_rank(matrix, energy=1.5)
+        energy_rank(matrix, energy=1.5)
 
 
 # --- subspaces -----------------------------------------------------------------------------------

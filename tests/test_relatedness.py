@@ -48,3 +48,22 @@ def test_unit_labels_are_shared_by_frames():
     assert len({item.unit for item in items}) == len(RELATED_PAIRS["associates"])
     with pytest.raises(ValueError, match="unknown kinds"):
         crossed_items(["colours"])
+
+
+def test_noun_pairs_and_their_cosines():
+    from mha.analysis.long_range import UDTree, WordPair
+    from mha.analysis.relatedness import noun_pairs, pair_cosines, word_input_vectors
+
+    trees = [UDTree(("the", "dog", "saw", "a", "cat", "and", "a", "dog"), ("DET", "NOUN", "VERB", "DET", "NOUN", "CCONJ",
+                                                                            "DET", "NOUN"),
+                    (1, 2, -1, 4, 2, 7, 7, 4), ("det", "nsubj", "root", "det", "obj", "cc", "det", "conj"))]
+    pairs = noun_pairs(trees)
+    assert pairs == [WordPair(0, 1, 4, "noun_noun"), WordPair(0, 4, 7, "noun_noun")]  # dog-dog is no pair
+    vocabulary = {"dog": 0, "cat": 1, "##s": 2}
+    embeddings = np.array([[1.0, 0.0], [1.0, 1.0], [0.0, 1.0]])
+    vectors = word_input_vectors(["[CLS]", "dog", "cat", "##s", "[SEP]"], [None, 0, 1, 1, None], embeddings, vocabulary)
+    assert vectors.tolist() == [[1.0, 0.0], [0.5, 1.0]]  # a word's pieces are averaged
+    cosine = pair_cosines([WordPair(0, 0, 1, "noun_noun")], [vectors])
+    assert cosine[0] == pytest.approx(0.5 / np.sqrt(1.25))
+    with pytest.raises(ValueError, match="vocabulary"):
+        word_input_vectors(["[CLS]", "emu", "[SEP]"], [None, 0, None], embeddings, vocabulary)

@@ -125,3 +125,94 @@ def test_relation_predictions_reject_bad_arguments():
         relation_predictions([record(PREVIOUS)], 0, 0, "noun_verb")
     with pytest.raises(ValueError, match="outside"):
         relation_predictions([record(PREVIOUS)], 0, 3, "det_noun")
+
+
+# --- relation_hits and select_and_report: per-sentence counts, chosen on one part and reported on another -------
+
+from mha.analysis.relations import relation_hits, select_and_report  # noqa: E402
+
+
+def test_relation_hits_agree_with_the_role_table_for_every_head_and_direction():
+    records = [record(PREVIOUS, DETERMINER, VERB), record(DETERMINER, VERB, PREVIOUS)]
+    hits = relation_hits(records)
+    table = head_role_table(records, ignore_self=True, min_relation_count=1)
+    accuracy = hits.accuracy()  # (relations, layers, heads)
+    for r, prefix in enumerate(hits.relations):
+        if hits.pairs[:, r].sum():
+            assert np.allclose(accuracy[r].ravel(), table[f"{prefix}_acc"].to_numpy()), prefix
+    det = hits.relations.index("det_noun")
+    assert hits.pairs[:, det].tolist() == [2, 2]
+    # gold det offsets +2 (The -> dog) and +1 (a -> cat): one hit each at offsets +1 and +2, per sentence
+    assert hits.offset_hits[0, det, hits.offsets.index(1)] == 1 and hits.offset_hits[0, det, hits.offsets.index(2)] == 1
+    # the previous-token head puts every guess of the verb row at offset -1
+    verb_subj = hits.relations.index("verb_subj")
+    assert hits.guess_at_offset[0, verb_subj, 0, 0, hits.offsets.index(-1)] == 1
+
+
+def test_column_mode_reads_who_attends_to_the_word_not_where_it_attends():
+    # in VERB, 'dog' and 'cat' send their rows to 'saw', and 'saw' sends its row to 'dog'
+    rows = relation_hits([record(VERB)])
+    columns = relation_hits([record(VERB)], mode="column")
+    subj_verb, verb_subj = rows.relations.index("subj_verb"), rows.relations.index("verb_subj")
+    assert rows.hits[0, subj_verb, 0, 0] == 1 and rows.hits[0, verb_subj, 0, 0] == 1
+    # column mode: the guess for 'dog' is the word whose row gives 'dog' the most weight: 'saw' (a hit);
+    # the guess for 'saw' is the first of 'dog' and 'cat', which both give it all their weight: 'dog' (a hit)
+    assert columns.hits[0, subj_verb, 0, 0] == 1 and columns.hits[0, verb_subj, 0, 0] == 1
+    obj_verb = rows.relations.index("obj_verb")  # 'cat' row -> 'saw' column: right in row mode
+    assert rows.hits[0, obj_verb, 0, 0] == 1
+    verb_obj = rows.relations.index("verb_obj")  # who attends most to 'saw'? 'dog' (first of two), not 'cat'
+    assert columns.hits[0, verb_obj, 0, 0] == 0
+    with pytest.raises(ValueError, match="mode must be"):
+        relation_hits([record(VERB)], mode="transpose")
+
+
+def test_clark_poss_reads_the_row_of_the_possessive_marker():
+    sentence = AnnotatedSentence(("Ann", "'s", "dog", "ran", "."), (Relation("poss_noun", 0, 2),))
+    # Ann's row looks at 's, and 's looks at dog
+    maps = token_map([1, 2, 1, 2, 3])
+    hits_plain = relation_hits([record(maps, sentence=sentence)])
+    hits_clark = relation_hits([record(maps, sentence=sentence)], clark_poss=True)
+    poss = hits_plain.relations.index("poss_noun")
+    assert hits_plain.hits[0, poss, 0, 0] == 0 and hits_clark.hits[0, poss, 0, 0] == 1
+    # the baseline is read from the marker too: dog is one word after 's
+    assert hits_clark.offset_hits[0, poss, hits_clark.offsets.index(1)] == 1
+    assert hits_plain.offset_hits[0, poss, hits_plain.offsets.index(2)] == 1
+
+
+def test_select_and_report_chooses_on_one_part_and_reports_on_the_other():
+    selection = relation_hits([record(PREVIOUS, DETERMINER, VERB)] * 3)
+    report = relation_hits([record(DETERMINER, PREVIOUS, VERB)] * 2 + [record(PREVIOUS, PREVIOUS, VERB)])
+    table = select_and_report(selection, report, relations=["det_noun"], n_resamples=200).set_index("relation")
+    row = table.loc["det_noun"]
+    assert (row["layer"], row["head"]) == (0, 1)  # chosen on the selection part, where head 1 follows determiners
+    assert row["selection_acc"] == 1.0
+    assert row["acc"] == pytest.approx(0.0)  # head 1 is the previous-token head in the report part
+    assert row["baseline_offset"] == 1 and row["baseline_acc"] == 0.5
+    assert row["gain"] == pytest.approx(-0.5) and row["gain_high"] <= 0 and not row["within_noise"]
+    assert row["acc_low"] <= row["acc"] <= row["acc_high"] and row["count"] == 6
+    with pytest.raises(ValueError, match="unknown relations"):
+        select_and_report(selection, report, relations=["det_verb"])
+    with pytest.raises(ValueError, match="different modes"):
+        select_and_report(selection, relation_hits([record(PREVIOUS, DETERMINER, VERB)], mode="column"))
+
+
+def test_scoring_72_heads_on_500_sentences_is_fast():
+    """The issue's bound: 72 heads over 500 sentences in at most 10 s on 2 cores (about 0.5 s when idle)."""
+    import time
+
+    rng = np.random.default_rng(0)
+    records = []
+    for index in range(500):
+        n_words = 8 + index % 25
+        words = tuple(f"w{i}" for i in range(n_words))
+        relations = tuple(Relation(kind, i, i + 1) for kind, i in
+                          zip(("det_noun", "adj_noun", "subj_verb", "verb_obj", "prep_obj", "aux_verb"), range(0, n_words - 1, 2)))
+        scores = rng.normal(size=(6, 12, n_words + 2, n_words + 2)).astype(np.float32)
+        attention = np.exp(scores) / np.exp(scores).sum(-1, keepdims=True)
+        records.append(AttentionRecord(attention, ["[CLS]", *words, "[SEP]"], [None, *range(n_words), None],
+                                       AnnotatedSentence(words, relations)))
+    start = time.perf_counter()
+    hits = relation_hits(records)
+    select_and_report(hits.subset(np.arange(250)), hits.subset(np.arange(250, 500)), n_resamples=1000)
+    assert time.perf_counter() - start < 10
+    assert hits.pairs.sum() > 1000

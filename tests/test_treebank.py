@@ -137,3 +137,20 @@ def test_the_ewt_dev_split_ships_with_its_licence_and_attribution():
     sentences = read_conllu(EWT_DEV_PATH)
     assert len(sentences) == 2001
     assert sum(len(sentence.words) for sentence in sentences) > 25_000
+
+
+def test_split_sentences_is_a_seeded_partition():
+    from mha.corpora.treebank import split_sentences
+
+    items = list(range(10))
+    first, second = split_sentences(items, 0.3, seed=1)
+    assert len(first) == 3 and len(second) == 7 and sorted(first + second) == items
+    assert split_sentences(items, 0.3, seed=1) == (first, second)
+    assert split_sentences(items, 0.3, seed=2) != (first, second)
+    for fraction in (0, 1, 1.5, "half", True):
+        with pytest.raises(ValueError, match="fraction"):
+            split_sentences(items, fraction)
+    with pytest.raises(ValueError, match="each part needs"):
+        split_sentences([1], 0.5)
+    with pytest.raises(TypeError, match="list of sentences"):
+        split_sentences("abc", 0.5)

@@ -30,7 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["RELATED_PAIRS", "FRAMES", "CrossedItem", "crossed_items", "slot_weights", "crossed_contrast"]
+__all__ = ["RELATED_PAIRS", "FRAMES", "CrossedItem", "crossed_items", "slot_weights", "crossed_slot_weights",
+           "crossed_contrast", "noun_pairs", "word_input_vectors", "pair_cosines"]
 
 #: related word pairs by kind, each pair (a, b); within a kind any a fits any frame with any b
 RELATED_PAIRS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -141,6 +142,37 @@ def slot_weights(word_maps: np.ndarray, source: int, target: int) -> np.ndarray:
     return word_maps[..., source, target]
 
 
+def crossed_slot_weights(encoder, items: Sequence[CrossedItem]) -> np.ndarray:
+    """Every head's word-level weight between the two slots of every sentence of ``items``, in both directions.
+
+    Runs ``encoder`` (a :class:`mha.pretrained.encoder.MiniLMEncoder`) once on the four sentences of each item and
+    returns (items, 4, 2, layers, heads): sentence in the order of :class:`CrossedItem`, then direction (0: row
+    ``a`` -> column ``b``, 1: row ``b`` -> column ``a``), read from
+    :func:`mha.pretrained.word_maps.word_attention` maps. :func:`crossed_contrast` turns it into related minus
+    unrelated. Chapter 3, "Content and rare words"; chapter 4, "Layer dependence".
+    """
+    from mha.pretrained.word_maps import word_attention
+
+    items = list(items)
+    if not items or not all(isinstance(item, CrossedItem) for item in items):
+        raise ValueError("items must be a non-empty list of CrossedItem objects, e.g. crossed_items().")
+    sentences = [list(words) for item in items for words in item.sentences]
+    trace = encoder.trace(sentences, is_split_into_words=True)
+    split = [i for i, words in enumerate(sentences) if trace.lengths[i] != len(words) + 2]
+    if split:
+        raise ValueError(f"the tokenizer cut a word of sentence {split[0]} into pieces; the crossed design needs "
+                         "single-piece words so that every position is the same in the four sentences.")
+    n_layers, n_heads = trace.attention_weights.shape[0], trace.attention_weights.shape[2]
+    weights = np.zeros((len(items), 4, 2, n_layers, n_heads))  # (items, sentence, direction, layers, heads)
+    for k, item in enumerate(items):
+        for j in range(4):
+            index = 4 * k + j
+            maps = word_attention(trace.attention_maps(index), trace.word_ids[index][: trace.lengths[index]])
+            weights[k, j, 0] = slot_weights(maps, item.slot_a, item.slot_b)  # row a, column b
+            weights[k, j, 1] = slot_weights(maps, item.slot_b, item.slot_a)  # row b, column a
+    return weights
+
+
 def crossed_contrast(weights) -> np.ndarray:
     """Related minus unrelated, per crossed item: (items, 4, heads...) -> (items, heads...).
 
@@ -154,3 +186,58 @@ def crossed_contrast(weights) -> np.ndarray:
         raise ValueError(f"weights has shape {weights.shape}; give (items, 4, heads...) with the sentences in the "
                          "order related (a1 b1), related (a2 b2), unrelated (a1 b2), unrelated (a2 b1).")
     return weights[:, :2].mean(axis=1) - weights[:, 2:].mean(axis=1)
+
+
+def noun_pairs(trees, *, upos: Sequence[str] = ("NOUN", "PROPN")):
+    """Every pair of nouns in each sentence of a treebank, for relatedness on real text (3.1, 3.4).
+
+    ``trees`` are :class:`mha.analysis.long_range.UDTree` objects (:func:`mha.analysis.long_range.read_ud_trees`).
+    Returns :class:`mha.analysis.long_range.WordPair` objects of kind ``"noun_noun"``, earlier word first, for
+    every two words whose UPOS is in ``upos`` and whose lower-cased forms differ (a word repeated is not a pair
+    of related words). Real text has no gold "related" label; :func:`pair_cosines` gives a stand-in.
+    """
+    from mha.analysis.long_range import WordPair
+
+    wanted = set(upos)
+    pairs = []
+    for s, tree in enumerate(trees):
+        nouns = [i for i, tag in enumerate(tree.upos) if tag in wanted]
+        for x, first in enumerate(nouns):
+            for second in nouns[x + 1:]:
+                if tree.words[first].lower() != tree.words[second].lower():
+                    pairs.append(WordPair(s, first, second, "noun_noun"))
+    return pairs
+
+
+def word_input_vectors(tokens: Sequence[str], word_ids: Sequence[int | None], embeddings: np.ndarray,
+                       vocabulary: dict[str, int]) -> np.ndarray:
+    """Each word's input embedding: the mean of its word pieces' rows of ``embeddings`` (3.1, 3.4).
+
+    ``tokens`` and ``word_ids`` describe one encoded sentence (special tokens have word id None and are
+    skipped); ``embeddings`` is the model's (vocabulary, d_model) word-embedding matrix and ``vocabulary`` maps
+    a piece to its row. Returns (words, d_model).
+    """
+    embeddings = np.asarray(embeddings)
+    rows: dict[int, list[int]] = {}
+    for token, word in zip(tokens, word_ids):
+        if word is None:
+            continue
+        if token not in vocabulary:
+            raise ValueError(f"word piece {token!r} is not in the vocabulary; pass the tokenizer's vocabulary "
+                             "(mha.pretrained.tokenizer.load_tokenizer().get_vocab()).")
+        rows.setdefault(int(word), []).append(vocabulary[token])
+    if sorted(rows) != list(range(len(rows))):
+        raise ValueError("word_ids must number the words 0, 1, 2, ... without gaps.")
+    return np.stack([embeddings[rows[w]].mean(axis=0) for w in range(len(rows))])
+
+
+def pair_cosines(pairs, vectors: Sequence[np.ndarray]) -> np.ndarray:
+    """Cosine similarity of the two words of each pair, from per-sentence word vectors (3.1, 3.4).
+
+    ``vectors[s]`` is (words, d) for sentence ``s`` (e.g. :func:`word_input_vectors`). Returns (pairs,).
+    """
+    cosines = []
+    for pair in pairs:
+        a, b = vectors[pair.sentence][pair.first], vectors[pair.sentence][pair.second]
+        cosines.append(float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b))))
+    return np.array(cosines)

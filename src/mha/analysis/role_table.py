@@ -60,6 +60,9 @@ __all__ = [
     "nearest_candidate_baseline",
     "head_role_table",
     "relation_scores_long",
+    "SENTENCE_SCORES",
+    "sentence_head_scores",
+    "heads_above_thresholds",
 ]
 
 PATTERN_LABELS: tuple[str, ...] = ("vertical", "diagonal", "vertical+diagonal", "block", "heterogeneous")
@@ -583,3 +586,97 @@ def relation_scores_long(table: pd.DataFrame) -> pd.DataFrame:
     long["gain"] = long["acc"] - long["baseline_acc"]
     columns = ["layer", "head", "relation", "kind", "direction", "acc", "baseline_acc", "baseline_offset", "gain", "count"]
     return long[columns]
+
+
+#: what each array of :func:`sentence_head_scores` holds, per sentence and head
+SENTENCE_SCORES: dict[str, str] = {
+    "cls_share": "mean over all rows of the weight on [CLS]",
+    "sep_share": "mean over all rows of the weight on [SEP]",
+    "punct_share": "mean over all rows of the weight on punctuation tokens",
+    "special_share": "cls_share + sep_share + punct_share: the fixed tokens a head can park its weight on",
+    "self_share": "mean over content rows of the weight a word piece puts on itself (copying, 3.1)",
+    "self_argmax_rate": "share of content rows whose largest weight is on the token itself",
+    "neighbour_share": "mean over content rows of the weight on the previous plus the next token",
+    "rows": "(sentences,) number of rows (tokens, [CLS] and [SEP] included): the weight of an all-rows score",
+    "content_rows": "(sentences,) number of content rows: the weight of a content-row score",
+}
+
+
+def sentence_head_scores(records: Iterable[RecordLike], *, cls_token: str = "[CLS]", sep_token: str = "[SEP]",
+                         continuation_prefix: str = "##") -> dict[str, np.ndarray]:
+    """Token-level scores of every head, one value per sentence (3.1 "A tour of all 72 heads").
+
+    :func:`head_role_table` pools the rows of all sentences; to put a bootstrap interval over sentences on a
+    score, each sentence needs its own value. Returns a dict, keyed as :data:`SENTENCE_SCORES` describes, of
+    arrays (sentences, layers, heads), and ``rows`` and ``content_rows`` (sentences,), the number of rows each
+    sentence's score averages: weighting by them gives back the pooled means of :func:`head_role_table`.
+    "Content rows" are the rows of real word pieces (not [CLS] or [SEP]).
+    """
+    records = [_as_record(item, i) for i, item in enumerate(records)]
+    if not records:
+        raise ValueError("records is empty; give at least one sentence's attention to score the heads.")
+    scores: dict[str, list[np.ndarray]] = {name: [] for name in SENTENCE_SCORES}
+    shape = None
+    for index, record in enumerate(records):
+        attention = _check_record(record, index, shape)  # (layers, heads, seq, seq)
+        shape = attention.shape[:2]
+        seq = attention.shape[-1]
+        tokens = list(record.tokens)
+        content = np.array([w is not None for w in record.word_ids])  # (seq,)
+        if not content.any():
+            raise ValueError(f"record {index} has no word pieces (every word id is None); give real sentences.")
+        is_punct = content & np.array([is_punctuation(t, continuation_prefix) for t in tokens])
+        for name, key_mask in (("cls_share", np.array([t == cls_token for t in tokens])),
+                               ("sep_share", np.array([t == sep_token for t in tokens])), ("punct_share", is_punct)):
+            scores[name].append(attention[..., key_mask].sum(-1).mean(-1))  # (layers, heads)
+        scores["special_share"].append(scores["cls_share"][-1] + scores["sep_share"][-1] + scores["punct_share"][-1])
+        diagonal = np.diagonal(attention, axis1=-2, axis2=-1)  # (layers, heads, seq): A[i, i]
+        scores["self_share"].append(diagonal[..., content].mean(-1))
+        scores["self_argmax_rate"].append((attention.argmax(-1) == np.arange(seq))[..., content].mean(-1))
+        neighbours = np.zeros_like(diagonal)
+        neighbours[..., 1:] += np.diagonal(attention, offset=-1, axis1=-2, axis2=-1)  # row i, column i - 1
+        neighbours[..., :-1] += np.diagonal(attention, offset=1, axis1=-2, axis2=-1)  # row i, column i + 1
+        scores["neighbour_share"].append(neighbours[..., content].mean(-1))
+        scores["rows"].append(np.array(seq))
+        scores["content_rows"].append(np.array(content.sum()))
+    return {name: np.stack(values) for name, values in scores.items()}
+
+
+def heads_above_thresholds(per_sentence: np.ndarray, thresholds: Sequence[float], *, rows=None,
+                           n_resamples: int = 2000, level: float = 0.95, seed: int = 0) -> pd.DataFrame:
+    """How many heads have a mean score at or above each threshold, with a bootstrap interval (3.1).
+
+    ``per_sentence`` is (sentences, heads...) as from :func:`sentence_head_scores`; a head's score is its mean
+    over sentences, weighted by ``rows`` (sentences,) when given (each sentence's number of rows, so that the
+    score is the pooled mean over rows, as in :func:`head_role_table`). Sentences are resampled with replacement
+    (the same resample for every head and threshold), ``n_resamples`` times from ``np.random.default_rng(seed)``, and the count recomputed on each. Returns a
+    DataFrame with one row per threshold: ``threshold``, ``heads`` (the count on all sentences), ``low`` and
+    ``high`` (the percentile interval of the count at ``level``).
+    """
+    values = np.asarray(per_sentence, dtype=float)
+    if values.ndim < 2 or values.shape[0] < 2:
+        raise ValueError(f"per_sentence has shape {values.shape}; it should be (sentences, heads...) with at least "
+                         "two sentences to resample.")
+    thresholds = np.asarray(list(thresholds), dtype=float)
+    if thresholds.ndim != 1 or len(thresholds) == 0:
+        raise ValueError("thresholds must be a non-empty list of numbers, e.g. (0.3, 0.5, 0.7).")
+    if not 0 < level < 1:
+        raise ValueError(f"level must be between 0 and 1 (e.g. 0.95), got {level!r}.")
+    flat = values.reshape(values.shape[0], -1)  # (sentences, heads)
+    weights = np.ones(len(flat)) if rows is None else np.asarray(rows, dtype=float)
+    if weights.shape != (len(flat),) or (weights < 0).any() or weights.sum() <= 0:
+        raise ValueError(f"rows must be one non-negative count per sentence, shape ({len(flat)},), not "
+                         f"{weights.shape}; use sentence_head_scores(...)['rows'] or ['content_rows'].")
+    rng = np.random.default_rng(seed)
+    resamples = rng.integers(0, len(flat), size=(n_resamples, len(flat)))  # (resamples, sentences)
+    multiplicity = np.zeros((n_resamples, len(flat)))  # how often each sentence was drawn in each resample
+    np.add.at(multiplicity, (np.arange(n_resamples)[:, None], resamples), 1.0)
+    resampled_weights = multiplicity * weights  # (resamples, sentences)
+    means = resampled_weights @ flat / resampled_weights.sum(1, keepdims=True)  # (resamples, heads)
+    counts = (means[:, None, :] >= thresholds[None, :, None]).sum(-1)  # (resamples, thresholds)
+    tail = (1 - level) / 2
+    low = np.quantile(counts, tail, axis=0, method="lower")  # counts are whole numbers: round outwards
+    high = np.quantile(counts, 1 - tail, axis=0, method="higher")
+    pooled = weights @ flat / weights.sum()  # (heads,)
+    observed = (pooled[None, :] >= thresholds[:, None]).sum(-1)
+    return pd.DataFrame({"threshold": thresholds, "heads": observed, "low": low.astype(int), "high": high.astype(int)})

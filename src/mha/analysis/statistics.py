@@ -18,7 +18,16 @@ module gives the tools to say how good is good:
   between heads, and comparing each head with the null distribution of the
   MAXIMUM over heads controls the chance that any head is called by luck;
 * :func:`held_out_best`: pick the best head on half of the items and score
-  it on the other half, many times over random halves.
+  it on the other half, many times over random halves;
+* :func:`bootstrap_counts` draws resamples of whole sentences once, as counts, and :func:`resampled_means`,
+  :func:`resampled_ratios` and :func:`percentile_interval` turn any per-sentence score into its resampled values
+  and interval (3.2, 4.3);
+* :func:`bootstrap_ratio_interval`: a bootstrap interval for a pooled share
+  (hits over pairs, summed over sentences), resampling whole sentences
+  (3.2, where a sentence holds several gold pairs);
+* :func:`smallest_detectable_count` and :func:`detection_power`: what an
+  absence of evidence is worth, as the chance that a head with a given true
+  rate would have been found by the test we ran (3.3).
 
 "heads" can be any trailing axes: (items, layers, heads) works too, every
 cell being one head.
@@ -26,12 +35,15 @@ cell being one head.
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["mean_by_unit", "paired_t", "bootstrap_interval", "sign_flip_signs", "familywise_p_values", "HeldOutResult",
-           "held_out_best"]
+__all__ = ["mean_by_unit", "paired_t", "bootstrap_interval", "bootstrap_counts", "resampled_means", "resampled_ratios",
+           "percentile_interval", "bootstrap_ratio_interval", "sign_flip_signs",
+           "familywise_p_values", "HeldOutResult", "held_out_best", "smallest_detectable_count", "detection_power"]
 
 
 def _as_differences(differences) -> np.ndarray:
@@ -193,3 +205,139 @@ def held_out_best(scores, *, n_splits: int = 1000, seed: int = 0) -> HeldOutResu
         selection.append(flat[select, best].mean())
         held_out.append(flat[test, best].mean())
     return HeldOutResult(np.array(chosen), np.array(selection), np.array(held_out))
+
+
+def bootstrap_ratio_interval(numerators, denominators, *, n_resamples: int = 2000, level: float = 0.95,
+                             seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile bootstrap interval of a pooled share, resampling units such as sentences (section 3.2).
+
+    ``numerators`` (units, ...) and ``denominators`` (units,) or the same shape are per-unit counts: for a head
+    and a relation, the gold pairs it gets right in each sentence and the gold pairs in each sentence. The
+    statistic is the pooled share ``numerators.sum(0) / denominators.sum(0)``, the accuracy over all pairs; a
+    difference of counts (head hits minus baseline hits) gives the interval of a gain. Units are resampled with
+    replacement, the same resample for every trailing cell, ``n_resamples`` times from
+    ``np.random.default_rng(seed)``: pairs of one sentence are not independent, so sentences are the unit. Returns
+    ``(low, high)``, each of the trailing shape; a resample without any pair is dropped.
+    """
+    numerators = np.asarray(numerators, dtype=float)
+    denominators = np.asarray(denominators, dtype=float)
+    if numerators.ndim < 1 or numerators.shape[0] < 2:
+        raise ValueError(f"numerators has shape {numerators.shape}; give (units, ...) with at least 2 units, one count "
+                         "per unit (sentence).")
+    if denominators.shape != numerators.shape[:denominators.ndim] or denominators.ndim < 1:
+        raise ValueError(f"denominators has shape {denominators.shape}; it should be ({numerators.shape[0]},) or "
+                         f"{numerators.shape}: one count per unit.")
+    if (denominators < 0).any() or not np.isfinite(numerators).all() or not np.isfinite(denominators).all():
+        raise ValueError("counts must be finite and denominators non-negative.")
+    if denominators.sum(axis=0).min() <= 0:
+        raise ValueError("the denominators sum to 0: there is nothing to take a share of.")
+    if not 0 < level < 1:
+        raise ValueError(f"level must be between 0 and 1 (e.g. 0.95), got {level!r}.")
+    shares = resampled_ratios(numerators, denominators, bootstrap_counts(numerators.shape[0], n_resamples, seed))
+    return percentile_interval(shares, level)  # a resample without any pair is nan (0 / 0) and left out
+
+
+def bootstrap_counts(n_items: int, n_resamples: int = 1000, seed: int = 0) -> np.ndarray:
+    """How often each item is drawn in each bootstrap resample: (resamples, items), each row summing to ``n_items``.
+
+    The draws are ``np.random.default_rng(seed).integers(0, n_items, size=(n_resamples, n_items))``, the same as
+    :func:`bootstrap_interval` makes, so intervals computed either way agree. Weighting
+    by these counts turns any sum over items into its resampled sums at once (sections 3.2 and 4.3).
+    """
+    for name, value in (("n_items", n_items), ("n_resamples", n_resamples)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise ValueError(f"{name} must be a whole number >= 1, got {value!r}.")
+    draws = np.random.default_rng(seed).integers(0, n_items, size=(n_resamples, n_items))  # (resamples, items)
+    counts = np.zeros((n_resamples, n_items))
+    np.add.at(counts, (np.repeat(np.arange(n_resamples), n_items), draws.ravel()), 1.0)
+    return counts
+
+
+def _check_items(values, counts, name: str) -> np.ndarray:
+    values = np.asarray(values, dtype=float)
+    counts = np.asarray(counts, dtype=float)
+    if counts.ndim != 2 or values.ndim < 1 or values.shape[0] != counts.shape[1]:
+        raise ValueError(f"{name} has {values.shape[0] if values.ndim else 0} items along its first axis but counts "
+                         f"is {counts.shape}; give counts (resamples, items) from bootstrap_counts(items, ...).")
+    return values
+
+
+def resampled_means(values, counts) -> np.ndarray:
+    """The mean over items of ``values`` (items, ...) in every resample of ``counts`` (resamples, items) (3.2, 4.3)."""
+    values = _check_items(values, counts, "values")
+    counts = np.asarray(counts, dtype=float)
+    flat = values.reshape(values.shape[0], -1)  # (items, cells)
+    return (counts @ flat / counts.sum(axis=1, keepdims=True)).reshape((counts.shape[0],) + values.shape[1:])
+
+
+def resampled_ratios(numerators, denominators, counts) -> np.ndarray:
+    """sum(numerators) / sum(denominators) over the items of every resample: (resamples, ...) (sections 3.2 and 4.3).
+
+    The pooled ratio (an accuracy over all gold pairs, say) rather than the mean of per-item ratios, which would
+    give a sentence with one pair as much weight as a sentence with twenty. ``denominators`` has the shape of
+    ``numerators`` or of its leading axes.
+    """
+    numerators = _check_items(numerators, counts, "numerators")
+    denominators = _check_items(denominators, counts, "denominators")
+    counts = np.asarray(counts, dtype=float)
+    top = np.tensordot(counts, numerators, axes=(1, 0))  # (resamples, ...)
+    bottom = np.tensordot(counts, denominators, axes=(1, 0))
+    bottom = bottom.reshape(bottom.shape + (1,) * (top.ndim - bottom.ndim))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return top / bottom
+
+
+def percentile_interval(resampled, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """The percentile interval over the first axis of ``resampled`` (resamples, ...): ``(low, high)`` (3.2, 4.3)."""
+    if not 0 < level < 1:
+        raise ValueError(f"level must be between 0 and 1 (e.g. 0.95), got {level!r}.")
+    tail = (1 - level) / 2
+    low, high = np.nanquantile(np.asarray(resampled, dtype=float), [tail, 1 - tail], axis=0)
+    return low, high
+
+
+def _whole(value, name: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise ValueError(f"{name} must be a whole number >= {minimum}, got {value!r}.")
+    return int(value)
+
+
+def smallest_detectable_count(null_max, n_items: int, *, alpha: float = 0.05) -> int | None:
+    """The fewest right flips (out of ``n_items``, no wrong one) that :func:`familywise_p_values` would call (3.3).
+
+    ``null_max`` (permutations,) is the null distribution of the largest |mean score| over heads that
+    :func:`familywise_p_values` returns for the flip score (+1, 0, -1 per pair). A head with ``k`` right flips and
+    no wrong one has mean score ``k / n_items`` and family-wise p-value
+    ``(1 + #{null_max >= k / n_items}) / (1 + permutations)``; this is the smallest ``k`` whose p-value is at most
+    ``alpha``, or None when even ``n_items`` right flips would not be called.
+    """
+    null_max = np.asarray(null_max, dtype=float).ravel()
+    n_items = _whole(n_items, "n_items", 1)
+    if null_max.size == 0 or not np.isfinite(null_max).all():
+        raise ValueError("null_max must be a non-empty array of finite values, as familywise_p_values returns it.")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be between 0 and 1 (e.g. 0.05), got {alpha!r}.")
+    for k in range(1, n_items + 1):
+        p_value = (1 + (null_max >= k / n_items - 1e-12).sum()) / (1 + null_max.size)
+        if p_value <= alpha:
+            return k
+    return None
+
+
+def detection_power(n_items: int, rate: float, smallest_count: int | None) -> float:
+    """The chance that a head with true rate ``rate`` gets at least ``smallest_count`` of ``n_items`` (3.3).
+
+    A head that flips the right way in each pair with probability ``rate`` (independently, never the wrong way)
+    has a Binomial(``n_items``, ``rate``) number of right flips; it is found when that number reaches the
+    smallest count the test calls (:func:`smallest_detectable_count`). This turns "no head was found" into a
+    statement of power: "with 22 pairs, a head that flips in 70% of them would have been found with probability
+    ...". ``smallest_count`` None (nothing can be called) gives 0.
+    """
+    n_items = _whole(n_items, "n_items", 1)
+    if isinstance(rate, bool) or not isinstance(rate, numbers.Real) or not 0 <= rate <= 1:
+        raise ValueError(f"rate must be a probability between 0 and 1, got {rate!r}.")
+    if smallest_count is None:
+        return 0.0
+    smallest_count = _whole(smallest_count, "smallest_count", 0)
+    return float(sum(math.comb(n_items, k) * rate ** k * (1 - rate) ** (n_items - k)
+                     for k in range(smallest_count, n_items + 1)))

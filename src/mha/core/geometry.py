@@ -41,7 +41,7 @@ __all__ = [
     "HeadWrites",
     "head_writes",
     "numerical_rank",
-    "effective_rank",
+    "energy_rank",
     "orthonormal_basis",
     "principal_angle_cosines",
     "head_subspace_angles",
@@ -180,12 +180,15 @@ def numerical_rank(matrix: Tensor, rtol: float | None = None) -> Tensor:
     return (singular_values > rtol * singular_values[..., :1]).sum(dim=-1)
 
 
-def effective_rank(matrix: Tensor, energy: float = 0.99) -> Tensor:
+def energy_rank(matrix: Tensor, energy: float = 0.99) -> Tensor:
     """The fewest singular directions that hold ``energy`` of the squared Frobenius norm: (..., m, n) -> (...).
 
     ``r`` such that ``s_1² + ... + s_r² >= energy * sum(s²)``: the dimensions a
-    matrix *uses*, as opposed to the most it could use (its rank). Chapter 2,
-    "The low-rank bottleneck".
+    matrix *uses*, as opposed to the most it could use. The book calls it the
+    *energy rank*, to keep it apart from the numerical rank
+    (:func:`numerical_rank`, which it never exceeds) and from the pattern rank
+    of an attention pattern (``min_head_width``). Chapter 2, "The low-rank
+    bottleneck".
     """
     check_rank("matrix", matrix.shape, range(2, 9), "(..., m, n)")
     if not 0.0 < energy <= 1.0:

@@ -37,20 +37,28 @@ dependents that are not ADP (the possessive ``'s``, a PART) are not
 prepositions and are skipped.
 
 The book ships a small hand-annotated sample, :data:`SAMPLE_TREEBANK_PATH` (package data, :mod:`mha.data`), so
-``read_conllu(SAMPLE_TREEBANK_PATH)`` works from any working directory and from an installed wheel.
+``read_conllu(SAMPLE_TREEBANK_PATH)`` works from any working directory and from an installed wheel, and the
+development split of UD English-EWT, :data:`EWT_DEV_PATH`, the real text section 3.2 measures on.
+:func:`split_sentences` cuts sentences at random, with a seed, into a part to choose heads on and a part to report
+on.
 """
 
 from __future__ import annotations
 
+import numbers
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import conllu
+import numpy as np
 from conllu.exceptions import ParseException
 
 from mha.corpora.templates import AnnotatedSentence, Relation
 from mha.data_files import DATA_DIRECTORY
 
-__all__ = ["NOMINAL_UPOS", "SAMPLE_TREEBANK_PATH", "EWT_DEV_PATH", "read_conllu", "parse_conllu", "relations_from_ud"]
+__all__ = ["NOMINAL_UPOS", "SAMPLE_TREEBANK_PATH", "EWT_DEV_PATH", "read_conllu", "parse_conllu", "relations_from_ud",
+           "split_sentences"]
 
 SAMPLE_TREEBANK_PATH = DATA_DIRECTORY / "sample.conllu"
 
@@ -63,6 +71,8 @@ Its annotations are CC BY-SA 4.0 (ShareAlike): the licence and the attribution s
 """The book's hand-annotated CoNLL-U sample (9 sentences), in the package data; read it with :func:`read_conllu`."""
 
 NOMINAL_UPOS = frozenset({"NOUN", "PROPN"})
+
+_Item = TypeVar("_Item")
 
 
 def relations_from_ud(heads: list[int], deprels: list[str], upos: list[str]) -> list[Relation]:
@@ -210,3 +220,27 @@ def read_conllu(path: str | Path) -> list[AnnotatedSentence]:
         raise ValueError(f"{path} is not UTF-8 text, so it cannot be CoNLL-U: {error}.") from error
     return parse_conllu(text, source=path.name)
 
+
+
+def split_sentences(sentences: Sequence[_Item], fraction: float = 0.5, seed: int = 0) -> tuple[list[_Item], list[_Item]]:
+    """Split sentences (or their attention records) at random into a selection part and a report part (section 3.2).
+
+    Choosing the best of 72 heads on the sentences one reports on flatters the winner; the honest protocol chooses
+    on one part and reports on the other. The first part holds ``round(fraction * len(sentences))`` items, the second
+    the rest; the permutation comes from ``np.random.default_rng(seed)``, so the same seed gives the same split on
+    every machine. Both parts keep that random order, so the first ``n`` items of a part are a random sample of it
+    (encode a few hundred instead of all). Works on any sequence: sentences, records, indices.
+    """
+    if isinstance(sentences, (str, bytes)) or not isinstance(sentences, Sequence):
+        raise TypeError(f"sentences must be a list of sentences or records, not {type(sentences).__name__}.")
+    if isinstance(fraction, bool) or not isinstance(fraction, numbers.Real) or not 0 < fraction < 1:
+        raise ValueError(f"fraction must be a number strictly between 0 and 1 (the share in the first part), "
+                         f"got {fraction!r}.")
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        raise ValueError(f"seed must be a whole number, got {seed!r}.")
+    n_first = round(float(fraction) * len(sentences))
+    if len(sentences) < 2 or not 0 < n_first < len(sentences):
+        raise ValueError(f"cannot split {len(sentences)} sentences with fraction {fraction}: each part needs at least "
+                         "one sentence.")
+    order = np.random.default_rng(int(seed)).permutation(len(sentences))
+    return [sentences[i] for i in order[:n_first]], [sentences[i] for i in order[n_first:]]

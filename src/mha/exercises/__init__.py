@@ -3,7 +3,8 @@
 Checks are grouped by chapter: :mod:`~mha.exercises.mechanism` (chapter 1, "The mechanism"; re-exported here),
 :mod:`~mha.exercises.geometry` (chapter 2), :mod:`~mha.exercises.head_roles`,
 :mod:`~mha.exercises.coreference_and_content`, :mod:`~mha.exercises.emergence` and
-:mod:`~mha.exercises.head_count` (chapter 3), :mod:`~mha.exercises.caveats` (chapter 4), and
+:mod:`~mha.exercises.head_count` (chapter 3), :mod:`~mha.exercises.caveats` and
+:mod:`~mha.exercises.layers_and_probing` (chapter 4), and
 :mod:`~mha.exercises.background` (the two background pages, the transformer primer and the statistics toolkit).
 The machinery they share is in :mod:`mha.exercises.checking`; :mod:`mha.exercises.grading` runs the same checks
 for an autograder (the instructors' page, "Grading").

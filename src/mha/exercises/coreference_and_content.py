@@ -14,16 +14,17 @@ from collections.abc import Callable, Iterator
 import numpy as np
 
 from mha.analysis.coreference import candidate_picks, candidate_weights, count_flips
-from mha.analysis.statistics import familywise_p_values
+from mha.analysis.statistics import detection_power, familywise_p_values
 from mha.analysis.relatedness import crossed_contrast
 from mha.analysis.rarity import extreme_hit_rates
-from .checking import (CheckResult, answer_number, answer_tuple, as_array, describe_difference, matches, random_attention_maps,
-                       run_check, scalar_difference)
+from .checking import (CheckResult, answer_number, answer_tuple, as_array, compare_number, describe_difference, matches,
+                       random_attention_maps, run_check, scalar_difference)
 
 __all__ = [
     "check_candidate_picks",
     "check_count_flips",
     "check_held_out_best",
+    "check_detection_power",
     "check_crossed_contrast",
     "check_rarest_hits",
     "check_familywise_p_values",
@@ -136,6 +137,44 @@ def check_held_out_best(held_out_fn: Callable, seed: int = 0) -> CheckResult:
         return problem
 
     return run_check(held_out_fn, cases(), compare, "selects on one half and scores on the other")
+
+
+def _binomial_tail(n: int, rate: float, start: int, stop: int) -> float:
+    """P(start <= Binomial(n, rate) < stop), for the slips of check_detection_power."""
+    from math import comb
+
+    return float(sum(comb(n, k) * rate ** k * (1 - rate) ** (n - k) for k in range(max(start, 0), min(stop, n + 1))))
+
+
+def check_detection_power(power_fn: Callable) -> CheckResult:
+    """``fn(n_pairs, rate, smallest_count) -> float``: the chance that a head flipping right in each pair with
+    probability ``rate`` gets at least ``smallest_count`` right flips of ``n_pairs`` (a binomial tail, section 3.3;
+    :func:`mha.analysis.statistics.detection_power`)."""
+
+    def cases() -> Iterator:
+        for n_pairs, rate, smallest in ((22, 0.3, 7), (22, 0.5, 12), (22, 0.7, 7), (10, 0.35, 1), (6, 0.9, 6),
+                                        (8, 0.25, 0)):
+            label = f"{n_pairs} pairs, rate {rate}, called from {smallest} right flips"
+            yield label, (n_pairs, rate, smallest), {}, (n_pairs, rate, smallest)
+
+    def compare(got, case) -> str | None:
+        n_pairs, rate, smallest = case
+        want = detection_power(n_pairs, rate, smallest)
+        slips = {
+            "strict": (_binomial_tail(n_pairs, rate, smallest + 1, n_pairs + 1),
+                       "That is P(X > k): a head with exactly the smallest count is found too, so count X >= k."),
+            "exact": (_binomial_tail(n_pairs, rate, smallest, smallest + 1),
+                      "That is P(X = k) alone: add every count from k up to n_pairs."),
+            "lower": (_binomial_tail(n_pairs, rate, 0, smallest + 1),
+                      "That is the lower tail P(X <= k): the head is found when it has MANY right flips."),
+            "swapped": (_binomial_tail(n_pairs, 1 - rate, smallest, n_pairs + 1),
+                        "You used 1 - rate as the chance of a right flip; rate is the chance of a right flip."),
+        }
+        return compare_number(got, want, {**slips, "percentage": (100 * want, "Give a probability between 0 and 1, "
+                                                                              "not a percentage.")}, "the power",
+                              atol=1e-9)
+
+    return run_check(power_fn, cases(), compare, "computes the chance that a head of a given rate is found")
 
 
 # --- Content and rare words -----------------------------------------------------------------------

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 import torch
 
-from mha.core.geometry import effective_rank, numerical_rank, principal_angle_cosines, score_terms
+from mha.core.geometry import energy_rank, numerical_rank, principal_angle_cosines, score_terms
 from mha.core.low_rank_fitting import dense_random_pattern, min_head_width
 from .checking import CheckResult, answer_array, answer_number, compare_array, run_check
 
@@ -27,7 +27,7 @@ __all__ = [
     "check_principal_angle_cosines",
     "check_min_head_width",
     "check_rank_two_scores",
-    "check_effective_rank",
+    "check_energy_rank",
 ]
 
 
@@ -193,7 +193,7 @@ def check_rank_two_scores(make_scores: Callable, threshold: float = 0.9) -> Chec
     return run_check(make_scores, cases(), compare, f"makes rank-2 scores that follow a permutation (weight >= {threshold})")
 
 
-def check_effective_rank(rank: Callable, seed: int = 0) -> CheckResult:
+def check_energy_rank(rank: Callable, seed: int = 0) -> CheckResult:
     """``rank(matrix, energy)`` -> fewest singular directions holding ``energy`` of the squared Frobenius norm."""
     rng = np.random.default_rng(seed)
 
@@ -204,7 +204,7 @@ def check_effective_rank(rank: Callable, seed: int = 0) -> CheckResult:
             k = min(shape)
             singular_values = decay ** np.arange(k)  # known, decaying spectrum
             matrix = left[:, :k] @ np.diag(singular_values) @ right[:, :k].T
-            want = int(effective_rank(torch.from_numpy(matrix), energy=energy))
+            want = int(energy_rank(torch.from_numpy(matrix), energy=energy))
             held_unsquared = np.cumsum(singular_values) / singular_values.sum()
             hints = {"unsquared": int((held_unsquared < energy).sum()) + 1,
                      "one_short": want - 1}

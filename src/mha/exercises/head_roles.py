@@ -31,6 +31,7 @@ __all__ = [
     "check_previous_token_share",
     "check_special_token_share",
     "check_is_positional",
+    "check_distance_matched_lift",
     "check_relation_accuracy",
     "check_best_offset",
     "check_word_attention",
@@ -327,3 +328,43 @@ def check_word_attention(merge: Callable[[np.ndarray, Sequence[int | None]], np.
         return problem
 
     return run_check(merge, cases(), compare, "merges word pieces into words")
+
+
+def check_distance_matched_lift(lift: Callable[[np.ndarray, int, int], float], seed: int = 0) -> CheckResult:
+    """``lift(weights, first, second)``: for one (n, n) word map, the weight of row ``second`` on column ``first``
+    minus the mean weight of every row ``q`` on column ``q - d``, d = second - first (3.1, bridging heads)."""
+    from mha.analysis.long_range import WordPair, distance_baseline, pair_lifts
+
+    rng = np.random.default_rng(seed)
+
+    def cases() -> Iterator:
+        named = [
+            ("a previous-word head, a pair one word apart", one_hot_attention([0, 0, 1, 2, 3, 4]), 2, 3),
+            ("a random 6 x 6 map, a pair three words apart", random_attention_maps(rng, (6, 6)), 1, 4),
+            ("a random 9 x 9 map, a pair five words apart", random_attention_maps(rng, (9, 9)), 2, 7),
+            ("a random 12 x 12 map, a pair two words apart", random_attention_maps(rng, (12, 12)), 8, 10),
+        ]
+        for label, weights, first, second in named:
+            maps = weights[None, None]  # (1, 1, n, n)
+            baseline = distance_baseline([maps])
+            want = float(pair_lifts([maps], [WordPair(0, first, second, "pair")], baseline)[1][0, 0, 0])
+            d, n = second - first, len(weights)
+            back = np.diagonal(weights, offset=-d).mean()  # rows q, columns q - d
+            ahead = np.diagonal(weights, offset=d).mean()  # rows q, columns q + d
+            slips = {
+                "transposed": (float(weights[first, second] - ahead), "That reads the EARLIER word's row (looking "
+                               "ahead). Rows attend FROM: the later word's row is weights[second], its column first."),
+                "no baseline": (float(weights[second, first]), "That is the raw weight; subtract what the head gives "
+                                "any word d positions back, the mean of np.diagonal(weights, offset=-d)."),
+                "both ways": (float(weights[second, first] - (np.diagonal(weights, offset=-d).sum()
+                                                              + np.diagonal(weights, offset=d).sum()) / (2 * (n - d))),
+                              "Your baseline mixes looking back and looking ahead; the pair looks back, so compare "
+                              "with the diagonal below the main one only (offset=-d)."),
+                "uniform": (float(weights[second, first] - 1 / n), "1/n is uniform attention; the baseline is this "
+                            "head's own mean weight at distance d, which falls with distance."),
+            }
+            yield label, (weights.copy(), first, second), {}, (want, slips)
+
+    return run_check(lift, cases(), lambda got, want: compare_number(got, want[0], want[1], "the lift"),
+                     "computes the distance-matched lift")
+

@@ -2,12 +2,12 @@
 
 - :mod:`~mha.pretrained.tokenizer`: text to wordpieces, each mapped back to its word (3.4 "Content and rare words").
 - :mod:`~mha.pretrained.encoder`: the encoder, its traces (every head's weights, queries, keys and values) and
-  head masks (2.1, 2.2, 3.1-3.4, 4.1, 4.2).
+  head masks, a copy with random weights (2.1, 2.2, 3.1-3.4, 4.1, 4.2, 4.4).
 - :mod:`~mha.pretrained.word_maps`: wordpiece maps turned into word maps (3.2 "Syntax: heads that follow
   grammatical relations", 3.3, 3.4).
 - :mod:`~mha.pretrained.sentence_embedding`: the model's sentence vectors, as it is used (4.1, 4.2).
 - :mod:`~mha.pretrained.corpus_encoding`: a whole corpus encoded into attention records, in bounded batches
-  (3.1 "A tour of all 72 heads", 3.2, 4.2).
+  (3.1 "A tour of all 72 heads", 3.2, 4.2), or into every head's output per word (4.4 "Probing and its limits").
 - :mod:`~mha.pretrained.interventions`: interventions resumed from a stored layer: heads removed (3.3
   "Coreference, honestly", 4.2 "Redundancy and pruning"), one key removed from one head, heads given other weights
   (4.1 "Attention is not explanation").

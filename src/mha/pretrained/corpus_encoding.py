@@ -17,6 +17,10 @@ the square of the length) and the padding. The records come back in the order
 the sentences were given. Padding is removed: each
 record's ``attention`` is (layers, heads, n, n) for that sentence's own ``n``
 tokens, row = query (attends FROM), column = key (attended TO).
+
+:func:`encode_word_head_outputs` batches the same way and keeps, instead of the weights, what every head wrote:
+its output ``z_h`` (before ``W_O``) averaged over each word's wordpieces, the features that the probes of
+section 4.4 ("Probing and its limits") read.
 """
 
 from __future__ import annotations
@@ -27,9 +31,10 @@ import numpy as np
 
 from mha.corpora.templates import AnnotatedSentence
 from mha.pretrained.encoder import MiniLMEncoder
+from mha.pretrained.word_maps import word_units
 from mha.analysis.role_table import AttentionRecord
 
-__all__ = ["encode_records"]
+__all__ = ["encode_records", "encode_word_head_outputs"]
 
 
 def encode_records(
@@ -85,6 +90,48 @@ def encode_records(
                 sentence=sentences[index] if split else None,
             )
     return records  # type: ignore[return-value]
+
+
+def encode_word_head_outputs(
+    encoder: MiniLMEncoder,
+    sentences: Sequence[Sequence[str]],
+    *,
+    batch_size: int = 256,
+    max_tokens: int = 4096,
+    dtype: type = np.float32,
+) -> list[np.ndarray]:
+    """Every head's output ``z_h`` for every word of every sentence: one (layers, heads, words, d_head) array each.
+
+    ``sentences`` are lists of words (a treebank's own words, encoded with ``is_split_into_words=True``), batched by
+    length as in :func:`encode_records`. ``z_h = weights_h @ v_h`` is the head's output before ``W_O``
+    (:attr:`mha.pretrained.encoder.EncoderTrace.head_outputs`); a word cut into several wordpieces gets the mean
+    of its pieces' outputs (:func:`mha.pretrained.word_maps.word_units`), and ``[CLS]`` and ``[SEP]`` are dropped,
+    so ``result[i][layer, head, w]`` belongs to ``sentences[i][w]`` (section 4.4, "Probing and its limits").
+    """
+    if isinstance(sentences, str) or not sentences:
+        raise ValueError("sentences must be a non-empty list of sentences, each a list of words.")
+    sentences = [list(words) for words in sentences]
+    bad = next((i for i, words in enumerate(sentences)
+                if not words or not all(isinstance(w, str) and w for w in words)), None)
+    if bad is not None:
+        raise ValueError(f"sentence {bad} is {sentences[bad]!r}; each sentence must be a non-empty list of "
+                         "non-empty word strings (use [list(s.words) for s in sentences] for AnnotatedSentence).")
+    for name, value in (("batch_size", batch_size), ("max_tokens", max_tokens)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a whole number >= 1, got {value!r}.")
+    lengths = encoder.tokenize(sentences, is_split_into_words=True).real_tokens.sum(dim=1).tolist()  # (sentences,)
+    order = sorted(range(len(sentences)), key=lambda i: lengths[i])
+    outputs: list[np.ndarray | None] = [None] * len(sentences)
+    for chunk in _batches(order, lengths, batch_size, max_tokens):
+        trace = encoder.trace([sentences[i] for i in chunk], is_split_into_words=True)
+        head_outputs = trace.head_outputs.detach().cpu().numpy()  # (layers, batch, heads, seq, d_head)
+        for position, index in enumerate(chunk):
+            n = trace.lengths[position]
+            units = word_units(trace.word_ids[position][:n])  # token positions of each word, specials dropped
+            per_token = head_outputs[:, position, :, :n]  # (layers, heads, n, d_head)
+            outputs[index] = np.stack([per_token[:, :, list(unit)].mean(axis=2) for unit in units],
+                                      axis=2).astype(dtype)  # (layers, heads, words, d_head)
+    return outputs  # type: ignore[return-value]
 
 
 def _batches(order: list[int], lengths: list[int], batch_size: int, max_tokens: int) -> list[list[int]]:

@@ -356,6 +356,32 @@ class MiniLMEncoder(nn.Module):
         encoder.requires_grad_(False)  # a pretrained model to inspect, not to train
         return encoder.eval()
 
+    def with_random_weights(self, seed: int, std: float = 0.02) -> MiniLMEncoder:
+        """A new encoder of the same architecture and tokenizer whose weights are drawn afresh (section 4.4).
+
+        Matrices and embeddings are drawn from N(0, ``std``), BERT's own initialisation (``initializer_range``
+        0.02), LayerNorm gains are 1 and every bias 0, all from ``torch.Generator`` seeded with ``seed``. The
+        baseline "what does the architecture alone, untrained, give a probe?" (section 4.4, "Probing and its
+        limits"). This encoder is left unchanged.
+        """
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise ValueError(f"seed must be a whole number, got {seed!r}.")
+        if not (isinstance(std, (int, float)) and not isinstance(std, bool) and std > 0):
+            raise ValueError(f"std must be a positive number (BERT uses 0.02), got {std!r}.")
+        dtype = self.word_embeddings.dtype
+        fresh = MiniLMEncoder(self.config, dtype=dtype, model_path=self.model_path)
+        generator = torch.Generator().manual_seed(seed)
+        with torch.no_grad():
+            for name, parameter in fresh.named_parameters():  # a fixed order, so the seed fixes every weight
+                if parameter.ndim >= 2:  # embeddings and weight matrices
+                    parameter.copy_(torch.randn(parameter.shape, generator=generator, dtype=dtype) * std)
+                elif "norm" in name and name.endswith("weight"):  # LayerNorm gains
+                    parameter.fill_(1.0)
+                else:  # biases
+                    parameter.zero_()
+        fresh.requires_grad_(False)
+        return fresh.eval()
+
     def _load_bert_weights(self, state: dict[str, Tensor]) -> None:
         """Copy a transformers ``BertModel`` state dict in; its Linear weights are (d_out, d_in), ours (d_in, d_out)."""
         state = {name.removeprefix("bert."): tensor for name, tensor in state.items()}

@@ -1,0 +1,313 @@
+"""Which layer does what: per-layer profiles of head scores on real text, and the claim about depth (4.3 "Layer dependence").
+
+A popular summary of BERT-style encoders says that lower layers track position and syntax and higher layers
+semantics and long-range links. This module turns the head scores of :mod:`mha.analysis.role_table` into one
+profile per layer, with intervals, and states for each claimed trend whether it holds on the measured model:
+
+* :func:`sentence_scores` scores every head on every sentence on its own (one
+  :func:`~mha.analysis.role_table.head_role_table` per sentence), keeping, for the relation columns, the hits and
+  the gold pairs rather than the accuracy, so that any set of sentences can be pooled again;
+* :func:`relation_accuracy` and :func:`held_out_syntactic_gain` pool those counts: each head's relation and each
+  relation's fixed-offset baseline (Clark et al. 2019) are chosen on a *selection* set of sentences and the gain is
+  reported on the other, *report*, set;
+* :func:`bootstrap_counts`, :func:`resampled_means` and :func:`resampled_ratios` resample sentences with
+  replacement (the same resamples for every layer and every score, drawn as
+  :func:`mha.analysis.statistics.bootstrap_interval` draws them), and :func:`percentile_interval` reads a 95%
+  interval from them;
+* :func:`depth_trend` and :func:`trend_verdict` compare early with late layers and give a verdict, by a rule
+  stated in :func:`trend_verdict`.
+
+:func:`selection_report_split` gives the two sets as sorted indices (:func:`mha.corpora.treebank.split_sentences`).
+The resampling tools live in :mod:`mha.analysis.statistics` and are imported here for the notebooks of chapter 4. Direction convention, as everywhere in :mod:`mha`: rows are queries (attend FROM), columns
+keys (attended TO).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy.stats import spearmanr
+
+from mha.analysis.role_table import RELATION_DIRECTIONS, AttentionRecord, head_role_table
+from mha.analysis.statistics import bootstrap_counts, percentile_interval, resampled_means, resampled_ratios
+from mha.corpora.treebank import split_sentences
+
+__all__ = [
+    "BASELINE_OFFSETS",
+    "LAYER_CLAIMS",
+    "LayerClaim",
+    "HeldOutGain",
+    "SentenceScores",
+    "selection_report_split",
+    "sentence_scores",
+    "relation_accuracy",
+    "held_out_syntactic_gain",
+    "bootstrap_counts",
+    "resampled_means",
+    "resampled_ratios",
+    "percentile_interval",
+    "depth_trend",
+    "trend_verdict",
+    "claim_table",
+    "VERDICTS",
+]
+
+#: offsets (in words) a fixed-offset baseline may use, as in head_role_table's default
+BASELINE_OFFSETS: tuple[int, ...] = tuple(k for k in range(-5, 6) if k != 0)
+
+VERDICTS: tuple[str, ...] = ("holds", "holds with a qualifier", "fails on this model")
+
+
+@dataclass(frozen=True)
+class LayerClaim:
+    """One trend the popular claim predicts: ``metric`` rises (``direction`` +1) or falls (-1) with depth."""
+
+    metric: str
+    direction: int
+    claim: str
+
+
+#: the trends the claim "lower layers: position and syntax; higher layers: semantics and long-range links" predicts
+LAYER_CLAIMS: tuple[LayerClaim, ...] = (
+    LayerClaim("positional share", -1, "lower layers attend by position (to the neighbouring tokens)"),
+    LayerClaim("syntactic gain", -1, "lower layers follow grammatical relations"),
+    LayerClaim("distance", +1, "higher layers make long-range links (attend further away)"),
+    LayerClaim("entropy", +1, "higher layers integrate broadly (attention spread over more tokens)"),
+    LayerClaim("related words", +1, "higher layers link words by meaning (related pairs attend to each other more)"),
+)
+
+
+def selection_report_split(n_items: int, *, selection_fraction: float = 0.5,
+                           seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Indices of a selection set and a report set, each sorted: :func:`mha.corpora.treebank.split_sentences` of
+    ``range(n_items)``, the same seeded split (section 4.3).
+
+    Choose on the selection set (which relation a head follows, which offset is the baseline, which head is best)
+    and report on the other, so that the choice is not graded on the data that made it.
+    """
+    if isinstance(n_items, bool) or not isinstance(n_items, (int, np.integer)) or n_items < 2:
+        raise ValueError(f"n_items must be a whole number >= 2 (one item in each set at least), got {n_items!r}.")
+    selection, report = split_sentences(range(int(n_items)), selection_fraction, seed)
+    return np.sort(np.asarray(selection, dtype=int)), np.sort(np.asarray(report, dtype=int))
+
+
+@dataclass(frozen=True)
+class SentenceScores:
+    """Every head scored on every sentence on its own (section 4.3).
+
+    ``values[column]`` is (sentences, layers, heads) for each requested column of
+    :func:`~mha.analysis.role_table.head_role_table`. For the relations, ``prefixes`` names the relation
+    directions (column prefixes such as ``noun_det``), ``relation_hits`` (sentences, prefixes, layers, heads) counts
+    the gold pairs whose row's most-attended word is the gold word, ``relation_counts`` (sentences, prefixes) the
+    gold pairs, and ``offset_counts`` (sentences, prefixes, offsets) how many of them lie at each fixed offset of
+    ``offsets`` in the direction read (the pairs a fixed-offset baseline gets right).
+    """
+
+    values: dict[str, np.ndarray]
+    prefixes: tuple[str, ...]
+    relation_hits: np.ndarray
+    relation_counts: np.ndarray
+    offset_counts: np.ndarray
+    offsets: tuple[int, ...]
+
+    @property
+    def n_sentences(self) -> int:
+        return self.relation_counts.shape[0]
+
+
+def sentence_scores(records: Iterable[AttentionRecord], columns: Sequence[str] = (
+        "prev_token_share", "next_token_share", "cls_share", "sep_share", "entropy_ratio", "mean_distance"),
+        *, offsets: Sequence[int] = BASELINE_OFFSETS) -> SentenceScores:
+    """Score every head on each sentence alone, with :func:`~mha.analysis.role_table.head_role_table` (section 4.3).
+
+    ``records`` are attention records with gold sentences (e.g. from
+    :func:`mha.pretrained.corpus_encoding.encode_records` on a treebank). ``columns`` are token-level columns of
+    the role table to keep per sentence. Relation scores keep their hits and counts (see :class:`SentenceScores`),
+    which pool across sentences exactly as the role table pools them.
+    """
+    records = list(records)
+    if not records:
+        raise ValueError("records is empty; give at least one sentence's attention record.")
+    columns = list(columns)
+    prefixes = tuple(prefix for prefix, _, _ in RELATION_DIRECTIONS)
+    offsets = tuple(int(k) for k in offsets)
+    values: dict[str, list[np.ndarray]] = {column: [] for column in columns}
+    hits, counts, offset_counts = [], [], []
+    for index, record in enumerate(records):
+        if record.sentence is None:
+            raise ValueError(f"record {index} has no gold sentence; relation scores need the treebank's annotation.")
+        table = head_role_table([record])
+        shape = (int(table["layer"].max()) + 1, int(table["head"].max()) + 1)
+        missing = [column for column in columns if column not in table.columns]
+        if missing:
+            raise ValueError(f"unknown columns {missing}; choose among the role table's columns, e.g. "
+                             "'prev_token_share', 'cls_share', 'entropy_ratio', 'mean_distance'.")
+        for column in columns:
+            values[column].append(table[column].to_numpy(dtype=float).reshape(shape))
+        sentence_hits, sentence_counts, sentence_offsets = [], [], []
+        for prefix, kind, direction in RELATION_DIRECTIONS:
+            count = int(table[f"{kind}_count"].iloc[0])
+            accuracy = np.nan_to_num(table[f"{prefix}_acc"].to_numpy(dtype=float)).reshape(shape)
+            sentence_hits.append(np.rint(accuracy * count))  # (layers, heads): pairs this head gets right
+            sentence_counts.append(count)
+            sign = 1 if direction == "source_to_target" else -1
+            gaps = [sign * (r.target - r.source) for r in record.sentence.relations_of(kind)]
+            sentence_offsets.append([gaps.count(k) for k in offsets])
+        hits.append(sentence_hits)
+        counts.append(sentence_counts)
+        offset_counts.append(sentence_offsets)
+    return SentenceScores(
+        values={column: np.stack(stacked) for column, stacked in values.items()},  # each (sentences, layers, heads)
+        prefixes=prefixes,
+        relation_hits=np.array(hits, dtype=float),  # (sentences, prefixes, layers, heads)
+        relation_counts=np.array(counts, dtype=float),  # (sentences, prefixes)
+        offset_counts=np.array(offset_counts, dtype=float),  # (sentences, prefixes, offsets)
+        offsets=offsets,
+    )
+
+
+def relation_accuracy(hits: np.ndarray, counts: np.ndarray,
+                      offset_counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Pooled accuracy and best fixed-offset baseline of every relation direction (section 4.3).
+
+    ``hits`` (sentences, prefixes, layers, heads), ``counts`` (sentences, prefixes) and ``offset_counts``
+    (sentences, prefixes, offsets), as in :class:`SentenceScores`, for the sentences to pool. Returns ``accuracy``
+    (prefixes, layers, heads), ``baseline`` (prefixes,): the share of pairs the best single offset gets right, and
+    ``best_offset`` (prefixes,): the index of that offset (ties: the first). A relation with no pair gets NaN.
+    """
+    pairs = counts.sum(axis=0)  # (prefixes,)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        accuracy = hits.sum(axis=0) / pairs[:, None, None]  # (prefixes, layers, heads)
+        at_offset = offset_counts.sum(axis=0) / pairs[:, None]  # (prefixes, offsets)
+    best_offset = np.nan_to_num(at_offset, nan=-1.0).argmax(axis=1)  # (prefixes,)
+    baseline = at_offset[np.arange(len(pairs)), best_offset]
+    return accuracy, baseline, best_offset
+
+
+@dataclass(frozen=True)
+class HeldOutGain:
+    """What :func:`held_out_syntactic_gain` measured (section 4.3).
+
+    ``relation`` (layers, heads) names each head's relation direction, chosen on the selection sentences, where
+    its gain was ``selection_gain`` (layers, heads); ``gain`` (layers, heads) is that relation's gain on the report
+    sentences and ``resampled`` (resamples, layers, heads) the same in each bootstrap resample of them.
+    """
+
+    relation: np.ndarray
+    selection_gain: np.ndarray
+    gain: np.ndarray
+    resampled: np.ndarray
+
+
+def held_out_syntactic_gain(scores: SentenceScores, selection: np.ndarray, report: np.ndarray, *,
+                            min_count: int = 10, n_resamples: int = 1000, seed: int = 0) -> HeldOutGain:
+    """Each head's gain over the fixed-offset baseline, chosen on ``selection`` and measured on ``report`` (4.3).
+
+    On the selection sentences each head gets the relation direction with the largest accuracy minus baseline
+    (among those with at least ``min_count`` gold pairs there), and each relation its best offset. On the report
+    sentences the gain of that relation, over that offset, is measured. The report sentences are resampled
+    ``n_resamples`` times (:func:`bootstrap_counts`). Returns a :class:`HeldOutGain`.
+    """
+    selection, report = np.asarray(selection), np.asarray(report)
+    if len(selection) == 0 or len(report) == 0:
+        raise ValueError("selection and report each need at least one sentence.")
+    if np.intersect1d(selection, report).size:
+        raise ValueError("selection and report share sentences; choose on one set and report on another.")
+    accuracy, baseline, best_offset = relation_accuracy(
+        scores.relation_hits[selection], scores.relation_counts[selection], scores.offset_counts[selection])
+    eligible = scores.relation_counts[selection].sum(axis=0) >= min_count  # (prefixes,)
+    if not eligible.any():
+        raise ValueError(f"no relation has {min_count} gold pairs in the selection sentences; lower min_count.")
+    gain = np.where(eligible[:, None, None], accuracy - baseline[:, None, None], -np.inf)  # (prefixes, layers, heads)
+    choice = gain.argmax(axis=0)  # (layers, heads): index of each head's relation
+
+    def report_gain(weights: np.ndarray) -> np.ndarray:
+        """weights (resamples, report sentences) -> gain (resamples, layers, heads) of each head's relation."""
+        hits = np.einsum("rn,nplh->rplh", weights, scores.relation_hits[report])  # (resamples, prefixes, L, H)
+        pairs = weights @ scores.relation_counts[report]  # (resamples, prefixes)
+        at_offset = np.einsum("rn,np->rp", weights,
+                              scores.offset_counts[report][:, np.arange(len(best_offset)), best_offset])
+        with np.errstate(invalid="ignore", divide="ignore"):
+            accuracy_r = hits / pairs[:, :, None, None]
+            baseline_r = at_offset / pairs  # (resamples, prefixes): the selection's offset, scored on the report set
+        gains = accuracy_r - baseline_r[:, :, None, None]
+        return np.take_along_axis(gains, choice[None, None], axis=1)[:, 0]  # (resamples, layers, heads)
+
+    return HeldOutGain(relation=np.array(scores.prefixes, dtype=object)[choice],
+                       selection_gain=np.take_along_axis(gain, choice[None], axis=0)[0],
+                       gain=report_gain(np.ones((1, len(report))))[0],
+                       resampled=report_gain(bootstrap_counts(len(report), n_resamples, seed)))
+
+
+def depth_trend(layer_values, resampled, *, early: Sequence[int] = (0, 1), late: Sequence[int] = (4, 5),
+                level: float = 0.95) -> dict[str, float]:
+    """How a per-layer score changes with depth: late minus early layers, with an interval, and a rank correlation.
+
+    ``layer_values`` (layers,) is the score of each layer, ``resampled`` (resamples, layers) the same score in
+    each bootstrap resample. Returns ``difference`` (mean of the ``late`` layers minus mean of the ``early``
+    ones), its percentile interval ``low`` and ``high``, and ``rank_correlation``: Spearman's correlation of the
+    layer values with the layer index (+1: rises at every layer; -1: falls at every layer). Section 4.3.
+    """
+    layer_values = np.asarray(layer_values, dtype=float)
+    resampled = np.asarray(resampled, dtype=float)
+    n_layers = layer_values.shape[0]
+    if layer_values.ndim != 1 or resampled.ndim != 2 or resampled.shape[1] != n_layers:
+        raise ValueError(f"layer_values {layer_values.shape} should be (layers,) and resampled {resampled.shape} "
+                         "(resamples, layers).")
+    early, late = list(early), list(late)
+    if not early or not late or set(early) & set(late) or not all(0 <= l < n_layers for l in early + late):
+        raise ValueError(f"early {early} and late {late} must be non-empty, disjoint lists of layers in "
+                         f"0..{n_layers - 1}.")
+    difference = layer_values[late].mean() - layer_values[early].mean()
+    low, high = percentile_interval(resampled[:, late].mean(axis=1) - resampled[:, early].mean(axis=1), level)
+    rank_correlation = float(spearmanr(np.arange(n_layers), layer_values)[0])
+    return {"difference": float(difference), "low": float(low), "high": float(high),
+            "rank_correlation": rank_correlation}
+
+
+def trend_verdict(low: float, high: float, rank_correlation: float, direction: int, *,
+                  min_rank_correlation: float = 0.8) -> str:
+    """The verdict on a claimed trend, by a stated rule (section 4.3).
+
+    ``low`` and ``high`` bound the late-minus-early difference (:func:`depth_trend`), ``direction`` is the claimed
+    sign (+1: rises with depth, -1: falls). The claim **holds** when the whole interval lies on the claimed side
+    of 0 and the layer values follow the claimed direction at least as closely as ``min_rank_correlation``
+    (Spearman, sign-adjusted); it **holds with a qualifier** when the interval is on the claimed side but the
+    profile is not that orderly (a peak in the middle, one layer against the trend); otherwise it **fails on this
+    model** (the interval includes 0 or lies on the other side).
+    """
+    if direction not in (1, -1):
+        raise ValueError(f"direction must be +1 (rises with depth) or -1 (falls with depth), got {direction!r}.")
+    if not low <= high:
+        raise ValueError(f"low ({low}) must not be above high ({high}).")
+    on_claimed_side = low > 0 if direction == 1 else high < 0
+    if not on_claimed_side:
+        return VERDICTS[2]
+    return VERDICTS[0] if direction * rank_correlation >= min_rank_correlation else VERDICTS[1]
+
+
+def claim_table(profiles: dict[str, tuple[np.ndarray, np.ndarray]], claims: Sequence[LayerClaim] = LAYER_CLAIMS, *,
+                early: Sequence[int] = (0, 1), late: Sequence[int] = (4, 5),
+                min_rank_correlation: float = 0.8) -> pd.DataFrame:
+    """One row per claim: the per-layer values, the late-minus-early difference with its interval, the verdict.
+
+    ``profiles[metric]`` is ``(layer_values (layers,), resampled (resamples, layers))`` for each claim's
+    ``metric``. Section 4.3.
+    """
+    rows = []
+    for claim in claims:
+        if claim.metric not in profiles:
+            raise ValueError(f"no profile for {claim.metric!r}; profiles has {sorted(profiles)}.")
+        values, resampled = profiles[claim.metric]
+        trend = depth_trend(values, resampled, early=early, late=late)
+        row = {"metric": claim.metric, "claim": claim.claim,
+               **{f"layer {layer}": float(v) for layer, v in enumerate(values)},
+               "late - early": trend["difference"], "95% low": trend["low"], "95% high": trend["high"],
+               "rank correlation": trend["rank_correlation"],
+               "verdict": trend_verdict(trend["low"], trend["high"], trend["rank_correlation"], claim.direction,
+                                        min_rank_correlation=min_rank_correlation)}
+        rows.append(row)
+    return pd.DataFrame(rows)

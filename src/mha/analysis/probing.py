@@ -1,0 +1,194 @@
+"""Linear probes on what each head writes, with control tasks and baselines (4.4 "Probing and its limits").
+
+A probe is a small classifier trained to read a property (a word's part of speech, its dependency label) from a
+model's vectors. Here the vectors are each head's output ``z_h`` (before ``W_O``) averaged over a word's
+wordpieces (:func:`mha.pretrained.corpus_encoding.encode_word_head_outputs`), and the probe is a multinomial
+logistic regression on standardised features (scikit-learn, lbfgs). High probe accuracy says that the property
+can be read linearly from the vectors; it does not say that the model uses it. Three baselines keep the reading
+honest:
+
+* the **majority class** (:func:`majority_accuracy`): what a probe gets by always guessing the commonest label;
+* a **control task** (Hewitt and Liang 2019, "Designing and interpreting probes with control tasks"):
+  :func:`control_labels` gives every word type a fixed random label drawn from the real label distribution, so a
+  probe can only solve it by memorising word identity; **selectivity** is real accuracy minus control accuracy;
+* a **model with random weights** (:meth:`mha.pretrained.encoder.MiniLMEncoder.with_random_weights`), probed in
+  the same way: what the architecture and the word identities give without any training.
+
+:func:`read_labelled_sentences` reads the words of a UD treebank with their UPOS tag and dependency label,
+numbered exactly as :func:`mha.corpora.treebank.read_conllu` numbers them.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import conllu
+import numpy as np
+
+__all__ = ["LabelledSentence", "read_labelled_sentences", "most_frequent_labels", "control_labels",
+           "majority_accuracy", "fit_probe", "probe_every_head", "probe_every_layer", "correct_per_sentence"]
+
+
+@dataclass(frozen=True)
+class LabelledSentence:
+    """A treebank sentence's words with their universal part of speech and dependency label (section 4.4).
+
+    ``deprel`` is the universal relation without its subtype (``nsubj:pass`` -> ``nsubj``). Words are the
+    syntactic words of the CoNLL-U file (multiword-token ranges and empty nodes skipped), in the order and
+    numbering of :func:`mha.corpora.treebank.read_conllu`.
+    """
+
+    words: tuple[str, ...]
+    upos: tuple[str, ...]
+    deprel: tuple[str, ...]
+    sent_id: str
+
+
+def read_labelled_sentences(path: str | Path, *, limit: int | None = None) -> list[LabelledSentence]:
+    """The first ``limit`` sentences (all by default) of a CoNLL-U file, with each word's UPOS and DEPREL (4.4)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no CoNLL-U file at {path}; the book's treebank is mha.corpora.treebank.EWT_DEV_PATH.")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ValueError(f"limit must be a whole number >= 1 or None, got {limit!r}.")
+    sentences = []
+    with path.open(encoding="utf-8") as handle:
+        for number, tokens in enumerate(conllu.parse_incr(handle), start=1):
+            words = [t for t in tokens if isinstance(t["id"], int)]  # ranges and empty nodes have tuple ids
+            if not words:
+                continue
+            sentences.append(LabelledSentence(
+                words=tuple(t["form"] for t in words), upos=tuple(t["upos"] for t in words),
+                deprel=tuple(t["deprel"].split(":")[0] for t in words),
+                sent_id=str(tokens.metadata.get("sent_id") or number)))
+            if limit is not None and len(sentences) == limit:
+                break
+    return sentences
+
+
+def most_frequent_labels(labels: Sequence[str], k: int, *, other: str = "other") -> np.ndarray:
+    """``labels`` with every label outside the ``k`` most frequent replaced by ``other`` (ties: first seen) (4.4).
+
+    Fewer classes make 72 probes fast; the merged class keeps every word in the data.
+    """
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"k must be a whole number >= 1, got {k!r}.")
+    kept = {label for label, _ in Counter(labels).most_common(k)}
+    return np.array([label if label in kept else other for label in labels], dtype=object)
+
+
+def control_labels(word_types: Sequence, labels: Sequence, seed: int = 0) -> np.ndarray:
+    """Hewitt and Liang's control task: each word type gets one fixed random label, drawn as the labels fall (4.4).
+
+    ``word_types`` and ``labels`` have one entry per word occurrence. The distinct types, sorted
+    (``np.unique``), each draw one label from ``labels`` itself (``rng.choice(labels, size=n_types)`` with
+    ``rng = np.random.default_rng(seed)``), so the control labels follow the real label distribution over
+    occurrences; every occurrence of a type then carries its type's label. Returns an array like ``labels``.
+    """
+    word_types, labels = np.asarray(word_types), np.asarray(labels)
+    if word_types.ndim != 1 or word_types.shape != labels.shape or len(labels) == 0:
+        raise ValueError(f"word_types {word_types.shape} and labels {labels.shape} must be 1-d, non-empty and "
+                         "parallel: one type and one label per word occurrence.")
+    types, type_of_word = np.unique(word_types, return_inverse=True)
+    drawn = np.random.default_rng(seed).choice(labels, size=len(types))  # (types,): one label per type
+    return drawn[type_of_word]
+
+
+def majority_accuracy(train_labels: Sequence, test_labels: Sequence) -> float:
+    """Accuracy on ``test_labels`` of always guessing the commonest training label (ties: the smallest) (4.4)."""
+    train_labels, test_labels = np.asarray(train_labels), np.asarray(test_labels)
+    if len(train_labels) == 0 or len(test_labels) == 0:
+        raise ValueError("train_labels and test_labels must each hold at least one label.")
+    values, counts = np.unique(train_labels, return_counts=True)
+    return float(np.mean(test_labels == values[counts.argmax()]))
+
+
+def fit_probe(train_features, train_labels, test_features, test_labels, *, max_iter: int = 100, C: float = 1.0,
+              seed: int = 0) -> np.ndarray:
+    """Fit one linear probe and return, for each test word, whether it labels it correctly: (test words,) bool.
+
+    Features (words, features) are standardised with the training words' mean and standard deviation, then a
+    multinomial logistic regression (scikit-learn, lbfgs, L2 penalty of strength ``1 / C``, ``max_iter``
+    iterations at most, ``random_state=seed``) is fitted on the training words. It runs on one thread, so 72
+    probes in a row do not fight over the cores (section 4.4).
+    """
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import StandardScaler
+    from threadpoolctl import threadpool_limits
+
+    train_features = np.asarray(train_features, dtype=np.float64)
+    test_features = np.asarray(test_features, dtype=np.float64)
+    train_labels, test_labels = np.asarray(train_labels), np.asarray(test_labels)
+    if train_features.ndim != 2 or test_features.ndim != 2 or train_features.shape[1] != test_features.shape[1]:
+        raise ValueError(f"features must be (words, features) with the same features: got {train_features.shape} "
+                         f"and {test_features.shape}.")
+    if len(train_labels) != len(train_features) or len(test_labels) != len(test_features):
+        raise ValueError("give one label per word: the labels and the features' first axis differ in length.")
+    if len(np.unique(train_labels)) < 2:
+        raise ValueError("the training words carry a single label; a probe needs at least two classes.")
+    with threadpool_limits(1), warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # max_iter is modest on purpose; accuracy is reported
+        scaler = StandardScaler().fit(train_features)
+        probe = LogisticRegression(C=C, max_iter=max_iter, random_state=seed)
+        probe.fit(scaler.transform(train_features), train_labels)
+        return probe.predict(scaler.transform(test_features)) == test_labels
+
+
+def _check_features(features, labels, train, test) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    features, labels = np.asarray(features), np.asarray(labels)
+    train, test = np.asarray(train), np.asarray(test)
+    if features.ndim != 4 or len(labels) != features.shape[0]:
+        raise ValueError(f"features {features.shape} should be (words, layers, heads, d_head) with one label per "
+                         f"word ({len(labels)} labels).")
+    if np.intersect1d(train, test).size:
+        raise ValueError("train and test share words; fit the probe on one set of sentences, score it on another.")
+    return features, labels, train, test
+
+
+def probe_every_head(features, labels, train, test, **probe_options) -> np.ndarray:
+    """One probe per head: correctness (layers, heads, test words) bool (section 4.4).
+
+    ``features`` (words, layers, heads, d_head) holds every head's output for every word, ``labels`` (words,) the
+    property to read, ``train`` and ``test`` the word indices to fit and to score on (from different sentences).
+    ``probe_options`` go to :func:`fit_probe`.
+    """
+    features, labels, train, test = _check_features(features, labels, train, test)
+    _, n_layers, n_heads, _ = features.shape
+    correct = np.zeros((n_layers, n_heads, len(test)), dtype=bool)
+    for layer in range(n_layers):
+        for head in range(n_heads):
+            correct[layer, head] = fit_probe(features[train, layer, head], labels[train],
+                                             features[test, layer, head], labels[test], **probe_options)
+    return correct
+
+
+def probe_every_layer(features, labels, train, test, **probe_options) -> np.ndarray:
+    """One probe per layer on all its heads' outputs side by side (heads * d_head features): (layers, test words)."""
+    features, labels, train, test = _check_features(features, labels, train, test)
+    n_words, n_layers = features.shape[:2]
+    per_layer = features.reshape(n_words, n_layers, -1)  # (words, layers, heads * d_head)
+    return np.stack([fit_probe(per_layer[train, layer], labels[train], per_layer[test, layer], labels[test],
+                               **probe_options) for layer in range(n_layers)])
+
+
+def correct_per_sentence(correct, sentence_of_word) -> tuple[np.ndarray, np.ndarray]:
+    """Correct answers counted per sentence, for a bootstrap over sentences (section 4.4).
+
+    ``correct`` (..., words) bool, e.g. from :func:`probe_every_head`; ``sentence_of_word`` (words,) gives each
+    word's sentence. Returns ``hits`` (sentences, ...) and ``words`` (sentences,), sentences in sorted order of
+    their ids, ready for :func:`mha.analysis.layer_profile.resampled_ratios`.
+    """
+    correct = np.asarray(correct)
+    sentence_of_word = np.asarray(sentence_of_word)
+    if sentence_of_word.ndim != 1 or correct.shape[-1] != len(sentence_of_word):
+        raise ValueError(f"correct {correct.shape} must end with one entry per word ({len(sentence_of_word)} "
+                         "sentence ids).")
+    sentences, index = np.unique(sentence_of_word, return_inverse=True)
+    hits = np.zeros((len(sentences),) + correct.shape[:-1])
+    np.add.at(hits, index, np.moveaxis(correct, -1, 0).astype(float))
+    return hits, np.bincount(index, minlength=len(sentences)).astype(float)

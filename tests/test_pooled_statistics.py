@@ -1,0 +1,57 @@
+"""mha.analysis.statistics: bootstrap intervals of pooled shares over sentences (3.2) and the power of a test
+that found nothing (3.3)."""
+
+import math
+
+import numpy as np
+import pytest
+
+from mha.analysis.statistics import bootstrap_ratio_interval, detection_power, smallest_detectable_count
+
+
+def test_a_pooled_share_resamples_whole_sentences():
+    rng = np.random.default_rng(0)
+    pairs = rng.integers(1, 6, size=300)  # gold pairs per sentence
+    hits = rng.binomial(pairs, 0.7)  # a head right 70% of the time
+    low, high = bootstrap_ratio_interval(hits, pairs, seed=0)
+    share = hits.sum() / pairs.sum()
+    assert low < share < high and high - low < 0.08
+    assert 0.6 < low and high < 0.8
+    # the same resample for every column: a column that equals another has the same interval
+    low2, high2 = bootstrap_ratio_interval(np.stack([hits, hits], axis=1), pairs, seed=0)
+    assert low2[0] == low2[1] == pytest.approx(low) and high2[0] == high2[1] == pytest.approx(high)
+    # a gain (difference of counts) whose two terms agree everywhere has the interval [0, 0]
+    low3, high3 = bootstrap_ratio_interval(hits - hits, pairs)
+    assert low3 == high3 == 0
+
+
+def test_bootstrap_ratio_interval_rejects_bad_input():
+    with pytest.raises(ValueError, match="at least 2 units"):
+        bootstrap_ratio_interval([1], [1])
+    with pytest.raises(ValueError, match="denominators has shape"):
+        bootstrap_ratio_interval([1, 2, 3], [1, 2])
+    with pytest.raises(ValueError, match="sum to 0"):
+        bootstrap_ratio_interval([0, 0], [0, 0])
+    with pytest.raises(ValueError, match="level"):
+        bootstrap_ratio_interval([1, 1], [1, 1], level=95)
+
+
+def test_smallest_detectable_count_reads_the_null_maximum():
+    null_max = np.concatenate([np.full(90, 0.2), np.full(10, 0.5)])  # 10% of relabellings reach 0.5
+    # k / 10 > 0.5 is exceeded by no relabelling: p = 1 / 101; k / 10 in (0.2, 0.5] by 10: p = 11 / 101 > 0.05
+    assert smallest_detectable_count(null_max, 10, alpha=0.05) == 6
+    assert smallest_detectable_count(null_max, 10, alpha=0.2) == 3
+    assert smallest_detectable_count(np.ones(100), 10) is None
+    with pytest.raises(ValueError, match="alpha"):
+        smallest_detectable_count(null_max, 10, alpha=5)
+
+
+def test_detection_power_is_a_binomial_tail():
+    assert detection_power(22, 0.7, 12) == pytest.approx(
+        sum(math.comb(22, k) * 0.7 ** k * 0.3 ** (22 - k) for k in range(12, 23)))
+    assert detection_power(10, 1.0, 10) == 1.0 and detection_power(10, 0.0, 1) == 0.0
+    assert detection_power(10, 0.9, None) == 0.0
+    assert detection_power(22, 0.5, 12) < detection_power(22, 0.7, 12) < detection_power(22, 0.9, 12)
+    for rate in (-0.1, 1.5, "0.5"):
+        with pytest.raises(ValueError, match="rate"):
+            detection_power(22, rate, 12)

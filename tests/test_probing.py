@@ -1,0 +1,90 @@
+"""Probes on each head's output, their baselines and the features they read (section 4.4, mha.analysis.probing)."""
+
+import numpy as np
+import pytest
+import torch
+
+from mha.analysis.probing import (control_labels, correct_per_sentence, fit_probe, majority_accuracy,
+                                  most_frequent_labels, probe_every_head, probe_every_layer, read_labelled_sentences)
+from mha.corpora.treebank import SAMPLE_TREEBANK_PATH, read_conllu
+
+
+def test_labelled_sentences_number_words_as_the_treebank_reader_does():
+    labelled = read_labelled_sentences(SAMPLE_TREEBANK_PATH)
+    annotated = read_conllu(SAMPLE_TREEBANK_PATH)
+    assert [s.words for s in labelled] == [s.words for s in annotated]
+    assert all(len(s.upos) == len(s.deprel) == len(s.words) for s in labelled)
+    assert all(":" not in label for s in labelled for label in s.deprel)
+    assert len(read_labelled_sentences(SAMPLE_TREEBANK_PATH, limit=2)) == 2
+    with pytest.raises(FileNotFoundError, match="EWT_DEV_PATH"):
+        read_labelled_sentences("no/such/file.conllu")
+
+
+def test_control_labels_are_one_random_label_per_type_from_the_real_distribution():
+    rng = np.random.default_rng(0)
+    types = rng.integers(0, 2000, size=20000)
+    labels = rng.choice(["NOUN", "VERB", "DET"], size=20000, p=[0.6, 0.3, 0.1])
+    control = control_labels(types, labels, seed=1)
+    for word_type in np.unique(types)[:50]:
+        assert len(set(control[types == word_type])) == 1, "every occurrence of a type shares its label"
+    shares = {label: np.mean(control == label) for label in ("NOUN", "VERB", "DET")}
+    assert shares["NOUN"] > shares["VERB"] > shares["DET"] > 0
+    assert np.array_equal(control, control_labels(types, labels, seed=1))
+    assert not np.array_equal(control, control_labels(types, labels, seed=2))
+    with pytest.raises(ValueError, match="parallel"):
+        control_labels(types[:5], labels[:4])
+
+
+def test_majority_and_label_merging():
+    assert majority_accuracy(["a", "a", "b"], ["a", "b", "b", "a"]) == 0.5
+    merged = most_frequent_labels(["x", "x", "y", "z", "z", "z"], 2)
+    assert merged.tolist() == ["x", "x", "other", "z", "z", "z"]
+
+
+def test_a_probe_reads_the_head_that_carries_the_label_and_not_the_others():
+    rng = np.random.default_rng(0)
+    n_words, d_head = 300, 3
+    labels = rng.integers(0, 3, size=n_words)
+    features = rng.normal(size=(n_words, 2, 2, d_head))
+    features[:, 1, 1, 0] += 4.0 * labels  # only head (1, 1) carries the label, in one feature
+    features[:, 1, 1, 1] *= 1000.0  # a feature on another scale: standardisation keeps the probe working
+    train, test = np.arange(200), np.arange(200, n_words)
+    correct = probe_every_head(features, labels, train, test, max_iter=50)
+    accuracy = correct.mean(axis=-1)
+    assert correct.shape == (2, 2, 100) and accuracy[1, 1] > 0.9
+    assert accuracy.ravel()[:3].max() < 0.5
+    assert probe_every_layer(features, labels, train, test).mean(axis=-1)[1] > 0.9
+    with pytest.raises(ValueError, match="share words"):
+        probe_every_head(features, labels, train, train)
+    with pytest.raises(ValueError, match="single label"):
+        fit_probe(features[:10, 0, 0], np.zeros(10), features[10:20, 0, 0], np.zeros(10))
+
+
+def test_correct_answers_are_counted_per_sentence():
+    correct = np.array([[True, False, True, True]])  # (1 head, 4 words)
+    hits, words = correct_per_sentence(correct, [7, 7, 3, 7])
+    assert words.tolist() == [1, 3] and hits[:, 0].tolist() == [1, 2]
+
+
+def test_word_head_outputs_average_each_words_pieces_and_random_weights_are_seeded():
+    from mha.pretrained.corpus_encoding import encode_word_head_outputs
+    from mha.pretrained.encoder import MiniLMEncoder
+
+    encoder = MiniLMEncoder.load()
+    words = ["Antidisestablishmentarianism", "results", "arrived", "."]
+    [outputs] = encode_word_head_outputs(encoder, [words])
+    trace = encoder.trace([words], is_split_into_words=True).sentence(0)
+    first = [t for t, w in enumerate(trace.word_ids) if w == 0]
+    assert len(first) > 1, "the test needs a word cut into pieces"
+    assert outputs.shape == (6, 12, 4, 32)
+    assert np.allclose(outputs[:, :, 0], trace.head_outputs[:, :, first].mean(axis=2), atol=1e-6)
+    with pytest.raises(ValueError, match="non-empty"):
+        encode_word_head_outputs(encoder, [[]])
+
+    before = encoder.layers[0].attention.W_Q.clone()
+    random_a, random_b = encoder.with_random_weights(seed=0), encoder.with_random_weights(seed=0)
+    assert torch.equal(random_a.layers[3].W_in, random_b.layers[3].W_in)
+    assert not torch.equal(random_a.layers[3].W_in, encoder.with_random_weights(seed=1).layers[3].W_in)
+    assert torch.equal(encoder.layers[0].attention.W_Q, before), "the pretrained encoder is left unchanged"
+    assert float(random_a.word_embeddings.std()) == pytest.approx(0.02, rel=0.05)
+    assert torch.all(random_a.layers[0].attention_norm.weight == 1)
