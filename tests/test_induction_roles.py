@@ -171,6 +171,16 @@ def test_train_until_induction_stops_after_the_phase_change():
     unsettled = train_until_induction(TinyTransformer(model.config, seed=1), task, training,
                                       held_out_batch(task, size=16), score_every=20, settled_loss=1e-9)
     assert not unsettled["formed"] and unsettled["phase_step"] is None and unsettled["steps"] == 40
+    # stop_when_formed: the first scoring step whose best prefix matching passes the bar ends the run
+    scores = [row["best_prefix_matching"] for row in unsettled["head_scores"]]
+    bar = min(scores[1:]) - 1e-6  # passed at step 20 at the latest, never before it unless step 0 passes too
+    early = train_until_induction(TinyTransformer(model.config, seed=1), task, training,
+                                  held_out_batch(task, size=16), score_every=20, settled_loss=1e-9,
+                                  stop_when_formed=bar)
+    first = next(row["step"] for row in unsettled["head_scores"] if row["best_prefix_matching"] > bar)
+    assert early["steps"] == first and early["head_scores"][-1]["best_prefix_matching"] > bar
+    with pytest.raises(ValueError, match="stop_when_formed"):
+        train_until_induction(model, task, training, stop_when_formed=1.5)
 
 
 def test_stored_phase_spread_covers_its_grid_and_matches_the_stored_seed_logs():

@@ -217,7 +217,8 @@ class _PhaseChangePassed(Exception):
 
 def train_until_induction(model, task: InductionTask, training, held_out: TaskBatch | None = None, *,
                           score_every: int = 100, settled_loss: float = SETTLED_REPEAT_LOSS,
-                          settle_steps: int = 200, progress: bool = False) -> dict:
+                          settle_steps: int = 200, stop_when_formed: float | None = None,
+                          progress: bool = False) -> dict:
     """Train ``model`` in place until its phase change has passed, scoring its heads on held-out periods (chapter 3).
 
     ``training`` is a :class:`~mha.lab.training.TrainingConfig`; its ``steps``
@@ -225,7 +226,10 @@ def train_until_induction(model, task: InductionTask, training, held_out: TaskBa
     scored on ``held_out`` (default :func:`held_out_batch`); training stops
     ``settle_steps`` steps after the repeat loss on the training periods first
     falls below ``settled_loss``, so that :func:`~mha.lab.training.steepest_drop`
-    (window 200 steps) sees the whole fall. Returns a dict with ``log`` (the
+    (window 200 steps) sees the whole fall. With ``stop_when_formed`` set, it
+    stops instead at the first scoring step where a last-layer head's held-out
+    prefix matching exceeds that score (the live demo of section 3.5, which only
+    needs the heads to exist). Returns a dict with ``log`` (the
     :class:`~mha.lab.training.TrainingLog`), ``phase_step`` and
     ``phase_seconds`` (the steepest 200-step fall of the repeat loss, None if
     the loss never settled), ``settled_step``, ``steps`` (trained),
@@ -237,6 +241,9 @@ def train_until_induction(model, task: InductionTask, training, held_out: TaskBa
 
     if not 0 < settled_loss:
         raise ValueError(f"settled_loss must be a positive loss in nats, got {settled_loss!r}.")
+    if stop_when_formed is not None and not -1.0 <= stop_when_formed < 1.0:
+        raise ValueError(f"stop_when_formed is a prefix-matching score below 1 (such as ROLE_SCORE_THRESHOLD), got "
+                         f"{stop_when_formed!r}; pass None to stop after the phase change instead.")
     held_out = held_out_batch(task) if held_out is None else held_out
     head_scores: list[dict] = []
     settled: dict[str, int] = {}
@@ -249,6 +256,8 @@ def train_until_induction(model, task: InductionTask, training, held_out: TaskBa
             head_scores.append({"step": step, "repeat_loss": repeat_loss,
                                 "best_previous_token": float(scores["previous_token"][0].max()),
                                 "best_prefix_matching": float(scores["prefix_matching"][-1].max())})
+            if stop_when_formed is not None and head_scores[-1]["best_prefix_matching"] > stop_when_formed:
+                raise _PhaseChangePassed
         if "step" not in settled and log.rows[-1]["step"] == step and log.rows[-1]["repeat_loss"] < settled_loss:
             settled["step"] = step
         if "step" in settled and step >= settled["step"] + settle_steps and step % score_every == 0:
