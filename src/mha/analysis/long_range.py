@@ -9,9 +9,8 @@ weight the same head gives, on average, to any word at the same distance in the 
 (:func:`mha.pretrained.word_maps.word_attention`) are used throughout; row = query (attends FROM), column = key
 (attended TO).
 
-:func:`read_ud_trees` reads the full tree of each sentence (form, UPOS, head, relation), numbering the words
-from 0 exactly as :func:`mha.corpora.treebank.read_conllu` does, so tree ``i`` and annotated sentence ``i`` of the
-same file describe the same words. Self-attention (copying) per sentence is
+The full tree of each sentence (form, UPOS, head, relation) comes from :func:`mha.corpora.treebank.read_ud_trees`
+(imported here too), which numbers the words as :func:`mha.corpora.treebank.read_conllu` does. Self-attention (copying) per sentence is
 :func:`mha.analysis.role_table.sentence_head_scores`'s ``self_share``.
 """
 
@@ -19,10 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
-import conllu
 import numpy as np
+
+from mha.corpora.treebank import UDTree, read_ud_trees
 
 __all__ = ["UDTree", "WordPair", "CORRELATIVES", "read_ud_trees", "paired_constructions", "long_arcs",
            "form_matched_controls", "distance_baseline", "pair_lifts"]
@@ -30,19 +29,6 @@ __all__ = ["UDTree", "WordPair", "CORRELATIVES", "read_ud_trees", "paired_constr
 #: correlative pairs: UD marks the first word ``cc:preconj``; the second is the ``cc`` of the next conjunct
 CORRELATIVES: dict[str, tuple[str, ...]] = {"both": ("and",), "either": ("or",), "neither": ("nor", "or"),
                                             "whether": ("or",)}
-
-
-@dataclass(frozen=True)
-class UDTree:
-    """One sentence's words with their UD annotation, words numbered from 0 (3.1).
-
-    ``heads[i]`` is the index of word ``i``'s head, -1 for the root; ``deprels[i]`` its relation to that head.
-    """
-
-    words: tuple[str, ...]
-    upos: tuple[str, ...]
-    heads: tuple[int, ...]
-    deprels: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -57,28 +43,6 @@ class WordPair:
     @property
     def distance(self) -> int:
         return self.second - self.first
-
-
-def read_ud_trees(path: str | Path) -> list[UDTree]:
-    """Every sentence of a CoNLL-U file as a :class:`UDTree` (3.1 "A tour of all 72 heads").
-
-    Multiword-token ranges and empty nodes are skipped and the words numbered from 0, as in
-    :func:`mha.corpora.treebank.read_conllu`, so the ``i``-th tree and the ``i``-th annotated sentence of the same
-    file have the same words. Raises ``FileNotFoundError`` when there is no file.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"no CoNLL-U file at {path}; the book's treebank is mha.corpora.treebank.EWT_DEV_PATH.")
-    trees = []
-    for sentence in conllu.parse(path.read_text(encoding="utf-8").removeprefix("\ufeff")):
-        words = [t for t in sentence if isinstance(t["id"], int)]
-        if not words:
-            continue
-        position = {t["id"]: i for i, t in enumerate(words)}
-        trees.append(UDTree(words=tuple(t["form"] for t in words), upos=tuple(t["upos"] for t in words),
-                            heads=tuple(-1 if t["head"] == 0 else position[t["head"]] for t in words),
-                            deprels=tuple(t["deprel"] for t in words)))
-    return trees
 
 
 def paired_constructions(trees: Sequence[UDTree]) -> list[WordPair]:

@@ -26,8 +26,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import conllu
 import numpy as np
+
+from mha.corpora.treebank import read_ud_trees
 
 __all__ = ["LabelledSentence", "read_labelled_sentences", "most_frequent_labels", "control_labels",
            "majority_accuracy", "fit_probe", "probe_every_head", "probe_every_layer", "correct_per_sentence"]
@@ -45,29 +46,16 @@ class LabelledSentence:
     words: tuple[str, ...]
     upos: tuple[str, ...]
     deprel: tuple[str, ...]
-    sent_id: str
 
 
 def read_labelled_sentences(path: str | Path, *, limit: int | None = None) -> list[LabelledSentence]:
-    """The first ``limit`` sentences (all by default) of a CoNLL-U file, with each word's UPOS and DEPREL (4.4)."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"no CoNLL-U file at {path}; the book's treebank is mha.corpora.treebank.EWT_DEV_PATH.")
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
-        raise ValueError(f"limit must be a whole number >= 1 or None, got {limit!r}.")
-    sentences = []
-    with path.open(encoding="utf-8") as handle:
-        for number, tokens in enumerate(conllu.parse_incr(handle), start=1):
-            words = [t for t in tokens if isinstance(t["id"], int)]  # ranges and empty nodes have tuple ids
-            if not words:
-                continue
-            sentences.append(LabelledSentence(
-                words=tuple(t["form"] for t in words), upos=tuple(t["upos"] for t in words),
-                deprel=tuple(t["deprel"].split(":")[0] for t in words),
-                sent_id=str(tokens.metadata.get("sent_id") or number)))
-            if limit is not None and len(sentences) == limit:
-                break
-    return sentences
+    """The first ``limit`` sentences (all by default) of a CoNLL-U file, with each word's UPOS and DEPREL (4.4).
+
+    Read by :func:`mha.corpora.treebank.read_ud_trees`; the relation loses its subtype (``nsubj:pass`` -> ``nsubj``).
+    """
+    return [LabelledSentence(words=tree.words, upos=tree.upos,
+                             deprel=tuple(deprel.split(":")[0] for deprel in tree.deprels))
+            for tree in read_ud_trees(path, limit=limit)]
 
 
 def most_frequent_labels(labels: Sequence[str], k: int, *, other: str = "other") -> np.ndarray:

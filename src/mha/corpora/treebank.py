@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
@@ -58,7 +59,7 @@ from mha.corpora.templates import AnnotatedSentence, Relation
 from mha.data_files import DATA_DIRECTORY
 
 __all__ = ["NOMINAL_UPOS", "SAMPLE_TREEBANK_PATH", "EWT_DEV_PATH", "read_conllu", "parse_conllu", "relations_from_ud",
-           "split_sentences"]
+           "UDTree", "read_ud_trees", "split_sentences"]
 
 SAMPLE_TREEBANK_PATH = DATA_DIRECTORY / "sample.conllu"
 
@@ -220,6 +221,46 @@ def read_conllu(path: str | Path) -> list[AnnotatedSentence]:
         raise ValueError(f"{path} is not UTF-8 text, so it cannot be CoNLL-U: {error}.") from error
     return parse_conllu(text, source=path.name)
 
+
+
+@dataclass(frozen=True)
+class UDTree:
+    """One sentence's words with their UD annotation, words numbered from 0 (3.1, 3.4, 4.4).
+
+    ``heads[i]`` is the index of word ``i``'s head, -1 for the root; ``deprels[i]`` its relation to that head.
+    """
+
+    words: tuple[str, ...]
+    upos: tuple[str, ...]
+    heads: tuple[int, ...]
+    deprels: tuple[str, ...]
+
+
+def read_ud_trees(path: str | Path, *, limit: int | None = None) -> list[UDTree]:
+    """The first ``limit`` sentences (all by default) of a CoNLL-U file as :class:`UDTree` objects (3.1, 3.4, 4.4).
+
+    Multiword-token ranges and empty nodes are skipped and the words numbered from 0, as in :func:`read_conllu`, so
+    the ``i``-th tree and the ``i``-th annotated sentence of the same file have the same words. Raises
+    ``FileNotFoundError`` when there is no file.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no CoNLL-U file at {path}; the book's treebank is EWT_DEV_PATH.")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ValueError(f"limit must be a whole number >= 1 or None, got {limit!r}.")
+    trees: list[UDTree] = []
+    with path.open(encoding="utf-8-sig") as handle:
+        for sentence in conllu.parse_incr(handle):
+            words = [t for t in sentence if isinstance(t["id"], int)]  # ranges and empty nodes have tuple ids
+            if not words:
+                continue
+            position = {t["id"]: i for i, t in enumerate(words)}
+            trees.append(UDTree(words=tuple(t["form"] for t in words), upos=tuple(t["upos"] for t in words),
+                                heads=tuple(-1 if t["head"] == 0 else position[t["head"]] for t in words),
+                                deprels=tuple(t["deprel"] for t in words)))
+            if len(trees) == limit:
+                break
+    return trees
 
 
 def split_sentences(sentences: Sequence[_Item], fraction: float = 0.5, seed: int = 0) -> tuple[list[_Item], list[_Item]]:
