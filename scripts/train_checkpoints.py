@@ -18,11 +18,9 @@ sha256 in data/lab/manifest.json):
   role differs from seed to seed);
 * ``induction_spread`` - the phase-change step over seeds x learning rate x width
   (``scripts/induction_phase_spread.py``; reads the ``induction_seeds`` logs, so it runs after them);
-* ``head_count_sweep`` - "one big head or many": a 1-layer attention-only model
-  with d_model = 32 and h in {1, 2, 4, 8, 16, 32} heads (d_head 32 down to 1,
-  the same 11,904 parameters for every h) on the two-relation task, seeds 0-4,
-  12,000 steps each: final weights (``head_count_h{h}_seed{seed}``), loss
-  curves, final losses and per-head attention in ``head_count_sweep.json``.
+
+Section 3.7's head-count models are trained by ``scripts/train_head_count_study.py``
+(``make lab`` runs it after this script).
 
 After training, every final induction model is checked on *held-out* repeat
 periods (never seen in training): layer 1 of each 2-layer model must have an
@@ -33,8 +31,9 @@ written to ``induction_roles.json``; a failed check exits with status 1.
 Everything runs on one thread (``--threads``): on a 2-core machine shared with
 other work, two torch processes that each want both cores slow down by an
 order of magnitude, and these models are too small to gain from more threads.
-The head-count sweep's 30 runs are independent, so they are shared out over
-``--workers`` single-thread processes (default 2, one per core).
+The induction models, and the phase-change spread's runs, are independent, so they
+are shared out over ``--workers`` single-thread processes (default 2, one per
+core); a lock on data/lab keeps their manifest updates from overwriting each other.
 The same seed and thread count give bit-identical weights, and
 :func:`mha.lab.checkpoints.save_checkpoint` writes them canonically (sorted
 safetensors metadata, tensors in a fixed order), so every ``.safetensors`` file
@@ -51,7 +50,6 @@ import copy
 import json
 import math
 import multiprocessing
-import statistics
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -61,13 +59,12 @@ import torch
 
 from mha.lab.checkpoints import LAB_DIRECTORY, load_checkpoint, record_file, save_checkpoint
 from mha.lab.circuit_scores import head_role_scores, k_composition_scores
-from mha.lab.head_count_sweep import analysis_batch, answer_part_accuracy, relation_shares
-from mha.lab.tasks import InductionTask, TwoRelationTask
+from mha.lab.tasks import InductionTask
 from mha.lab.tiny_model import TinyTransformer, TinyTransformerConfig
 from mha.lab.training import TrainingConfig, TrainingLog, steepest_drop, train
 
 SCRIPT = "python scripts/train_checkpoints.py"
-GROUPS = ("induction_2layer", "induction_1layer", "induction_seeds", "induction_spread", "head_count_sweep")
+GROUPS = ("induction_2layer", "induction_1layer", "induction_seeds", "induction_spread")
 
 INDUCTION_TASK = InductionTask()  # vocab 64, 40 positions, periods 4..20 minus the held-out 7, 11, 14, 17, 19
 INDUCTION_TRAINING = dict(steps=5000, batch_size=32, learning_rate=1e-3, log_every=20, eval_batch_size=256)
@@ -76,14 +73,7 @@ INDUCTION_SEEDS = (1, 2, 3, 4)  # seed 0 is the induction_2layer group
 SNAPSHOT_EVERY = 100  # steps between held-out head-score measurements (and candidate checkpoints)
 HELD_OUT_SEED, HELD_OUT_SIZE = 2024, 512
 
-SWEEP_TASK = TwoRelationTask()  # 8 facts, 8 queries, 24 positions, vocab 108
-SWEEP_HEAD_COUNTS = (1, 2, 4, 8, 16, 32)  # d_head 32 down to 1; every h has the same 11,904 parameters
-SWEEP_SEEDS = (0, 1, 2, 3, 4)
-SWEEP_D_MODEL = 32
-SWEEP_TRAINING = dict(steps=12000, batch_size=32, learning_rate=1e-3, log_every=100, eval_batch_size=256)
-SWEEP_BUDGETS = (500, 1000, 2000, 5000, 12000)  # steps at which the summary compares head counts
-SWEEP_ROLE_EVERY = 250  # steps between measurements of what each head attends to
-SWEEP_WORKERS = 2  # processes for the sweep's independent runs: one per core of a 2-core machine
+WORKERS = 2  # processes for the independent trainings (induction models, the spread): one per core of 2 cores
 
 PASS_PREFIX_MATCHING, PASS_PREVIOUS_TOKEN = 0.5, 0.5
 
@@ -194,116 +184,22 @@ def train_induction(seed: int, n_layers: int, name: str, group: str, keep_series
     return record
 
 
-def sweep_config(n_heads: int) -> TinyTransformerConfig:
-    """The head-count sweep's model with ``n_heads`` heads: 1 layer, d_model 32, attention only."""
-    return TinyTransformerConfig(vocab_size=SWEEP_TASK.vocab_size, max_seq_len=SWEEP_TASK.seq_len,
-                                 d_model=SWEEP_D_MODEL, n_layers=1, n_heads=n_heads)
+def _induction_job(job: tuple, threads: int) -> None:
+    """One induction training in a worker process (it saves its own files; the manifest is locked while written)."""
+    torch.set_num_threads(threads)
+    train_induction(*job, progress=False)
 
 
-def train_sweep_run(n_heads: int, seed: int) -> dict:
-    """Train one (h, seed) model of the head-count sweep; return its weights and its record (runs in a worker).
-
-    Every ``SWEEP_ROLE_EVERY`` steps the run also measures, on its held-out analysis batch, how much attention
-    each head pays to the asked fact and to the previous token, and whether the predicted answers have the
-    right value and the right modifier: which relation each head carries, over training.
-    """
-    torch.set_num_threads(1)  # also set by train(); here for the measurements after it
-    config = sweep_config(n_heads)
-    model = TinyTransformer(config, seed=seed)
-    training = TrainingConfig(seed=seed, **SWEEP_TRAINING)
-    batch = analysis_batch(SWEEP_TASK, seed)
-    role_curve = []
-
-    def measure(step: int, current: TinyTransformer) -> dict:
-        with torch.no_grad():
-            output = current(batch.inputs)
-        shares = relation_shares(output.attention_weights[0], batch.details["fact_position"])  # (heads, 3)
-        parts = answer_part_accuracy(output.logits, batch, SWEEP_TASK)
-        return {"step": step, "attention_to_fact": shares[:, 0].tolist(), "attention_to_previous": shares[:, 1].tolist(),
-                "value_accuracy": parts["value"], "modifier_accuracy": parts["modifier"]}
-
-    log = train(model, SWEEP_TASK, training, progress=False, checkpoint_steps=(0,), checkpoint_every=SWEEP_ROLE_EVERY,
-                on_checkpoint=lambda step, current, log: role_curve.append(measure(step, current)))
-    final = log.rows[-1]
-    solved = next((row["step"] for row in log.rows if row["accuracy"] >= 0.9), None)
-    last = role_curve[-1]
-    record = {"name": f"head_count_h{n_heads}_seed{seed}", "n_heads": n_heads, "d_head": config.d_head,
-              "seed": seed, "parameters": model.parameter_count(), "final_loss": final["loss"],
-              "final_accuracy": final["accuracy"], "first_step_accuracy_0.9": solved,
-              "training_seconds": log.seconds, "attention_to_fact": last["attention_to_fact"],
-              "attention_to_previous": last["attention_to_previous"], "role_curve": role_curve,
-              "loss_curve": [{key: row[key] for key in ("step", "seconds", "train_loss", "loss", "accuracy")}
-                             for row in log.rows]}
-    return {"state": {key: value.detach().clone() for key, value in model.state_dict().items()}, "record": record}
-
-
-def spread(values: list[float]) -> dict:
-    """Mean, sample standard deviation, min and max of one number over seeds, and the numbers themselves."""
-    return {"mean": statistics.mean(values), "std": statistics.stdev(values) if len(values) > 1 else 0.0,
-            "min": min(values), "max": max(values), "values": values}
-
-
-def run_head_count_sweep(workers: int) -> None:
-    """Same d_model and parameter count, h heads: train on the two-relation task, save weights, curves, losses.
-
-    The (h, seed) runs are independent single-thread trainings, so ``workers`` processes share them out
-    (the slowest, many-head runs first); each run's numbers do not depend on which process trained it.
-    Checkpoints and the manifest are written here, in the parent process, one at a time.
-    """
-    regenerate = f"{SCRIPT} --only head_count_sweep"
-    jobs = [(n_heads, seed) for n_heads in sorted(SWEEP_HEAD_COUNTS, reverse=True) for seed in SWEEP_SEEDS]
-    results: dict[tuple[int, int], dict] = {}
-
-    def keep(n_heads: int, seed: int, result: dict) -> None:
-        record = result["record"]
-        model = TinyTransformer(sweep_config(n_heads), seed=seed)
-        model.load_state_dict(result["state"])
-        save_checkpoint(model, record["name"], seed=seed, steps=SWEEP_TRAINING["steps"], task=SWEEP_TASK.to_dict(),
-                        training=TrainingConfig(seed=seed, **SWEEP_TRAINING).to_dict(), regenerate=regenerate,
-                        directory=LAB_DIRECTORY,
-                        extra={"final_loss": record["final_loss"], "final_accuracy": record["final_accuracy"]})
-        results[(n_heads, seed)] = record
-        print(f"  {record['name']}: final loss {record['final_loss']:.2g}, accuracy {record['final_accuracy']:.3f}, "
-              f"90% accuracy at step {record['first_step_accuracy_0.9']}, {record['training_seconds']:.0f} s "
-              f"({len(results)}/{len(jobs)})", flush=True)
-
-    if workers <= 1:
-        for n_heads, seed in jobs:
-            keep(n_heads, seed, train_sweep_run(n_heads, seed))
-    else:
-        # spawn, not fork: a forked child of a process that has used torch's thread pools can hang
-        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures = {pool.submit(train_sweep_run, n_heads, seed): (n_heads, seed) for n_heads, seed in jobs}
-            for future in as_completed(futures):
-                keep(*futures[future], future.result())
-
-    runs = [results[(n_heads, seed)] for n_heads in SWEEP_HEAD_COUNTS for seed in SWEEP_SEEDS]
-    summary = {}
-    for n_heads in SWEEP_HEAD_COUNTS:
-        these = [run for run in runs if run["n_heads"] == n_heads]
-        losses = [run["final_loss"] for run in these]
-        at_budget = {str(budget): spread([next(row["loss"] for row in run["loss_curve"] if row["step"] == budget)
-                                          for run in these])
-                     for budget in SWEEP_BUDGETS}
-        for value in at_budget.values():
-            value["losses"] = value.pop("values")  # the name earlier readers of this file use
-        summary[str(n_heads)] = {"d_head": SWEEP_D_MODEL // n_heads, "final_loss_mean": statistics.mean(losses),
-                                 "final_loss_std": statistics.stdev(losses), "final_losses": losses,
-                                 "seeds": list(SWEEP_SEEDS), "loss_at_step": at_budget,
-                                 "first_step_accuracy_0.9": [run["first_step_accuracy_0.9"] for run in these]}
-        print(f"  h = {n_heads}: " + ", ".join(f"loss at step {budget} {value['mean']:.3f} +- {value['std']:.3f}"
-                                                 for budget, value in at_budget.items() if int(budget) in (2000, 12000)),
-              flush=True)
-    write_json("head_count_sweep.json",
-               {"task": SWEEP_TASK.to_dict(), "d_model": SWEEP_D_MODEL, "n_layers": 1,
-                "head_counts": list(SWEEP_HEAD_COUNTS), "seeds": list(SWEEP_SEEDS),
-                "budgets": list(SWEEP_BUDGETS), "role_every": SWEEP_ROLE_EVERY,
-                "analysis_batch": "mha.lab.head_count_sweep.analysis_batch(task, seed): 256 sequences drawn with seed 10000 + seed",
-                "training": {key: value for key, value in TrainingConfig(**SWEEP_TRAINING).to_dict().items()
-                             if key != "seed"},
-                "summary": summary, "runs": runs},
-               regenerate, "one big head or many: final losses (mean, std, min, max over seeds), loss curves, "
-                           "per-head attention")
+def run_induction(jobs: list[tuple], workers: int, threads: int, progress: bool) -> None:
+    """Train the induction models: one after another, or shared out over ``workers`` single-thread processes."""
+    if workers <= 1 or len(jobs) == 1:
+        for job in jobs:
+            train_induction(*job, progress=progress)
+        return
+    # spawn, not fork: a forked child of a process that has used torch's thread pools can hang
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        for future in as_completed([pool.submit(_induction_job, job, threads) for job in jobs]):
+            future.result()  # re-raise a worker's error here
 
 
 def verify_induction_roles() -> bool:
@@ -347,8 +243,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", nargs="+", choices=(*GROUPS, "verify"), help="train only these groups (default: all)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1; see the module docstring)")
-    parser.add_argument("--workers", type=int, default=SWEEP_WORKERS,
-                        help=f"single-thread processes for the head-count sweep (default {SWEEP_WORKERS})")
+    parser.add_argument("--workers", type=int, default=WORKERS,
+                        help=f"single-thread processes for the independent trainings (default {WORKERS})")
     parser.add_argument("--no-progress", action="store_true", help="hide the tqdm progress bars")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -364,24 +260,22 @@ def main(argv: list[str] | None = None) -> int:
         work()
         timings[group] = time.perf_counter() - began
 
+    induction_jobs = []  # (seed, layers, name, group, keep the phase-change series)
     if "induction_2layer" in groups:
-        timed("induction_2layer",
-              lambda: train_induction(0, 2, "induction_2layer_seed0", "induction_2layer", True, progress))
+        induction_jobs.append((0, 2, "induction_2layer_seed0", "induction_2layer", True))
     if "induction_1layer" in groups:
-        timed("induction_1layer",
-              lambda: train_induction(0, 1, "induction_1layer_seed0", "induction_1layer", False, progress))
+        induction_jobs.append((0, 1, "induction_1layer_seed0", "induction_1layer", False))
     if "induction_seeds" in groups:
-        timed("induction_seeds",
-              lambda: [train_induction(seed, 2, f"induction_2layer_seed{seed}", "induction_seeds", False, progress)
-                       for seed in INDUCTION_SEEDS])
+        induction_jobs += [(seed, 2, f"induction_2layer_seed{seed}", "induction_seeds", False)
+                           for seed in INDUCTION_SEEDS]
+    if induction_jobs:
+        timed("induction", lambda: run_induction(induction_jobs, args.workers, args.threads, progress))
     # --- induction_spread (section 3.5): its own script, scripts/induction_phase_spread.py ---
     if "induction_spread" in groups:
         from induction_phase_spread import main as induction_spread_main  # scripts/ is on sys.path when run as a script
 
         timed("induction_spread", lambda: induction_spread_main(["--workers", str(args.workers)]))
     # --- end induction_spread ---
-    if "head_count_sweep" in groups:
-        timed("head_count_sweep", lambda: run_head_count_sweep(args.workers))
     verdict = True
     if "verify" in groups:
         print("[verify] held-out periods", INDUCTION_TASK.held_out_periods, flush=True)

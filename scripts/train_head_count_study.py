@@ -1,28 +1,31 @@
-"""Train the fair head-count study and the mechanism controls of section 3.7 into data/lab/head_count_study.json.
+"""Train section 3.7's head-count study and mechanism controls: data/lab/head_count_study.json and the checkpoints.
 
 Run from the repository root (``make lab`` runs it after ``scripts/train_checkpoints.py``):
 
     python scripts/train_head_count_study.py            # everything, 2 single-thread worker processes
     python scripts/train_head_count_study.py --workers 1
 
-Two parts, both stored per run (no weights: the page only needs the numbers):
+Two parts:
 
-* ``study`` - the two-relation task of 3.7 with the sweep's model (1 layer, attention only, d_model 32, so the same
-  11,904 parameters for every h), for h in HEAD_COUNTS, each at every learning rate of LEARNING_RATES, from SEEDS.
+* ``study`` - the two-relation task of 3.7 with a 1-layer attention-only model of d_model 32 (the same 11,904
+  parameters for every h), for h in HEAD_COUNTS, each at every learning rate of LEARNING_RATES, from SEEDS.
   Every LOG_EVERY steps the accuracy at the ask positions is measured on two fixed batches: the *validation* batch
   (the trainer's own evaluation batch, used to choose each h's learning rate) and a *held-out* batch (HELD_OUT_SEED,
-  used to report). A run trains at least MIN_STEPS steps (the fixed budget at which accuracy is compared) and stops
-  as soon as both batches reach the strictest threshold, or at MAX_STEPS (a censored run).
+  used to report), with the held-out loss; every ROLE_EVERY steps (and at the last) what each head attends to on the
+  run's analysis batch and which half of the answer is right (the role curve). A run trains at least MIN_STEPS
+  steps (the fixed budget at which accuracy is compared) and stops as soon as both batches reach the strictest
+  threshold, or at MAX_STEPS (a censored run). Then each h's learning rate is chosen on the validation batch
+  (:func:`mha.lab.head_count_sweep.best_learning_rates` at CHOICE_THRESHOLD) and the final weights of that rate's
+  runs are saved as ``head_count_h{h}_seed{seed}``: the models the chapter's analyses and explorer read.
 * ``controls`` - :class:`~mha.lab.tasks.PairRecallTask` (name the two tokens before ``?``): the two sources from
   one shared vocabulary, from two typed vocabularies, and a one-relation control, each with 1 head, 2 heads, and
   2 layers of 1 head, at CONTROL_LEARNING_RATE, from CONTROL_SEEDS; each run stops once solved (or at
   CONTROL_MAX_STEPS). For one-head runs the final attention from ``?`` to the two sources is stored too.
 
 Each run is a single-thread training whose numbers do not depend on which worker ran it; only the ``seconds`` fields
-differ between machines. The study trains about 128,000 steps in all (h = 32 costs about twice as much per step as
-the others): about 25 minutes of single-core time, so about 12 to 13 minutes with 2 workers on 2 free cores (measured
-per step with evaluation on a lightly loaded 2-core machine; the committed file was made with other work running, in
-38 minutes). ``--reuse`` and ``--assemble-only`` rebuild the file from runs saved with ``--progress-file``.
+differ between machines. The study trains about 185,000 steps (h = 32 costs about three times as much per step as
+h = 1): about 12 minutes with 2 workers on 2 free cores. ``--reuse`` and ``--assemble-only`` rebuild the file from
+runs saved with ``--progress-file`` (which then holds the weights too).
 """
 
 from __future__ import annotations
@@ -37,8 +40,9 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 
 import torch
 
-from mha.lab.checkpoints import LAB_DIRECTORY, record_file
-from mha.lab.head_count_sweep import STUDY_FILE
+from mha.lab.checkpoints import LAB_DIRECTORY, record_file, save_checkpoint
+from mha.lab.head_count_sweep import (STUDY_FILE, analysis_batch, answer_part_accuracy, best_learning_rates,
+                                      relation_shares, study_from_content)
 from mha.lab.tasks import PairRecallTask, TwoRelationTask
 from mha.lab.tiny_model import TinyTransformer, TinyTransformerConfig
 from mha.lab.training import TrainingConfig, evaluate, train
@@ -47,14 +51,16 @@ SCRIPT = "python scripts/train_head_count_study.py"
 
 TASK = TwoRelationTask()
 D_MODEL = 32
-HEAD_COUNTS = (1, 2, 4, 32)
-LEARNING_RATES = (1e-3, 3e-3, 1e-2)
+HEAD_COUNTS = (1, 2, 4, 8, 16, 32)  # d_head 32 down to 1
+LEARNING_RATES = (3e-3, 1e-2, 3e-2)  # a first grid, (1e-3, 3e-3, 1e-2), chose its top rate for every h
 SEEDS = (0, 1, 2, 3, 4)
 THRESHOLDS = (0.95, 0.99, 0.999)  # held-out accuracy that counts as "solved"; the strictest one stops a run
 LOG_EVERY = 50
-MIN_STEPS = 1000  # the fixed budget: every run is measured here
+MIN_STEPS = 500  # the fixed budget: every run is measured here
 MAX_STEPS = 3000  # a run that has not solved the task by then is censored
 HELD_OUT_SEED, HELD_OUT_SIZE = 20_000, 256
+ROLE_EVERY = 250  # steps between measurements of what each head attends to (and at a run's last step)
+CHOICE_THRESHOLD = 0.999  # the accuracy whose median steps choose each h's learning rate (the saved models)
 BASE_TRAINING = dict(batch_size=32, log_every=LOG_EVERY, eval_batch_size=256)
 
 CONTROL_TASKS = {"shared": PairRecallTask(typed=False, answer="pair"),
@@ -76,22 +82,29 @@ def _config(task, n_layers: int, n_heads: int) -> TinyTransformerConfig:
 
 
 def train_until_solved(task, n_layers: int, n_heads: int, learning_rate: float, seed: int, min_steps: int,
-                       max_steps: int) -> tuple[TinyTransformer, dict]:
-    """Train one model, measuring validation and held-out accuracy every LOG_EVERY steps; stop once both are solved."""
+                       max_steps: int, on_log=None) -> tuple[TinyTransformer, dict]:
+    """Train one model, measuring validation and held-out accuracy every LOG_EVERY steps; stop once both are solved.
+
+    ``on_log(step, model, last)`` is called at every measurement (``last``: the run stops here).
+    """
     torch.set_num_threads(1)
     model = TinyTransformer(_config(task, n_layers, n_heads), seed=seed)
     training = TrainingConfig(steps=max_steps, learning_rate=learning_rate, seed=seed, **BASE_TRAINING)
     held_out = task.sample(HELD_OUT_SIZE, HELD_OUT_SEED)
-    curve = {"step": [], "validation": [], "held_out": []}
+    curve = {"step": [], "validation": [], "held_out": [], "held_out_loss": []}
     strictest = max(THRESHOLDS)
 
     def measure(step: int, current: TinyTransformer, log) -> None:
         validation = log.rows[-1]["accuracy"]  # the trainer's own evaluation batch
-        held = evaluate(current, task, held_out)["accuracy"]
+        held = evaluate(current, task, held_out)
         curve["step"].append(step)
         curve["validation"].append(validation)
-        curve["held_out"].append(held)
-        if step >= min_steps and validation >= strictest and held >= strictest:
+        curve["held_out"].append(held["accuracy"])
+        curve["held_out_loss"].append(held["loss"])
+        solved = step >= min_steps and validation >= strictest and held["accuracy"] >= strictest
+        if on_log is not None:
+            on_log(step, current, solved or step == max_steps)
+        if solved:
             raise _Solved
 
     began = time.perf_counter()
@@ -108,8 +121,26 @@ def train_until_solved(task, n_layers: int, n_heads: int, learning_rate: float, 
 
 
 def study_run(n_heads: int, learning_rate: float, seed: int) -> dict:
-    _, record = train_until_solved(TASK, 1, n_heads, learning_rate, seed, MIN_STEPS, MAX_STEPS)
-    return record
+    """One (h, learning rate, seed) run: its record, with the role curve, and its final weights (``state``)."""
+    batch = analysis_batch(TASK, seed)
+    role_curve = {"step": [], "attention_to_fact": [], "attention_to_previous": [], "value_accuracy": [],
+                  "modifier_accuracy": []}
+
+    def measure_roles(step: int, current: TinyTransformer, last: bool) -> None:
+        if step % ROLE_EVERY and not last:
+            return
+        with torch.no_grad():
+            output = current(batch.inputs)
+        shares = relation_shares(output.attention_weights[0], batch.details["fact_position"])  # (heads, 3)
+        parts = answer_part_accuracy(output.logits, batch, TASK)
+        for key, value in (("step", step), ("attention_to_fact", shares[:, 0].tolist()),
+                           ("attention_to_previous", shares[:, 1].tolist()), ("value_accuracy", parts["value"]),
+                           ("modifier_accuracy", parts["modifier"])):
+            role_curve[key].append(value)
+
+    model, record = train_until_solved(TASK, 1, n_heads, learning_rate, seed, MIN_STEPS, MAX_STEPS, measure_roles)
+    record.update(parameters=model.parameter_count(), role_curve=role_curve)
+    return {**record, "state": {key: value.detach().clone() for key, value in model.state_dict().items()}}
 
 
 def control_run(variant: str, model_name: str, learning_rate: float, seed: int) -> dict:
@@ -150,16 +181,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--why-incomplete", help="with --assemble-only: why some arms lack seeds (stored in the file)")
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    # the controls and the cheap head counts first; h = 32 (d_head 1) costs about ten times as much per step
-    jobs = [(control_run, (variant, model_name, CONTROL_LEARNING_RATE, seed)) for variant in CONTROL_TASKS
-            for model_name in CONTROL_MODELS for seed in CONTROL_SEEDS]
-    jobs += [(study_run, (h, lr, seed)) for h in sorted(HEAD_COUNTS) for lr in sorted(LEARNING_RATES, reverse=True)
-             for seed in SEEDS]
+    # the longest runs first (many heads cost more per step; a low rate trains longer), the short controls last,
+    # so that the two workers finish at about the same time
+    jobs = [(study_run, (h, lr, seed)) for h in sorted(HEAD_COUNTS, reverse=True) for lr in sorted(LEARNING_RATES)
+            for seed in SEEDS]
+    jobs += [(control_run, (variant, model_name, CONTROL_LEARNING_RATE, seed)) for variant in CONTROL_TASKS
+             for model_name in CONTROL_MODELS for seed in CONTROL_SEEDS]
     results: dict[tuple, dict] = {}
     for path in args.reuse or ():  # runs finished earlier (same code, same seeds: the same numbers)
         with open(path) as previous:
             for line in previous:
                 record = json.loads(line)
+                if "state" in record:
+                    record["state"] = {key: torch.tensor(value, dtype=torch.float32)
+                                       for key, value in record["state"].items()}
                 results[tuple(record.pop("job"))] = record
     if args.assemble_only:
         missing = [(function.__name__, *arguments) for function, arguments in jobs
@@ -174,11 +209,14 @@ def main(argv: list[str] | None = None) -> int:
             record = future.result()
             results[key] = record
             if args.progress_file:
-                with open(args.progress_file, "a") as progress:
-                    progress.write(json.dumps({"job": list(key), **rounded(record)}) + "\n")
+                exact = {"state": {k: v.tolist() for k, v in record["state"].items()}} if "state" in record else {}
+                with open(args.progress_file, "a") as progress:  # the weights exactly, the numbers rounded
+                    fields = {k: v for k, v in record.items() if k != "state"}
+                    progress.write(json.dumps({"job": list(key), **rounded(fields), **exact}) + "\n")
             print(f"  {key}: {record['steps_trained']} steps, held-out {record['curve']['held_out'][-1]:.4f}, "
                   f"{record['seconds']:.0f} s ({len(results)}/{len(jobs)})", flush=True)
     study = [results[(study_run.__name__, *arguments)] for function, arguments in jobs if function is study_run]
+    states = {(r["n_heads"], r["learning_rate"], r["seed"]): r.pop("state") for r in study}
     head_counts = sorted({record["n_heads"] for record in study})
     incomplete = []  # arms not trained from every seed (only with --assemble-only, when time ran out)
     for h in head_counts:
@@ -204,10 +242,31 @@ def main(argv: list[str] | None = None) -> int:
                             "max_steps": CONTROL_MAX_STEPS,
                             "runs": sorted(controls, key=lambda r: (r["variant"], r["model"], r["learning_rate"],
                                                                     r["seed"]))}}
+    # each h's learning rate, chosen on the validation batch; that rate's final weights are the chapter's models
+    chosen = best_learning_rates(study_from_content(rounded(content)), CHOICE_THRESHOLD)
+    names = {}
+    for h, rate in chosen.items():
+        for seed in SEEDS:
+            if (h, rate, seed) not in states:
+                continue
+            record = next(r for r in study if (r["n_heads"], r["learning_rate"], r["seed"]) == (h, rate, seed))
+            model = TinyTransformer(_config(TASK, 1, h), seed=seed)
+            model.load_state_dict(states[(h, rate, seed)])
+            name = f"head_count_h{h}_seed{seed}"
+            training = TrainingConfig(steps=record["steps_trained"], learning_rate=rate, seed=seed, **BASE_TRAINING)
+            save_checkpoint(model, name, seed=seed, steps=record["steps_trained"], task=TASK.to_dict(),
+                            training=training.to_dict(), regenerate=SCRIPT, directory=LAB_DIRECTORY,
+                            extra={"held_out_accuracy": record["curve"]["held_out"][-1],
+                                   "chosen_at_threshold": CHOICE_THRESHOLD})
+            names[f"{h}/{seed}"] = name
+    content["models"] = {"threshold": CHOICE_THRESHOLD, "split": "validation",
+                         "learning_rates": {str(h): rate for h, rate in chosen.items()}, "checkpoints": names}
+    print("chosen learning rates: " + ", ".join(f"h = {h}: {rate:g}" for h, rate in chosen.items()), flush=True)
     path = LAB_DIRECTORY / STUDY_FILE
     path.write_text(json.dumps(rounded(content), separators=(",", ":")) + "\n")
-    record_file(path, regenerate=SCRIPT, description="one head or many, fairly: every (h, learning rate, seed) run's "
-                "validation and held-out accuracy curves, and the mechanism controls")
+    record_file(path, directory=LAB_DIRECTORY, regenerate=SCRIPT, description="one head or many, fairly: every (h, learning rate, seed) run's "
+                "validation and held-out accuracy curves and role curves, each h's chosen rate, and the mechanism "
+                "controls")
     print(f"wrote {path} in {time.perf_counter() - started:.0f} s", flush=True)
     return 0
 

@@ -9,6 +9,8 @@ import re
 import subprocess
 import sys
 import textwrap
+import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -63,6 +65,34 @@ def test_saving_again_updates_one_entry_and_keeps_the_others(tmp_path):
     manifest = read_manifest(tmp_path)
     assert sorted(manifest["checkpoints"]) == ["first", "second"]
     assert manifest["checkpoints"]["second"]["seed"] == 4
+
+
+def test_processes_saving_at_once_lose_no_manifest_entry(tmp_path):
+    # the training scripts save from two worker processes; the manifest's read-modify-write is locked
+    script = textwrap.dedent(f"""
+        import sys
+        from pathlib import Path
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        import time
+        import mha.lab.checkpoints
+        from test_checkpoints import saved_model
+        read = mha.lab.checkpoints.read_manifest
+        def read_slowly(directory):  # widen the window between reading the manifest and writing it back
+            manifest = read(directory)
+            time.sleep(0.005)
+            return manifest
+        mha.lab.checkpoints.read_manifest = read_slowly
+        while not (Path(sys.argv[1]) / "go").exists():  # both start together
+            time.sleep(0.001)
+        for index in range(25):
+            saved_model(Path(sys.argv[1]), f"{{sys.argv[2]}}_{{index}}", seed=index)
+    """)
+    processes = [subprocess.Popen([sys.executable, "-c", script, str(tmp_path), prefix]) for prefix in ("a", "b")]
+    time.sleep(3)  # both have imported torch
+    (tmp_path / "go").write_text("")
+    assert [process.wait(timeout=120) for process in processes] == [0, 0]
+    names = sorted(read_manifest(tmp_path)["checkpoints"])
+    assert names == sorted(f"{prefix}_{index}" for prefix in ("a", "b") for index in range(25))
 
 
 def test_missing_file_names_the_file_and_the_command(tmp_path):

@@ -1,4 +1,4 @@
-"""mha.lab.head_count_sweep: attention shares, head roles, answer parts, curve thresholds, the shipped head-count sweep."""
+"""mha.lab.head_count_sweep: attention shares, head roles, answer parts, curve thresholds, the shipped head-count study."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from mha.lab.head_count_sweep import (ROLES, analysis_batch, answer_part_accuracy, answer_parts, ask_attention_override,
-                            fact_attention_by, first_step_below, head_role, load_sweep, previous_positions,
-                            relation_shares, token_names, train_two_relation_model)
+                                      best_learning_rates, fact_attention_by, first_step_below, head_role, load_study,
+                                      previous_positions, relation_shares, token_names, train_two_relation_model)
 from mha.lab.tasks import TwoRelationTask
 from mha.lab.training import TrainingConfig
 
@@ -160,47 +160,48 @@ def test_train_two_relation_model_reports_progress():
     assert not model.training
 
 
-# --- the shipped sweep -----------------------------------------------------------------------------
+# --- the shipped study: its saved models ----------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def sweep():
-    return load_sweep()
+def study():
+    return load_study()
 
 
-def test_sweep_covers_every_head_count_with_at_least_three_seeds_at_one_parameter_count(sweep):
-    assert set(sweep.head_counts) >= {1, 2, 4, 8, 16, 32}
-    assert len(sweep.seeds) >= 3
-    counts = {run["parameters"] for run in sweep.runs.values()}
-    assert len(counts) == 1, counts
-    assert len(sweep.runs) == len(sweep.head_counts) * len(sweep.seeds)
+def test_study_saved_every_head_count_from_every_seed_at_one_parameter_count_and_its_chosen_rate(study):
+    assert set(study.head_counts) >= {1, 2, 4, 8, 16, 32}
+    assert len(study.seeds) >= 5
+    assert len({run["parameters"] for run in study.runs}) == 1
+    assert best_learning_rates(study, 0.999) == study.chosen_learning_rates  # the choice is reproduced from the file
+    assert len(study.checkpoints) == len(study.head_counts) * len(study.seeds)
 
 
 @pytest.mark.parametrize("n_heads, seed, words", [(3, 0, "does not divide d_model = 32"), (64, 0, "does not divide"),
                                                   ("4", 0, "whole number"), (4, 99, "no run with seed 99")])
-def test_sweep_explains_runs_that_do_not_exist(sweep, n_heads, seed, words):
+def test_study_explains_models_that_do_not_exist(study, n_heads, seed, words):
     with pytest.raises(ValueError, match=words):
-        sweep.run(n_heads, seed)
+        study.model(n_heads, seed)
 
 
-def test_sweep_curves_and_checkpoints_agree(sweep):
-    steps, losses = sweep.loss_curves(4)
-    assert losses.shape == (len(sweep.seeds), len(steps)) and steps[0] == 0
-    np.testing.assert_allclose(sweep.loss_at(4, int(steps[-1])), [sweep.run(4, s)["final_loss"] for s in sweep.seeds],
-                               rtol=1e-5)
-    model = sweep.model(4, sweep.seeds[0])
-    assert model.config.n_heads == 4 and model.config.d_model == sweep.d_model
-    batch = analysis_batch(sweep.task, sweep.seeds[0])
+def test_study_curves_role_curves_and_checkpoints_agree(study):
+    rate = study.chosen_learning_rates[4]
+    steps, accuracy = study.curves(4, rate)
+    assert accuracy.shape == (len(study.seeds), len(steps)) and steps[-1] == study.max_steps
+    run = study.chosen_run(4, study.seeds[0])
+    stopped = run["curve"]["step"].index(run["steps_trained"])
+    assert np.all(accuracy[0, stopped:] == run["curve"]["held_out"][-1])  # carried forward once solved
+    model = study.model(4, study.seeds[0])
+    assert model.config.n_heads == 4 and model.config.d_model == study.d_model
+    batch = analysis_batch(study.task, study.seeds[0])
     with torch.no_grad():
         shares = relation_shares(model(batch.inputs).attention_weights[0], batch.details["fact_position"])
-    np.testing.assert_allclose(shares[:, 0].numpy(), sweep.run(4, sweep.seeds[0])["attention_to_fact"], atol=1e-4)
-    roles = sweep.role_curves(4, sweep.seeds[0])
-    assert roles["fact"].shape == (len(roles["step"]), 4)
+    roles = study.role_curves(4, rate, study.seeds[0])
+    assert roles["fact"].shape == (len(roles["step"]), 4) and roles["step"][-1] == run["steps_trained"]
+    np.testing.assert_allclose(shares[:, 0].numpy(), roles["fact"][-1], atol=1e-4)  # the saved weights are the last
 
 
 # The fair study: steps to solve, bootstrap medians, learning rates chosen on validation only.
 
-from mha.lab.head_count_sweep import (HeadCountStudy, accuracy_at, best_learning_rates,  # noqa: E402
-                                      median_interval, steps_to_solve)
+from mha.lab.head_count_sweep import (HeadCountStudy, accuracy_at, median_interval, steps_to_solve)  # noqa: E402
 
 
 def study_record(n_heads, rate, seed, validation, held_out, every=50):
@@ -252,8 +253,6 @@ def test_best_learning_rate_is_chosen_on_validation_and_never_on_the_held_out_ba
 
 
 def test_the_shipped_study_trained_every_arm_at_every_rate_from_every_seed():
-    from mha.lab.head_count_sweep import load_study
-
     study = load_study()
     assert len(study.learning_rates) >= 3 and len(study.seeds) >= 5 and 1 in study.head_counts
     incomplete = {(arm["n_heads"], arm["learning_rate"]): arm for arm in study.incomplete}

@@ -18,7 +18,7 @@ def explorer():
     return HeadCountExplorer()
 
 
-def test_first_view_shows_a_run_of_the_sweep(explorer):
+def test_first_view_shows_a_stored_model(explorer):
     assert "h = 1 heads of d_head = 32" in explorer.message.value
     assert "11,904 parameters" in explorer.message.value
     assert bytes(explorer.image.value).startswith(b"\x89PNG")
@@ -96,7 +96,7 @@ def test_live_retrain_shows_the_new_model_and_fits_the_time_budget(explorer):
     assert "The model you trained live" in explorer.message.value and "h = 32" in explorer.message.value
     assert "Trained h = 32, seed 0" in explorer.status.value
     assert explorer.shares_view.value.count("<td>head ") == 32
-    explorer.heads_picker.value = 4  # back to the sweep
+    explorer.heads_picker.value = 4  # back to the stored models
     assert "The model you trained live" not in explorer.message.value
 
 
@@ -135,7 +135,7 @@ def test_a_run_that_cannot_be_loaded_is_a_message_not_a_dead_view(explorer, monk
 
     def damaged(n_heads, seed):
         raise CheckpointError("checkpoint file head_count_h2_seed3.safetensors is corrupted <b>")
-    monkeypatch.setattr(explorer, "_sweep_view", damaged)
+    monkeypatch.setattr(explorer, "_stored_view", damaged)
     assert not explorer.show(2, 3)
     assert "Cannot show this" in explorer.message.value and "unexpected CheckpointError" in explorer.message.value
     assert "corrupted &lt;b&gt;" in explorer.message.value

@@ -47,11 +47,13 @@ def test_a_recipe_names_only_the_books_views():
 
 
 def test_a_view_built_in_code_that_cannot_be_rebuilt_says_so():
-    from mha.lab.head_count_sweep import load_sweep
+    import dataclasses
 
-    sweep = load_sweep()
-    assert HeadCountExplorer(sweep).recipe() is not None  # the stored sweep can be loaded again
-    other = HeadCountExplorer(type(sweep)(**{**sweep.__dict__, "directory": "elsewhere"}))
+    from mha.lab.head_count_sweep import load_study
+
+    study = load_study()
+    assert HeadCountExplorer(study).recipe() is not None  # the stored study can be loaded again
+    other = HeadCountExplorer(dataclasses.replace(study, directory="elsewhere"))
     assert other.recipe() is None
     assert "needs a running notebook" in placeholder_html(other)
 

@@ -29,6 +29,7 @@ therefore gives the same bytes, and the same sha256, in every process.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -295,11 +296,33 @@ def _write_manifest(directory: Path, manifest: dict) -> None:
     _write_atomically(_manifest_path(directory), (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode())
 
 
+@contextlib.contextmanager
+def _manifest_lock(directory: Path):
+    """Hold an exclusive lock on ``directory`` while its manifest is read and rewritten.
+
+    Training scripts save checkpoints from several processes at once; without the lock two read-modify-write
+    cycles could interleave and one entry would be lost. The lock is ``flock`` on the directory itself (no lock file
+    is left behind); where there is no ``fcntl`` (Windows) the scripts run one process at a time.
+    """
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    descriptor = os.open(directory, os.O_RDONLY)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)  # closing releases the lock
+
+
 def _update_manifest(directory: Path, section: str, name: str, entry: dict) -> None:
-    manifest = read_manifest(directory) if _manifest_path(directory).exists() else {"checkpoints": {}, "files": {}}
-    manifest["format"] = _FORMAT
-    manifest[section][name] = entry
-    _write_manifest(directory, manifest)
+    with _manifest_lock(directory):
+        manifest = read_manifest(directory) if _manifest_path(directory).exists() else {"checkpoints": {}, "files": {}}
+        manifest["format"] = _FORMAT
+        manifest[section][name] = entry
+        _write_manifest(directory, manifest)
 
 
 def save_checkpoint(

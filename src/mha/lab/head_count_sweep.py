@@ -6,10 +6,10 @@ Chapter 3, section "One big head or many", trains 1-layer attention-only
 d_model / h`` features on :class:`~mha.lab.tasks.TwoRelationTask`, where the answer
 at each *ask* position needs two things from two places: the value stored in
 the fact whose key is asked (a content relation) and the modifier just
-before (the previous token). ``scripts/train_checkpoints.py --only
-head_count_sweep`` trains every ``(h, seed)`` and writes
-``data/lab/head_count_sweep.json`` plus one checkpoint per run; this module
-reads them and holds the measurements the chapter makes:
+before (the previous token). ``scripts/train_head_count_study.py`` trains
+every ``(h, learning rate, seed)``, chooses each h's rate on a validation
+batch, and writes ``data/lab/head_count_study.json`` plus the chosen runs'
+weights; this module reads them and holds the measurements the chapter makes:
 
 * :func:`relation_shares` - per head, the attention an ask position pays to
   the matching fact, to the previous token, and to everything else;
@@ -23,15 +23,13 @@ reads them and holds the measurements the chapter makes:
   answer has the right value and the right modifier (which relation the model
   has learned);
 * :func:`first_step_below` - when a loss curve first reaches a threshold;
-* :class:`HeadCountSweep` - the sweep's results: curves, summaries, checkpoints;
-* :func:`train_two_relation_model` - train one more model of the sweep's shape
-  (used by the live retrain of :mod:`mha.views.head_count_explorer`);
-* :class:`HeadCountStudy` / :func:`load_study` - the fair study of
-  ``scripts/train_head_count_study.py``: every h at every learning rate of a
-  small grid, validation and held-out accuracy curves, and the mechanism
-  controls; :func:`steps_to_solve`, :func:`accuracy_at`,
-  :func:`median_interval` (bootstrap) and :func:`best_learning_rates` (chosen
-  on the validation batch) read it.
+* :class:`HeadCountStudy` / :func:`load_study` - every run's validation and
+  held-out curves and role curve, each h's chosen learning rate and its saved
+  models, and the mechanism controls; :func:`steps_to_solve`,
+  :func:`accuracy_at`, :func:`median_interval` (bootstrap) and
+  :func:`best_learning_rates` (chosen on the validation batch) read it;
+* :func:`train_two_relation_model` - train one more model of the study's shape
+  (used by the live retrain of :mod:`mha.views.head_count_explorer`).
 
 Maps follow the book's convention: weights are (batch, heads, seq_q, seq_k),
 row = query = the position attending FROM, column = key = the position
@@ -57,7 +55,6 @@ from mha.lab.training import TrainingConfig, TrainingLog, train
 from mha.core.validation import check_rank, head_counts_that_divide
 
 __all__ = [
-    "SWEEP_FILE",
     "STUDY_FILE",
     "ANALYSIS_BATCH_SEED",
     "ANALYSIS_BATCH_SIZE",
@@ -74,11 +71,10 @@ __all__ = [
     "answer_part_accuracy",
     "first_step_below",
     "token_names",
-    "HeadCountSweep",
-    "load_sweep",
     "train_two_relation_model",
     "HeadCountStudy",
     "load_study",
+    "study_from_content",
     "steps_to_solve",
     "accuracy_at",
     "median_interval",
@@ -86,9 +82,9 @@ __all__ = [
     "equal_split_ceiling",
 ]
 
-SWEEP_FILE = "head_count_sweep.json"
 STUDY_FILE = "head_count_study.json"
-"""The fair study (every h at every learning rate) and the mechanism controls: ``scripts/train_head_count_study.py``."""
+"""The study (every h at every learning rate), its chosen models and the mechanism controls:
+``scripts/train_head_count_study.py``."""
 ANALYSIS_BATCH_SEED = 10_000
 """The analysis batch of seed ``s`` is ``task.sample(ANALYSIS_BATCH_SIZE, ANALYSIS_BATCH_SEED + s)``: never trained on."""
 ANALYSIS_BATCH_SIZE = 256
@@ -101,7 +97,7 @@ ROLES = ("fact", "previous", "split", "other")
 
 
 def analysis_batch(task: TwoRelationTask, seed: int, size: int = ANALYSIS_BATCH_SIZE) -> TaskBatch:
-    """The fixed held-out batch on which the sweep's attention is measured for the run with this ``seed``."""
+    """The fixed held-out batch on which the attention of the run with this ``seed`` is measured."""
     return task.sample(size, ANALYSIS_BATCH_SEED + seed)
 
 
@@ -277,93 +273,8 @@ def token_names(task: TwoRelationTask, tokens: Sequence[int]) -> list[str]:
     return names
 
 
-@dataclasses.dataclass(frozen=True)
-class HeadCountSweep:
-    """The head-count sweep of ``scripts/train_checkpoints.py`` (chapter 3, "One big head or many").
-
-    ``head_counts`` and ``seeds`` list what was trained; ``d_model``, ``task``
-    and ``training`` are shared by every run; ``runs`` holds one record per
-    ``(h, seed)`` (loss curve, final loss, per-head attention, role curve).
-    Build it with :func:`load_sweep`.
-    """
-
-    head_counts: tuple[int, ...]
-    seeds: tuple[int, ...]
-    d_model: int
-    task: TwoRelationTask
-    training: dict
-    runs: dict[tuple[int, int], dict]
-    directory: Any = LAB_DIRECTORY
-
-    def check(self, n_heads: Any, seed: Any = None) -> None:
-        """Raise ``ValueError`` saying what to pick instead if ``(n_heads, seed)`` was not trained."""
-        if isinstance(n_heads, bool) or not isinstance(n_heads, (int, np.integer)):
-            raise ValueError(f"the head count must be a whole number, got {n_heads!r}; the sweep trained "
-                             f"h = {_listing(self.head_counts)}.")
-        if n_heads not in self.head_counts:
-            divides = n_heads >= 1 and self.d_model % n_heads == 0
-            why = ("it divides d_model but was not trained" if divides else
-                   f"it does not divide d_model = {self.d_model} (the counts that do are "
-                   f"{_listing(head_counts_that_divide(self.d_model))})")
-            raise ValueError(f"there is no run with h = {n_heads} heads: {why}. The sweep trained "
-                             f"h = {_listing(self.head_counts)}.")
-        if seed is not None and (isinstance(seed, bool) or seed not in self.seeds):
-            raise ValueError(f"there is no run with seed {seed!r}; the sweep trained seeds {_listing(self.seeds)}.")
-
-    def run(self, n_heads: int, seed: int) -> dict:
-        """The record of one run (see the class docstring); ``ValueError`` if it was not trained."""
-        self.check(n_heads, seed)
-        return self.runs[(int(n_heads), int(seed))]
-
-    def loss_curves(self, n_heads: int, column: str = "loss") -> tuple[np.ndarray, np.ndarray]:
-        """Steps (n_logged,) and ``column`` (seeds, n_logged) for every seed of ``n_heads`` (held-out batch loss)."""
-        self.check(n_heads)
-        curves = [self.runs[(n_heads, seed)]["loss_curve"] for seed in self.seeds]
-        steps = np.array([row["step"] for row in curves[0]])
-        values = np.array([[np.nan if row[column] is None else row[column] for row in curve] for curve in curves])
-        return steps, values  # (n_logged,), (seeds, n_logged)
-
-    def role_curves(self, n_heads: int, seed: int) -> dict[str, np.ndarray]:
-        """Over training: ``step`` (n,), per-head ``fact`` and ``previous`` shares (n, heads), and answer-part accuracy."""
-        record = self.run(n_heads, seed)["role_curve"]
-        return {"step": np.array([row["step"] for row in record]),
-                "fact": np.array([row["attention_to_fact"] for row in record]),  # (n, heads)
-                "previous": np.array([row["attention_to_previous"] for row in record]),  # (n, heads)
-                "value_accuracy": np.array([row["value_accuracy"] for row in record]),
-                "modifier_accuracy": np.array([row["modifier_accuracy"] for row in record])}
-
-    def loss_at(self, n_heads: int, step: int) -> np.ndarray:
-        """(seeds,) held-out loss of every seed of ``n_heads`` at logged step ``step``."""
-        steps, losses = self.loss_curves(n_heads)
-        where = np.flatnonzero(steps == step)
-        if not len(where):
-            raise ValueError(f"step {step} was not logged; losses were logged every "
-                             f"{self.training['log_every']} steps up to {int(steps[-1])}.")
-        return losses[:, where[0]]
-
-    def model(self, n_heads: int, seed: int) -> TinyTransformer:
-        """The trained model of one run, loaded (and checksum-verified) with :func:`mha.lab.checkpoints.load_checkpoint`."""
-        self.check(n_heads, seed)
-        model, _ = load_checkpoint(self.runs[(n_heads, seed)]["name"], self.directory)
-        return model
-
-    def config(self, n_heads: int) -> TinyTransformerConfig:
-        """The sweep's model shape with ``n_heads`` heads (any count that divides ``d_model``)."""
-        return TinyTransformerConfig(vocab_size=self.task.vocab_size, max_seq_len=self.task.seq_len,
-                                     d_model=self.d_model, n_layers=1, n_heads=n_heads)
-
-
 def _listing(values: Sequence[int]) -> str:
     return ", ".join(str(v) for v in values)
-
-
-def load_sweep(directory=LAB_DIRECTORY) -> HeadCountSweep:
-    """Read ``head_count_sweep.json`` (checked against the manifest) into a :class:`HeadCountSweep`. Chapter 3."""
-    content = load_json(SWEEP_FILE, directory)
-    runs = {(run["n_heads"], run["seed"]): run for run in content["runs"]}
-    return HeadCountSweep(head_counts=tuple(content["head_counts"]), seeds=tuple(content["seeds"]),
-                          d_model=content["d_model"], task=task_from_dict(content["task"]),
-                          training=content["training"], runs=runs, directory=directory)
 
 
 def train_two_relation_model(
@@ -375,9 +286,9 @@ def train_two_relation_model(
     on_log: Callable[[int, TinyTransformer, TrainingLog], None] | None = None,
     log_every: int | None = None,
 ) -> tuple[TinyTransformer, TrainingLog]:
-    """Train one model of the sweep's kind from scratch and return it with its loss curve. Chapter 3.
+    """Train one model of the study's kind from scratch and return it with its loss curve. Chapter 3.
 
-    ``config`` fixes the shape (use :meth:`HeadCountSweep.config`), ``seed``
+    ``config`` fixes the shape (use :meth:`HeadCountStudy.config`), ``seed``
     the initialisation; ``training`` the optimiser and steps. ``on_log(step,
     model, log)`` is called every ``log_every`` steps (default: the training
     log interval), e.g. to move a progress bar.
@@ -394,15 +305,18 @@ def train_two_relation_model(
 
 @dataclasses.dataclass(frozen=True)
 class HeadCountStudy:
-    """The learning-rate study of ``scripts/train_head_count_study.py`` and its mechanism controls (chapter 3).
+    """The head-count study of ``scripts/train_head_count_study.py`` and its mechanism controls (chapter 3).
 
-    ``runs`` has one record per ``(h, learning rate, seed)``: its ``curve`` holds ``step`` and the accuracy at the
+    ``runs`` has one record per ``(h, learning rate, seed)``: its ``curve`` holds ``step``, the accuracy at the
     ask positions on the ``validation`` batch (used to choose a learning rate) and on the ``held_out`` batch (used to
-    report), every ``log_every`` steps from ``log_every`` until the run stopped (solved after at least
-    ``min_steps``, or censored at ``max_steps``). ``controls`` holds the :class:`~mha.lab.tasks.PairRecallTask`
-    runs; ``held_out_size`` is the number of held-out sequences. ``incomplete`` lists the arms that were not
-    trained from every seed (with the reason), which :func:`best_learning_rates` leaves out of the choice. Build it
-    with :func:`load_study`.
+    report) and the ``held_out_loss``, every ``log_every`` steps from ``log_every`` until the run stopped (solved
+    after at least ``min_steps``, or censored at ``max_steps``); its ``role_curve`` what each head attends to, every
+    250 steps and at the last; ``training`` holds the settings every run shares (batch size, optimiser).
+    ``chosen_learning_rates`` maps each h to the rate chosen on the validation batch, whose runs' final weights were
+    saved (:meth:`model`). ``controls`` holds the
+    :class:`~mha.lab.tasks.PairRecallTask` runs; ``held_out_size`` is the number of held-out sequences.
+    ``incomplete`` lists the arms that were not trained from every seed (with the reason), which
+    :func:`best_learning_rates` leaves out of the choice. Build it with :func:`load_study`.
     """
 
     head_counts: tuple[int, ...]
@@ -415,6 +329,12 @@ class HeadCountStudy:
     controls: dict
     held_out_size: int = 256
     incomplete: tuple[dict, ...] = ()
+    d_model: int = 32
+    task: TwoRelationTask = TwoRelationTask()
+    chosen_learning_rates: dict[int, float] = dataclasses.field(default_factory=dict)
+    checkpoints: dict[str, str] = dataclasses.field(default_factory=dict)
+    training: dict = dataclasses.field(default_factory=dict)
+    directory: Any = LAB_DIRECTORY
 
     def run(self, n_heads: int, learning_rate: float, seed: int) -> dict:
         """The record of one run; ``ValueError`` naming what was trained if there is none."""
@@ -432,15 +352,82 @@ class HeadCountStudy:
         return tuple(record["seed"] for record in self.runs if record["n_heads"] == n_heads
                      and math.isclose(record["learning_rate"], learning_rate))
 
+    def check(self, n_heads: Any, seed: Any = None) -> None:
+        """Raise ``ValueError`` saying what to pick instead if ``(n_heads, seed)`` has no saved model."""
+        if isinstance(n_heads, bool) or not isinstance(n_heads, (int, np.integer)):
+            raise ValueError(f"the head count must be a whole number, got {n_heads!r}; the study trained "
+                             f"h = {_listing(self.head_counts)}.")
+        if n_heads not in self.head_counts:
+            divides = n_heads >= 1 and self.d_model % n_heads == 0
+            why = ("it divides d_model but was not trained" if divides else
+                   f"it does not divide d_model = {self.d_model} (the counts that do are "
+                   f"{_listing(head_counts_that_divide(self.d_model))})")
+            raise ValueError(f"there is no run with h = {n_heads} heads: {why}. The study trained "
+                             f"h = {_listing(self.head_counts)}.")
+        if seed is not None and (isinstance(seed, bool) or seed not in self.seeds):
+            raise ValueError(f"there is no run with seed {seed!r}; the study trained seeds {_listing(self.seeds)}.")
+
+    def chosen_run(self, n_heads: int, seed: int) -> dict:
+        """The record of the run whose weights were saved: ``n_heads`` at its chosen learning rate, from ``seed``."""
+        self.check(n_heads, seed)
+        return self.run(n_heads, self.chosen_learning_rates[int(n_heads)], seed)
+
+    def model(self, n_heads: int, seed: int) -> TinyTransformer:
+        """The saved model of ``(n_heads, seed)`` (at the chosen rate), checksum-verified by
+        :func:`mha.lab.checkpoints.load_checkpoint`."""
+        self.check(n_heads, seed)
+        model, _ = load_checkpoint(self.checkpoints[f"{int(n_heads)}/{int(seed)}"], self.directory)
+        return model
+
+    def config(self, n_heads: int) -> TinyTransformerConfig:
+        """The study's model shape with ``n_heads`` heads (any count that divides ``d_model``)."""
+        return TinyTransformerConfig(vocab_size=self.task.vocab_size, max_seq_len=self.task.seq_len,
+                                     d_model=self.d_model, n_layers=1, n_heads=n_heads)
+
+    def curves(self, n_heads: int, learning_rate: float, column: str = "held_out") -> tuple[np.ndarray, np.ndarray]:
+        """Steps (n,) and ``column`` (seeds, n) of one arm, every logged step up to ``max_steps``.
+
+        A run that stopped early stopped because it had solved the task, so its last value is carried forward to
+        the cap (and the plots say so). ``column``: ``"held_out"``, ``"validation"`` (accuracy) or
+        ``"held_out_loss"``.
+        """
+        records = [self.run(n_heads, learning_rate, seed) for seed in self.seeds]
+        step = records[0]["curve"]["step"][0]
+        steps = np.arange(step, self.max_steps + 1, step)
+        values = np.empty((len(records), len(steps)))
+        for row, record in zip(values, records):
+            measured = np.asarray(record["curve"][column], dtype=float)
+            row[:len(measured)] = measured
+            row[len(measured):] = measured[-1]
+        return steps, values  # (n,), (seeds, n)
+
+    def role_curves(self, n_heads: int, learning_rate: float, seed: int) -> dict[str, np.ndarray]:
+        """Over one run: ``step`` (n,), per-head ``fact`` and ``previous`` shares (n, heads), answer-part accuracy."""
+        record = self.run(n_heads, learning_rate, seed)["role_curve"]
+        return {"step": np.array(record["step"]),
+                "fact": np.array(record["attention_to_fact"]),  # (n, heads)
+                "previous": np.array(record["attention_to_previous"]),  # (n, heads)
+                "value_accuracy": np.array(record["value_accuracy"]),
+                "modifier_accuracy": np.array(record["modifier_accuracy"])}
+
 
 def load_study(directory=LAB_DIRECTORY) -> HeadCountStudy:
     """Read ``head_count_study.json`` (checked against the manifest) into a :class:`HeadCountStudy`. Chapter 3."""
-    content = load_json(STUDY_FILE, directory)
+    return study_from_content(load_json(STUDY_FILE, directory), directory)
+
+
+def study_from_content(content: dict, directory=LAB_DIRECTORY) -> HeadCountStudy:
+    """A :class:`HeadCountStudy` from the parsed contents of ``head_count_study.json`` (or the dict about to be written)."""
+    models = content.get("models", {})
     return HeadCountStudy(head_counts=tuple(content["head_counts"]), learning_rates=tuple(content["learning_rates"]),
                           seeds=tuple(content["seeds"]), thresholds=tuple(content["thresholds"]),
                           min_steps=content["min_steps"], max_steps=content["max_steps"], runs=tuple(content["runs"]),
                           controls=content["controls"], held_out_size=content["held_out"]["size"],
-                          incomplete=tuple(content.get("incomplete", ())))
+                          incomplete=tuple(content.get("incomplete", ())), d_model=content["d_model"],
+                          task=task_from_dict(content["task"]),
+                          chosen_learning_rates={int(h): rate for h, rate in models.get("learning_rates", {}).items()},
+                          checkpoints=dict(models.get("checkpoints", {})), training=dict(content.get("training", {})),
+                          directory=directory)
 
 
 def steps_to_solve(record: dict, threshold: float, split: str = "held_out") -> float:

@@ -1,14 +1,14 @@
 """The head-count view (chapter 3, "One big head or many"): pick a head count and a seed, or train one live.
 
-:class:`HeadCountExplorer` shows, for a run of the head-count sweep
-(:mod:`mha.lab.head_count_sweep`): one head's attention map on a held-out two-relation
-sequence, every head's attention shares at the ask positions (matching fact,
-previous token, elsewhere) with a one-word role, and the run's learning curve
-next to the other seeds of the same head count. A button trains a fresh model
-of the same shape in the notebook, with a progress bar, using a short, fast
-schedule (:data:`LIVE_TRAINING`: 600 steps at learning rate 1e-2 instead of
-the sweep's 12,000 at 1e-3; 1e-2 is the rate the fair study of section 3.7
-chose for most head counts), and then shows that model the same way.
+:class:`HeadCountExplorer` shows, for a saved model of the head-count study
+(:mod:`mha.lab.head_count_sweep`: each h at the learning rate chosen for it):
+one head's attention map on a held-out two-relation sequence, every head's
+attention shares at the ask positions (matching fact, previous token,
+elsewhere) with a one-word role, and the run's learning curve next to the
+other seeds of the same head count. A button trains a fresh model of the same
+shape in the notebook, with a progress bar, using a short, fast schedule
+(:data:`LIVE_TRAINING`: 600 steps at learning rate 1e-2), and then shows that
+model the same way.
 
 The map is drawn like every view's (:mod:`mha.views.heatmaps`, with a table of
 its numbers), the share table as HTML and the learning curves as a small
@@ -32,7 +32,8 @@ import torch
 from ipywidgets import HTML, Button, Dropdown, HBox, IntProgress, IntSlider, Layout, Text, VBox
 
 from mha.core.validation import head_counts_that_divide
-from mha.lab.head_count_sweep import (ANALYSIS_BATCH_SEED, HeadCountSweep, analysis_batch, head_role, load_sweep,
+from mha.lab.checkpoints import LAB_DIRECTORY
+from mha.lab.head_count_sweep import (ANALYSIS_BATCH_SEED, HeadCountStudy, analysis_batch, head_role, load_study,
                                       relation_shares, token_names, train_two_relation_model)
 from mha.lab.training import TrainingConfig
 from mha.views.explorer import Explorer, ExplorerView
@@ -42,7 +43,7 @@ __all__ = ["LIVE_TRAINING", "N_EXAMPLES", "shares_table_html", "CurveLine",
            "loss_curves_svg", "parse_head_count", "HeadCountExplorer"]
 
 LIVE_TRAINING = TrainingConfig(steps=600, batch_size=32, learning_rate=1e-2, log_every=50, eval_batch_size=128)
-"""The live retrain: 600 steps at 1e-2 (h = 32, the slowest, within 20 s on 2 cores); the sweep uses 12,000 at 1e-3."""
+"""The live retrain: 600 steps at 1e-2 (h = 32, the slowest, within 20 s on 2 cores)."""
 N_EXAMPLES = 8
 """How many held-out sequences the reader can step through."""
 
@@ -146,7 +147,7 @@ def parse_head_count(text: object, d_model: int) -> int:
 
 
 class HeadCountExplorer(Explorer):
-    """Widgets to pick a sweep run (head count, seed), a head and a held-out sequence, or train a model live.
+    """Widgets to pick a saved model (head count, seed), a head and a held-out sequence, or train a model live.
 
     :meth:`show` picks a run in code (and returns whether it exists); :meth:`retrain` trains a fresh model (what
     the button does), and ``last_train_seconds`` is how long that took. The rest is
@@ -158,27 +159,27 @@ class HeadCountExplorer(Explorer):
     what_to_notice = ("With one head, each ask position's row must split its weight between the matching fact and "
                       "the previous token; with two heads, each can look at one place (the table names each head's "
                       "role). The live run takes fewer steps at a higher learning rate, so its curve is not "
-                      "comparable step for step with the sweep's.")
+                      "comparable step for step with the stored runs'.")
     doing = "show"
-    site_note = ("On this page the view shows the stored runs of the sweep; to train a model live, open the page as "
-                 "a notebook (the launch buttons at the top).")
+    site_note = ("On this page the view shows the stored models of the study; to train a model live, open the page "
+                 "as a notebook (the launch buttons at the top).")
 
-    def __init__(self, sweep: HeadCountSweep | None = None, n_heads: int = 1, seed: int = 0,
+    def __init__(self, study: HeadCountStudy | None = None, n_heads: int = 1, seed: int = 0,
                  live_training: TrainingConfig = LIVE_TRAINING) -> None:
-        # the sweep stored with the book: the website's build can load it again
-        self.stored_sweep = sweep is None or sweep.directory == HeadCountSweep.directory
-        self.sweep = load_sweep() if sweep is None else sweep
-        self.sweep.check(n_heads, seed)
+        # the study stored with the book: the website's build can load it again
+        self.stored_study = study is None or study.directory == LAB_DIRECTORY
+        self.study = load_study() if study is None else study
+        self.study.check(n_heads, seed)
         self.live_training = live_training
         self.last_train_seconds = 0.0
         self._cache: dict[tuple, dict] = {}
         self._curve_images: dict[tuple, str] = {}
         self._live: dict | None = None
         self._showing_live = False
-        d_model = self.sweep.d_model
-        self.heads_picker = Dropdown(options=[(f"{h} × d_head {d_model // h}", h) for h in self.sweep.head_counts],
+        d_model = self.study.d_model
+        self.heads_picker = Dropdown(options=[(f"{h} × d_head {d_model // h}", h) for h in self.study.head_counts],
                                      value=n_heads, description="heads")
-        self.seed_picker = Dropdown(options=list(self.sweep.seeds), value=seed, description="seed")
+        self.seed_picker = Dropdown(options=list(self.study.seeds), value=seed, description="seed")
         self.head_slider = IntSlider(value=0, min=0, max=n_heads - 1, description="head shown")
         self.example_slider = IntSlider(value=0, min=0, max=N_EXAMPLES - 1, description="sequence")
         self.shares_view = HTML()
@@ -188,8 +189,8 @@ class HeadCountExplorer(Explorer):
                                    layout=Layout(width="220px"))
         self.progress = IntProgress(value=0, min=0, max=live_training.steps, description="training")
         self.status = HTML(value=(f"Live training: {live_training.steps} steps at learning rate "
-                                  f"{live_training.learning_rate:g} (the sweep used {self.sweep.training['steps']} "
-                                  f"at {self.sweep.training['learning_rate']:g}), one CPU thread."))
+                                  f"{live_training.learning_rate:g} (the stored runs: up to "
+                                  f"{self.study.max_steps:,} steps at each h's chosen rate), one CPU thread."))
         self.train_button.on_click(lambda button: self.retrain(self.train_heads.value))
         super().__init__({"heads": self.heads_picker, "seed": self.seed_picker, "head": self.head_slider,
                           "sequence": self.example_slider},
@@ -206,41 +207,41 @@ class HeadCountExplorer(Explorer):
 
     def _measure(self, model, n_heads: int, seed: int) -> dict:
         """Shares over the analysis batch and the example maps (N_EXAMPLES, heads, seq, seq) of one model."""
-        batch = analysis_batch(self.sweep.task, seed)
+        batch = analysis_batch(self.study.task, seed)
         with torch.no_grad():
             weights = model(batch.inputs).attention_weights[0]  # (batch, heads, seq, seq)
         shares = relation_shares(weights, batch.details["fact_position"]).numpy()  # (heads, 3)
-        tokens = [token_names(self.sweep.task, row) for row in batch.inputs[:N_EXAMPLES].tolist()]
+        tokens = [token_names(self.study.task, row) for row in batch.inputs[:N_EXAMPLES].tolist()]
         return {"shares": shares, "maps": weights[:N_EXAMPLES].numpy(), "tokens": tokens, "n_heads": n_heads}
 
-    def _sweep_view(self, n_heads: int, seed: int) -> dict:
-        key = ("sweep", n_heads, seed)
+    def _stored_view(self, n_heads: int, seed: int) -> dict:
+        key = ("stored", n_heads, seed)
         if key not in self._cache:
-            self._cache[key] = self._measure(self.sweep.model(n_heads, seed), n_heads, seed)
+            self._cache[key] = self._measure(self.study.model(n_heads, seed), n_heads, seed)
         return self._cache[key]
 
     def _curves_svg(self, n_heads: int, seed: int, live: dict | None) -> str:
         key = (n_heads, seed, None if live is None else id(live))
         if key not in self._curve_images:
             lines = []
-            if n_heads in self.sweep.head_counts:
-                steps, losses = self.sweep.loss_curves(n_heads)  # (n,), (seeds, n)
-                others = [(steps, losses[i]) for i, s in enumerate(self.sweep.seeds) if s != seed or live is not None]
-                rate = self.sweep.training["learning_rate"]
-                label = f"sweep (lr {rate:g}), all seeds" if live is not None else "sweep, the other seeds"
+            if n_heads in self.study.head_counts:
+                rate = self.study.chosen_learning_rates[n_heads]
+                runs = {s: self.study.run(n_heads, rate, s)["curve"] for s in self.study.seeds}
+                curves = {s: (np.array(c["step"]), np.array(c["held_out_loss"])) for s, c in runs.items()}
+                others = [curves[s] for s in self.study.seeds if s != seed or live is not None]
+                label = f"stored (lr {rate:g}), all seeds" if live is not None else "stored, the other seeds"
                 lines += [CurveLine(x, y, "#b0b0b0", 1.0, label if i == 0 else "") for i, (x, y) in enumerate(others)]
                 if live is None:
-                    lines.append(CurveLine(steps, losses[self.sweep.seeds.index(seed)], "#3b528b", 2.5,
-                                           f"sweep, seed {seed}"))
+                    lines.append(CurveLine(*curves[seed], "#3b528b", 2.5, f"stored, seed {seed} (lr {rate:g})"))
             if live is not None:
                 rows = live["log"].rows
                 lines.append(CurveLine(np.array([r["step"] for r in rows]), np.array([r["loss"] for r in rows]),
                                        "#e66101", 2.5, f"trained live: {rows[-1]['step']:,} steps, "
                                                        f"lr {self.live_training.learning_rate:g}"))
-            # with a live run, zoom in on its steps: the sweep's first steps at lr 1e-3 against the live run's
-            max_step = int(self.sweep.training["steps"]) if live is None else int(live["log"].rows[-1]["step"])
+            # with a live run, zoom in on its steps
+            max_step = int(self.study.max_steps) if live is None else int(live["log"].rows[-1]["step"])
             self._curve_images[key] = loss_curves_svg(
-                lines, f"Learning curves, h = {n_heads} (d_head = {self.sweep.d_model // n_heads})", max_step=max_step)
+                lines, f"Learning curves, h = {n_heads} (d_head = {self.study.d_model // n_heads})", max_step=max_step)
         return self._curve_images[key]
 
     def _current_view(self) -> ExplorerView:
@@ -249,13 +250,14 @@ class HeadCountExplorer(Explorer):
         return super()._current_view()
 
     def view_data(self, *, heads: int, seed: int, head: int, sequence: int) -> ExplorerView:
-        """Head ``head`` (clamped to the head count) of the sweep run (``heads``, ``seed``) on held-out ``sequence``."""
-        view = self._sweep_view(heads, seed)
-        run = self.sweep.run(heads, seed)
-        solved = run["first_step_accuracy_0.9"]
-        intro = (f"h = {heads} heads of d_head = {self.sweep.d_model // heads} ({run['parameters']:,} parameters, "
-                 f"the same for every h), seed {seed}: held-out loss {run['final_loss']:.2g} after "
-                 f"{self.sweep.training['steps']:,} steps; 90% accuracy "
+        """Head ``head`` (clamped to the head count) of the stored model (``heads``, ``seed``) on held-out ``sequence``."""
+        view = self._stored_view(heads, seed)
+        run = self.study.chosen_run(heads, seed)
+        curve = run["curve"]
+        solved = next((step for step, accuracy in zip(curve["step"], curve["held_out"]) if accuracy >= 0.9), None)
+        intro = (f"h = {heads} heads of d_head = {self.study.d_model // heads} ({run['parameters']:,} parameters, "
+                 f"the same for every h), seed {seed}, learning rate {run['learning_rate']:g}: held-out accuracy "
+                 f"{curve['held_out'][-1]:.1%} after {run['steps_trained']:,} steps; 90% accuracy "
                  + (f"from step {solved:,}." if solved is not None else "never reached."))
         return self._run_view(intro, view, heads, seed, head, sequence, live=None)
 
@@ -263,15 +265,15 @@ class HeadCountExplorer(Explorer):
         """The same view of the model trained live."""
         view, n_heads, seed = self._live["view"], self._live["n_heads"], self._live["seed"]
         rows = self._live["log"].rows
-        intro = (f"<b>The model you trained live</b>: h = {n_heads} heads of d_head = {self.sweep.d_model // n_heads}, "
+        intro = (f"<b>The model you trained live</b>: h = {n_heads} heads of d_head = {self.study.d_model // n_heads}, "
                  f"seed {seed}, {rows[-1]['step']} steps at learning rate {self.live_training.learning_rate:g}: "
                  f"held-out loss {rows[-1]['loss']:.3g}, accuracy {rows[-1]['accuracy']:.1%}. "
-                 f"Pick heads or a seed above to go back to the sweep.")
+                 f"Pick heads or a seed above to go back to the stored models.")
         return self._run_view(intro, view, n_heads, seed, head, sequence, live=self._live)
 
     def _run_view(self, intro: str, view: dict, n_heads: int, seed: int, head: int, sequence: int,
                   live: dict | None) -> ExplorerView:
-        """Map, share table and learning curves of one measured model (a sweep run, or the live one)."""
+        """Map, share table and learning curves of one measured model (a stored run, or the live one)."""
         head = min(head, n_heads - 1)
         attention_map = AttentionMap(
             view["maps"][sequence, head], view["tokens"][sequence],
@@ -281,7 +283,7 @@ class HeadCountExplorer(Explorer):
 
     def _control_moved(self, name: str) -> None:
         if name in ("heads", "seed"):
-            self._showing_live = False  # a run of the sweep was picked
+            self._showing_live = False  # a stored run was picked
         self.refresh()
 
     def _state(self) -> dict[str, object]:
@@ -289,21 +291,21 @@ class HeadCountExplorer(Explorer):
                 "sequence": self.example_slider.value}
 
     def recipe_arguments(self) -> dict | None:
-        if not self.stored_sweep:
-            return None  # a sweep built in code cannot be rebuilt by the website's build
+        if not self.stored_study:
+            return None  # a study read from elsewhere cannot be rebuilt by the website's build
         return {"n_heads": self.heads_picker.value, "seed": self.seed_picker.value}
 
     def site_choices(self) -> dict[str, list]:
-        return {**self.choices(), "head": list(range(max(self.sweep.head_counts)))}
+        return {**self.choices(), "head": list(range(max(self.study.head_counts)))}
 
     # --- actions ----------------------------------------------------------------------------------------
 
     def show(self, n_heads: object, seed: object = None) -> bool:
-        """Pick the sweep run ``(n_heads, seed)`` (seed: keep the current one); False, with a message, if absent."""
+        """Pick the stored model ``(n_heads, seed)`` (seed: keep the current one); False, with a message, if absent."""
         seed = self.seed_picker.value if seed is None else seed
         start = time.perf_counter()
         try:
-            self.sweep.check(n_heads, seed)
+            self.study.check(n_heads, seed)
         except Exception as problem:  # anything passed in code gets a message, not a traceback
             self.show_problem(problem)
             self.last_refresh_seconds = time.perf_counter() - start
@@ -322,7 +324,7 @@ class HeadCountExplorer(Explorer):
         """
         n_heads = self.train_heads.value if n_heads is None else n_heads
         try:
-            n_heads = parse_head_count(n_heads, self.sweep.d_model)
+            n_heads = parse_head_count(n_heads, self.study.d_model)
             seed = self.seed_picker.value
             training = TrainingConfig(**{**self.live_training.to_dict(), "seed": seed,
                                          **({} if steps is None else {"steps": steps})})
@@ -339,7 +341,7 @@ class HeadCountExplorer(Explorer):
                                  f"held-out loss {log.rows[-1]['loss']:.3f}")
 
         try:
-            model, log = train_two_relation_model(self.sweep.config(n_heads), self.sweep.task, training, seed=seed,
+            model, log = train_two_relation_model(self.study.config(n_heads), self.study.task, training, seed=seed,
                                                   on_log=on_log)
             measured = self._measure(model, n_heads, seed)
         except Exception as problem:  # a failed run leaves the last good view and says why
