@@ -11,7 +11,7 @@
   (3.1 "A tour of all 72 heads", 3.2, 3.3, 3.4).
 - :mod:`~mha.views.induction_explorer`: every head of the lab's induction models, with its scores
   (3.6 "Heads are not preassigned").
-- :mod:`~mha.views.head_count_explorer`: the head-count sweep run by run, and a model trained live
+- :mod:`~mha.views.head_count_explorer`: the head-count models run by run, and a model trained live
   (3.7 "One big head or many").
 - :mod:`~mha.views.block_diagram`: the transformer layer box by box, and the residual stream that its heads read
   and write (the background page "The transformer in brief").
