@@ -104,6 +104,14 @@ def test_head_role_labels(fact, previous, role):
     assert role in ROLES
 
 
+def test_head_role_thresholds_move_the_labels_and_are_checked():
+    assert head_role(0.44, 0.45) == "split"
+    assert head_role(0.44, 0.45, role_threshold=0.3) == "fact"  # a lower bar: the fact share passes first
+    assert head_role(0.6, 0.3, role_threshold=0.7) == "split"
+    with pytest.raises(ValueError, match="split_threshold <= role_threshold"):
+        head_role(0.5, 0.5, role_threshold=0.1, split_threshold=0.2)
+
+
 def test_answer_parts_separates_value_and_modifier():
     first = TASK.first_answer
     # n_modifiers = 4, so answer (v, m) is first + 4 v + m

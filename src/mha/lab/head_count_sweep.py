@@ -195,18 +195,23 @@ def ask_attention_override(fact_position: Tensor, fact_weight: float | None) -> 
     return override
 
 
-def head_role(fact_share: float, previous_share: float) -> str:
+def head_role(fact_share: float, previous_share: float, role_threshold: float = ROLE_SHARE_THRESHOLD,
+              split_threshold: float = SPLIT_THRESHOLD) -> str:
     """One word for what a head does at the ask positions, from its two shares (see :func:`relation_shares`).
 
-    ``"fact"`` if ``fact_share >= ROLE_SHARE_THRESHOLD`` (0.5), else ``"previous"``
-    if ``previous_share >= 0.5``, else ``"split"`` if both are at least
-    ``SPLIT_THRESHOLD`` (0.2), else ``"other"``. Chapter 3.
+    ``"fact"`` if ``fact_share >= role_threshold`` (default 0.5), else ``"previous"``
+    if ``previous_share >= role_threshold``, else ``"split"`` if both are at least
+    ``split_threshold`` (default 0.2), else ``"other"``. Chapter 3 moves the thresholds to see
+    which conclusions depend on them.
     """
-    if fact_share >= ROLE_SHARE_THRESHOLD:
+    if not 0.0 < split_threshold <= role_threshold <= 1.0:
+        raise ValueError(f"need 0 < split_threshold <= role_threshold <= 1, got {split_threshold!r} and "
+                         f"{role_threshold!r}.")
+    if fact_share >= role_threshold:
         return "fact"
-    if previous_share >= ROLE_SHARE_THRESHOLD:
+    if previous_share >= role_threshold:
         return "previous"
-    if fact_share >= SPLIT_THRESHOLD and previous_share >= SPLIT_THRESHOLD:
+    if fact_share >= split_threshold and previous_share >= split_threshold:
         return "split"
     return "other"
 
