@@ -67,3 +67,20 @@ def test_noun_pairs_and_their_cosines():
     assert cosine[0] == pytest.approx(0.5 / np.sqrt(1.25))
     with pytest.raises(ValueError, match="vocabulary"):
         word_input_vectors(["[CLS]", "emu", "[SEP]"], [None, 0, None], embeddings, vocabulary)
+
+
+def test_crossed_slot_weights_reuse_a_trace_and_refuse_one_of_other_items():
+    from mha.analysis.relatedness import crossed_slot_weights, crossed_trace
+    from mha.pretrained.encoder import MiniLMEncoder
+
+    encoder = MiniLMEncoder.load()
+    items = crossed_items()[:3]
+    trace = crossed_trace(encoder, items)
+    weights = crossed_slot_weights(encoder, items, trace)
+    assert weights.shape == (3, 4, 2, encoder.config.n_layers, encoder.config.n_heads)
+    assert np.array_equal(weights, crossed_slot_weights(encoder, items))  # the same as encoding them again
+    assert ((weights >= 0) & (weights <= 1)).all()
+    with pytest.raises(ValueError, match="holds 12 sentences but 2 items have 8"):
+        crossed_slot_weights(encoder, items[:2], trace)
+    with pytest.raises(ValueError, match="non-empty list of CrossedItem"):
+        crossed_trace(encoder, [])

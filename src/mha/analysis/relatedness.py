@@ -30,8 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["RELATED_PAIRS", "FRAMES", "CrossedItem", "crossed_items", "slot_weights", "crossed_slot_weights",
-           "crossed_contrast", "noun_pairs", "word_input_vectors", "pair_cosines"]
+__all__ = ["RELATED_PAIRS", "FRAMES", "CrossedItem", "crossed_items", "slot_weights", "crossed_trace",
+           "crossed_slot_weights", "crossed_contrast", "noun_pairs", "word_input_vectors", "pair_cosines"]
 
 #: related word pairs by kind, each pair (a, b); within a kind any a fits any frame with any b
 RELATED_PAIRS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -142,17 +142,13 @@ def slot_weights(word_maps: np.ndarray, source: int, target: int) -> np.ndarray:
     return word_maps[..., source, target]
 
 
-def crossed_slot_weights(encoder, items: Sequence[CrossedItem]) -> np.ndarray:
-    """Every head's word-level weight between the two slots of every sentence of ``items``, in both directions.
+def crossed_trace(encoder, items: Sequence[CrossedItem]):
+    """Run ``encoder`` once on the four sentences of every item of ``items`` (in order: item, then sentence).
 
-    Runs ``encoder`` (a :class:`mha.pretrained.encoder.MiniLMEncoder`) once on the four sentences of each item and
-    returns (items, 4, 2, layers, heads): sentence in the order of :class:`CrossedItem`, then direction (0: row
-    ``a`` -> column ``b``, 1: row ``b`` -> column ``a``), read from
-    :func:`mha.pretrained.word_maps.word_attention` maps. :func:`crossed_contrast` turns it into related minus
-    unrelated. Chapter 3, "Content and rare words"; chapter 4, "Layer dependence".
+    Returns the :class:`mha.pretrained.encoder.EncoderTrace`; ``ValueError`` if ``items`` is empty or the tokenizer
+    cuts a word into pieces (the crossed design needs every position to be the same in the four sentences).
+    Chapter 3, "Content and rare words".
     """
-    from mha.pretrained.word_maps import word_attention
-
     items = list(items)
     if not items or not all(isinstance(item, CrossedItem) for item in items):
         raise ValueError("items must be a non-empty list of CrossedItem objects, e.g. crossed_items().")
@@ -162,6 +158,25 @@ def crossed_slot_weights(encoder, items: Sequence[CrossedItem]) -> np.ndarray:
     if split:
         raise ValueError(f"the tokenizer cut a word of sentence {split[0]} into pieces; the crossed design needs "
                          "single-piece words so that every position is the same in the four sentences.")
+    return trace
+
+
+def crossed_slot_weights(encoder, items: Sequence[CrossedItem], trace=None) -> np.ndarray:
+    """Every head's word-level weight between the two slots of every sentence of ``items``, in both directions.
+
+    Runs ``encoder`` (a :class:`mha.pretrained.encoder.MiniLMEncoder`) once on the four sentences of each item
+    (:func:`crossed_trace`; pass its ``trace`` to reuse one already made) and returns (items, 4, 2, layers, heads):
+    sentence in the order of :class:`CrossedItem`, then direction (0: row ``a`` -> column ``b``, 1: row ``b`` ->
+    column ``a``), read from :func:`mha.pretrained.word_maps.word_attention` maps. :func:`crossed_contrast` turns it
+    into related minus unrelated. Chapter 3, "Content and rare words"; chapter 4, "Layer dependence".
+    """
+    from mha.pretrained.word_maps import word_attention
+
+    items = list(items)
+    trace = crossed_trace(encoder, items) if trace is None else trace
+    if len(trace.lengths) != 4 * len(items):
+        raise ValueError(f"the trace holds {len(trace.lengths)} sentences but {len(items)} items have "
+                         f"{4 * len(items)}; pass crossed_trace(encoder, items) for these items.")
     n_layers, n_heads = trace.attention_weights.shape[0], trace.attention_weights.shape[2]
     weights = np.zeros((len(items), 4, 2, n_layers, n_heads))  # (items, sentence, direction, layers, heads)
     for k, item in enumerate(items):
