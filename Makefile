@@ -76,7 +76,7 @@ notebooks: $(STAMP)
 
 lab: $(STAMP)
 	$(BIN)/python scripts/train_checkpoints.py
-	# section 3.7's fair head-count study and mechanism controls (numbers only, no weights)
+	# section 3.7's fair head-count study (its curves, and each head count's models at its chosen rate) and the mechanism controls
 	$(BIN)/python scripts/train_head_count_study.py
 
 clean:

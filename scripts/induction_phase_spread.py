@@ -72,13 +72,15 @@ def repeated_scores(model: TinyTransformer, task: InductionTask) -> list[dict]:
     for copies in COPIES:
         batch = repeated_block_batch(task, copies, REPEATED_SIZE, REPEATED_SEED)
         with torch.no_grad():
-            logits = model(batch.inputs).logits  # (batch, seq, vocab)
+            output = model(batch.inputs)
+        logits = output.logits  # (batch, seq, vocab)
         metrics = task.metrics(logits, batch)
         late = batch.details["copy_index"] >= 3  # (batch, seq): positions in the third copy or later
         late_accuracy = None
         if copies >= 3:
             late_accuracy = float((logits.argmax(-1) == batch.targets)[late].float().mean())
-        scores = head_role_scores(model, batch.inputs, batch.details["repeat_mask"])
+        scores = head_role_scores(model, batch.inputs, batch.details["repeat_mask"],
+                                  attention_weights=output.attention_weights)
         rows.append({"copies": copies, "periods": sorted(set(batch.details["period"].tolist())),
                      "repeat_loss": metrics["repeat_loss"], "repeat_accuracy": metrics["repeat_accuracy"],
                      "accuracy_third_copy_on": late_accuracy,

@@ -107,9 +107,10 @@ def held_out_batch():
 
 def held_out_scores(model: TinyTransformer, batch) -> dict:
     """Head scores (layers x heads lists) and the held-out repeat loss/accuracy for one model."""
-    scores = head_role_scores(model, batch.inputs, batch.details["repeat_mask"])
     with torch.no_grad():
-        metrics = INDUCTION_TASK.metrics(model(batch.inputs).logits, batch)
+        output = model(batch.inputs)
+    metrics = INDUCTION_TASK.metrics(output.logits, batch)
+    scores = head_role_scores(model, batch.inputs, batch.details["repeat_mask"], attention_weights=output.attention_weights)
     return {"repeat_loss": metrics["repeat_loss"], "repeat_accuracy": metrics["repeat_accuracy"],
             **{key: value.tolist() for key, value in scores.items()}}
 

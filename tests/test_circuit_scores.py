@@ -187,3 +187,20 @@ def test_model_level_scores_have_layer_by_head_shapes():
     assert k_composition_scores(model).shape == (3, 3)
     with pytest.raises(ValueError, match="before"):
         k_composition_scores(model, earlier_layer=1, later_layer=1)
+
+
+def test_head_role_scores_reuse_weights_already_computed_and_refuse_weights_of_other_tokens():
+    task = InductionTask(vocab_size=24, seq_len=16, periods=(3, 5), held_out_periods=(4,))
+    model = TinyTransformer(TinyTransformerConfig(vocab_size=24, max_seq_len=16, d_model=12, n_layers=2, n_heads=3))
+    batch = task.sample(4, 0)
+    fresh = head_role_scores(model, batch.inputs, batch.details["repeat_mask"])
+    with torch.no_grad():
+        weights = model(batch.inputs).attention_weights  # (layers, batch, heads, seq, seq)
+    reused = head_role_scores(model, batch.inputs, batch.details["repeat_mask"], attention_weights=weights)
+    assert all(torch.equal(fresh[key], reused[key]) for key in fresh)
+    # weights that are not this model's on these tokens change the scores, so they must match in shape at least
+    with pytest.raises(ValueError, match=r"attention_weights has shape \(2, 3, 3, 16, 16\).*\(2, 4, 3, 16, 16\)"):
+        head_role_scores(model, batch.inputs, attention_weights=weights[:, :3])
+    shuffled = head_role_scores(model, batch.inputs, batch.details["repeat_mask"],
+                                attention_weights=weights.flip(-1).softmax(-1))
+    assert not torch.equal(shuffled["previous_token"], fresh["previous_token"])

@@ -67,10 +67,12 @@ def _attend(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> tuple[Tenso
     """The steps of :func:`scaled_dot_product_attention`, on checked inputs."""
     d_k = q.shape[-1]
     # 1. scores: one dot product per (query, key), scaled so their spread does not grow with d_k
-    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (..., seq_q, seq_k)
+    #    (scaled and masked in place: `scores` is a fresh tensor, and neither step's gradient needs it, so this saves
+    #    two copies of the largest tensor here and changes no number)
+    scores = (q @ k.transpose(-2, -1)).div_(math.sqrt(d_k))  # (..., seq_q, seq_k)
     # 2. mask: blocked keys get score -inf, so weight exactly 0
     if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))  # (..., seq_q, seq_k)
+        scores = scores.masked_fill_(~mask, float("-inf"))  # (..., seq_q, seq_k)
     # 3. softmax over the keys
     weights = scores.softmax(dim=-1)  # (..., seq_q, seq_k), rows sum to 1
     # 4. weighted sum of the values

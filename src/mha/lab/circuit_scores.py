@@ -242,18 +242,28 @@ def composition_score_baseline(d_model: int, d_head: int, n_samples: int = 200, 
     return float(sum(scores) / len(scores))
 
 
-def head_role_scores(model, tokens: Tensor, query_mask: Tensor | None = None) -> dict[str, Tensor]:
+def head_role_scores(model, tokens: Tensor, query_mask: Tensor | None = None, *,
+                     attention_weights: Tensor | None = None) -> dict[str, Tensor]:
     """Every head's previous-token, prefix-matching and copying scores for a :class:`~mha.lab.tiny_model.TinyTransformer`.
 
     ``tokens`` (batch, seq), best a batch from :class:`mha.lab.tasks.InductionTask`
     (e.g. its ``held_out()`` periods), and an optional ``query_mask`` (batch,
     seq) restricting prefix matching (e.g. ``details["repeat_mask"]``).
+    ``attention_weights`` (layers, batch, heads, seq, seq): the model's weights
+    on ``tokens`` when the caller has already run it (they are not recomputed).
     Returns a dict of (layers, heads) tensors: ``previous_token``,
     ``prefix_matching``, ``copying`` (eigenvalue score of the direct-path OV
     circuit). Chapter 3.
     """
     with torch.no_grad():
-        weights = model(tokens).attention_weights  # (layers, batch, heads, seq, seq)
+        if attention_weights is None:
+            attention_weights = model(tokens).attention_weights
+        weights = attention_weights  # (layers, batch, heads, seq, seq)
+        expected = (model.config.n_layers, *tokens.shape[:1], model.config.n_heads, *tokens.shape[1:], tokens.shape[1])
+        if tuple(weights.shape) != expected:
+            raise ValueError(f"attention_weights has shape {tuple(weights.shape)}; the model's weights on these "
+                             f"tokens have shape (layers, batch, heads, seq, seq) = {expected}. Pass "
+                             f"model(tokens).attention_weights, or leave it out.")
         n_layers, n_heads = weights.shape[0], weights.shape[2]
         copying = torch.tensor([[copying_score(model.W_E, hw.W_V, hw.W_O, model.W_U)
                                  for hw in (model.head_weights(layer, head) for head in range(n_heads))]

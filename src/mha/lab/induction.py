@@ -251,8 +251,10 @@ def train_until_induction(model, task: InductionTask, training, held_out: TaskBa
     def on_checkpoint(step: int, current, log) -> None:
         if step % score_every == 0:
             with torch.no_grad():
-                repeat_loss = task.metrics(current(held_out.inputs).logits, held_out)["repeat_loss"]
-            scores = head_role_scores(current, held_out.inputs, held_out.details["repeat_mask"])
+                output = current(held_out.inputs)
+            repeat_loss = task.metrics(output.logits, held_out)["repeat_loss"]
+            scores = head_role_scores(current, held_out.inputs, held_out.details["repeat_mask"],
+                                      attention_weights=output.attention_weights)
             head_scores.append({"step": step, "repeat_loss": repeat_loss,
                                 "best_previous_token": float(scores["previous_token"][0].max()),
                                 "best_prefix_matching": float(scores["prefix_matching"][-1].max())})

@@ -217,7 +217,9 @@ class TinyTransformer(nn.Module):
             residual, weights = block(residual, mask, layer_head_mask, overrides.get(layer))
             all_weights.append(weights)  # (batch, heads, seq, seq)
         logits = self.norm_final(residual) @ self.W_U  # (batch, seq, vocab)
-        return TinyTransformerOutput(logits, torch.stack(all_weights))  # (layers, batch, heads, seq, seq)
+        # (one layer: a view, not a copy of the largest tensor in the model)
+        weights = torch.stack(all_weights) if len(all_weights) > 1 else all_weights[0].unsqueeze(0)
+        return TinyTransformerOutput(logits, weights)  # (layers, batch, heads, seq, seq)
 
     def head_weights(self, layer: int, head: int) -> HeadWeights:
         """Head ``head`` of layer ``layer``: W_Q, W_K, W_V (d_model, d_head), W_O (d_head, d_model), biases."""
