@@ -59,4 +59,4 @@ def test_time_per_section_adds_up():
     page = index.PAGE.read_text()
     total = sum(e.minutes or 0 for _, _, found in index.collect() for e in found)
     hours, minutes = divmod(total, 60)
-    assert f"| **All** |" in page and (f"{hours} h {minutes:02d} min" if hours else f"{minutes} min") in page
+    assert "| **All** |" in page and (f"{hours} h {minutes:02d} min" if hours else f"{minutes} min") in page

@@ -349,7 +349,6 @@ def check_distance_matched_lift(lift: Callable[[np.ndarray, int, int], float], s
             baseline = distance_baseline([maps])
             want = float(pair_lifts([maps], [WordPair(0, first, second, "pair")], baseline)[1][0, 0, 0])
             d, n = second - first, len(weights)
-            back = np.diagonal(weights, offset=-d).mean()  # rows q, columns q - d
             ahead = np.diagonal(weights, offset=d).mean()  # rows q, columns q + d
             slips = {
                 "transposed": (float(weights[first, second] - ahead), "That reads the EARLIER word's row (looking "
