@@ -1,6 +1,6 @@
 """Run every notebook as Colab would: the package installed from a wheel, the notebooks alone, no repository nearby.
 
-    python scripts/colab_like_check.py                 # every notebook under chapters/ (about 8 minutes, 2 cores)
+    python scripts/colab_like_check.py                 # every notebook under chapters/ (about 6 minutes, 2 cores)
     python scripts/colab_like_check.py 2_syntax        # only notebooks whose path contains one of these words
     python scripts/colab_like_check.py --keep          # keep the temporary folder (venv, wheel, executed notebooks)
 
