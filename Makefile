@@ -3,8 +3,8 @@
 #                  from npm: package-lock.json, installed into node_modules by `npm ci`
 #   make test      run every test: unit tests and every notebook through nbval
 #   make jupyter   open the notebooks in JupyterLab, with their MyST markup (exercises, math, citations) rendered
-#   make lab       retrain everything in data/lab: the induction models and section 3.5's phase-change spread (about
-#                  11 minutes on 2 cores), then section 3.7's head-count study (about 15 minutes more)
+#   make lab       retrain everything in data/lab: the induction models and section 3.5's phase-change spread (8 to
+#                  11 minutes on 2 cores), then section 3.7's head-count study (13 to 15 minutes more)
 #   make student   write the student edition (every solution removed) and its answer key into _build/student, and
 #                  an otter-grader autograder per notebook into _build/grading (see chapters/instructors.md)
 #   make bench     time every notebook, and every view in Jupyter and on the built website

@@ -17,7 +17,7 @@ and 0.7, and the held-out head scores every 100 steps (so other thresholds can
 be read off). It also measures every run's final model on sequences holding 3
 to 5 copies of a held-out block (:func:`mha.lab.induction.repeated_block_batch`),
 a layout training never shows. No weights are saved. Each run is a one-thread
-process; ``--workers`` share them out, fastest settings first (about 5 minutes on
+process; ``--workers`` share them out, fastest settings first (3 to 5 minutes on
 2 idle cores). The file is rewritten after every finished run (``complete`` is
 false until the last), so an interrupted study still leaves its finished runs.
 """

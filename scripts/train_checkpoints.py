@@ -34,7 +34,7 @@ order of magnitude, and these models are too small to gain from more threads.
 The induction models, and the phase-change spread's runs, are independent, so they
 are shared out over ``--workers`` single-thread processes (default 2, one per
 core); a lock on data/lab keeps their manifest updates from overwriting each other.
-Everything here takes about 11 minutes on 2 idle cores.
+Everything here takes 8 to 11 minutes on 2 idle cores (two days' runs).
 On one machine and torch build, the same seed and thread count give bit-identical
 weights, and :func:`mha.lab.checkpoints.save_checkpoint` writes them canonically
 (sorted safetensors metadata, tensors in a fixed order), so every ``.safetensors``

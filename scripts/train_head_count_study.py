@@ -24,7 +24,7 @@ Two parts:
 
 Each run is a single-thread training whose numbers do not depend on which worker ran it; only the ``seconds`` fields
 differ between machines. The study trains about 135,000 steps (h = 32 costs about three times as much per step as
-h = 1, and at the highest rate the narrowest heads train to the cap): about 15 minutes with 2 workers on 2 free
+h = 1, and at the highest rate the narrowest heads train to the cap): 13 to 15 minutes with 2 workers on 2 free
 cores. ``--reuse`` and ``--assemble-only`` rebuild the file from
 runs saved with ``--progress-file`` (which then holds the weights too).
 """
