@@ -110,7 +110,8 @@ def held_out_scores(model: TinyTransformer, batch) -> dict:
     with torch.no_grad():
         output = model(batch.inputs)
     metrics = INDUCTION_TASK.metrics(output.logits, batch)
-    scores = head_role_scores(model, batch.inputs, batch.details["repeat_mask"], attention_weights=output.attention_weights)
+    scores = head_role_scores(model, batch.inputs, batch.details["repeat_mask"],
+                              attention_weights=output.attention_weights)
     return {"repeat_loss": metrics["repeat_loss"], "repeat_accuracy": metrics["repeat_accuracy"],
             **{key: value.tolist() for key, value in scores.items()}}
 

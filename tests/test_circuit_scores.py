@@ -204,3 +204,12 @@ def test_head_role_scores_reuse_weights_already_computed_and_refuse_weights_of_o
     shuffled = head_role_scores(model, batch.inputs, batch.details["repeat_mask"],
                                 attention_weights=weights.flip(-1).softmax(-1))
     assert not torch.equal(shuffled["previous_token"], fresh["previous_token"])
+
+
+def test_head_role_scores_with_given_weights_still_say_what_is_wrong_with_the_tokens():
+    model = TinyTransformer(TinyTransformerConfig(vocab_size=24, max_seq_len=16, d_model=12, n_layers=2, n_heads=3))
+    tokens = torch.zeros(4, 16, dtype=torch.long)
+    with torch.no_grad():
+        weights = model(tokens).attention_weights  # (layers, batch, heads, seq, seq)
+    with pytest.raises(ValueError, match=r"tokens.*\(batch, seq\)"):
+        head_role_scores(model, tokens[None], attention_weights=weights)

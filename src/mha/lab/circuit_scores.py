@@ -257,13 +257,16 @@ def head_role_scores(model, tokens: Tensor, query_mask: Tensor | None = None, *,
     """
     with torch.no_grad():
         if attention_weights is None:
-            attention_weights = model(tokens).attention_weights
+            attention_weights = model(tokens).attention_weights  # (the model checks the tokens)
+        else:
+            check_rank("tokens", tokens.shape, (2,), "(batch, seq) integer token ids")
+            batch, seq = tokens.shape
+            expected = (model.config.n_layers, batch, model.config.n_heads, seq, seq)
+            if tuple(attention_weights.shape) != expected:
+                raise ValueError(f"attention_weights has shape {tuple(attention_weights.shape)}; the model's weights "
+                                 f"on these tokens have shape (layers, batch, heads, seq, seq) = {expected}. Pass "
+                                 f"model(tokens).attention_weights, or leave it out.")
         weights = attention_weights  # (layers, batch, heads, seq, seq)
-        expected = (model.config.n_layers, *tokens.shape[:1], model.config.n_heads, *tokens.shape[1:], tokens.shape[1])
-        if tuple(weights.shape) != expected:
-            raise ValueError(f"attention_weights has shape {tuple(weights.shape)}; the model's weights on these "
-                             f"tokens have shape (layers, batch, heads, seq, seq) = {expected}. Pass "
-                             f"model(tokens).attention_weights, or leave it out.")
         n_layers, n_heads = weights.shape[0], weights.shape[2]
         copying = torch.tensor([[copying_score(model.W_E, hw.W_V, hw.W_O, model.W_U)
                                  for hw in (model.head_weights(layer, head) for head in range(n_heads))]
