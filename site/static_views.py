@@ -8,7 +8,7 @@ For each page that holds one, this extension
    (``static_form.site_payload``: every view the menus reach, or the chapter-1 layer itself) in the placeholder, as
    base64 text of gzip-compressed bytes inside ``<script type="application/octet-stream">``, which the browser
    never runs;
-2. adds ``views.js`` and ``views.css`` (from ``site/``, copied to ``_build/html/_vendor/mha/``) to that page only,
+2. adds ``views.js`` and ``views.css`` (the package's ``mha/views/web/``, the same module Jupyter runs, copied to ``_build/html/_vendor/mha/``) to that page only,
    so pages without a view load nothing more. They inflate the payload with the browser's DecompressionStream and
    draw the view; nothing is fetched, so the page works opened from disk (file://).
 
@@ -22,14 +22,12 @@ from __future__ import annotations
 import html
 import json
 import re
-import shutil
 from pathlib import Path
 
 from sphinx.util import logging
 
 logger = logging.getLogger(__name__)
 
-SOURCE = Path(__file__).resolve().parent
 SERVED = "_vendor/mha"  # in the built site; Jupyter Book 1 would add anything under _static/ to every page
 FILES = ("views.js", "views.css")
 PLACEHOLDER = re.compile(r"""<div class=['"]mha-view['"] data-mha-recipe="([^"]*)">""")
@@ -42,8 +40,10 @@ def copy_view_files(app) -> None:
         return
     target = Path(app.outdir) / SERVED
     target.mkdir(parents=True, exist_ok=True)
+    from mha.views.widget import web_file
+
     for name in FILES:
-        shutil.copyfile(SOURCE / name, target / name)
+        (target / name).write_text(web_file(name), encoding="utf-8")
 
 
 def _payload(app, recipe_text: str) -> str:

@@ -11,10 +11,14 @@
   (3.1 "A tour of all 72 heads", 3.2, 3.3, 3.4).
 - :mod:`~mha.views.induction_explorer`: every head of the lab's induction models, with its scores
   (3.6 "Heads are not preassigned").
+- :mod:`~mha.views.training_timeline`: the lab's induction model scrubbed through training, its heads' maps and
+  scores beside the loss curve (3.5 "Induction heads", 3.6).
 - :mod:`~mha.views.head_count_explorer`: the head-count models run by run, and a model trained live
   (3.7 "One big head or many").
 - :mod:`~mha.views.block_diagram`: the transformer layer box by box, and the residual stream that its heads read
   and write (the background page "The transformer in brief").
-- :mod:`~mha.views.static_form`: every view's kernel-free form on the website, computed when the book is built
-  and drawn by ``site/views.js`` (1.2 "Multi-head attention", 3.1-3.7).
+- :mod:`~mha.views.static_form`: a view as a payload (its controls and every map they reach), and the placeholder
+  the website fills with it when the book is built (1.2 "Multi-head attention", 3.1-3.7).
+- :mod:`~mha.views.widget`: the one module that draws every payload, ``web/views.js``: in Jupyter through
+  anywidget, on the website as the same file; the payload's schema, checked on both sides (1.2, 3.1-3.7).
 """

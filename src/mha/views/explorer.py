@@ -86,10 +86,6 @@ class Explorer:
     site_note = ""
     """What the website's form of the view cannot do, and where to do it instead (typing, training)."""
 
-    def __init_subclass__(cls, **kwargs) -> None:
-        super().__init_subclass__(**kwargs)
-        static_form.SITE_VIEWS[cls.__name__] = cls  # a recipe can name it
-
     def __init__(self, controls: Mapping[str, Widget], *, renderer: AttentionPNG | None = None,
                  panels: Mapping[str, HTML] | None = None) -> None:
         self.controls = dict(controls)

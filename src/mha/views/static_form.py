@@ -4,7 +4,7 @@ In Jupyter an :class:`~mha.views.explorer.Explorer` is a live ipywidgets view. O
 so each view also gives a placeholder (:func:`placeholder_html`): a ``<div class="mha-view">`` that names the view
 and the arguments it was built with (its *recipe*), with a line of text for anywhere scripts cannot run. When the
 book is built, ``site/static_views.py`` rebuilds the view from its recipe (:func:`view_from_recipe`), asks it for
-:func:`site_payload`, and embeds that in the page (:func:`encode_payload`), where ``site/views.js`` draws it and
+:func:`site_payload`, and embeds that in the page (:func:`encode_payload`), where ``views.js`` (:mod:`mha.views.widget`) draws it and
 answers every control without a kernel:
 
 - :func:`table_payload`, the default: every view the menus and sliders can reach, computed here by
@@ -15,8 +15,8 @@ answers every control without a kernel:
 - the chapter-1 head explorer sends its layer's weights instead, and the page computes every map itself, typed
   sentences included (:meth:`mha.views.head_explorer.HeadExplorer.site_payload`).
 
-Views are found by class name in :data:`SITE_VIEWS`, which every subclass of ``Explorer`` joins; a recipe names
-nothing else. Used in (chapter 1, "Multi-head attention") and (chapter 3, "Empirical head roles").
+Views are found by class name in :data:`SITE_VIEWS`, which names each view's module; a recipe names nothing else.
+Every payload is checked against the schema written in ``views.js`` (:func:`mha.views.widget.check_payload`). Used in (chapter 1, "Multi-head attention") and (chapter 3, "Empirical head roles").
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ import numpy as np
 from ipywidgets import Checkbox, Dropdown, IntSlider
 
 from mha.views.heatmaps import COLORMAP, KEY_AXIS, QUERY_AXIS, AttentionMap, cell_colours, weight_hundredths
+from mha.views.widget import check_payload
 
 if TYPE_CHECKING:
     from mha.views.explorer import Explorer
@@ -42,14 +43,16 @@ if TYPE_CHECKING:
 __all__ = ["SITE_VIEWS", "PAYLOAD_VERSION", "placeholder_html", "view_from_recipe", "site_payload", "table_payload",
            "encode_payload", "decode_payload", "map_payload", "stored_weights"]
 
-SITE_VIEWS: dict[str, type[Explorer]] = {}
-"""Every explorer class by name: the only views a recipe can rebuild (each subclass joins when it is defined)."""
+SITE_VIEWS: dict[str, str] = {
+    "HeadExplorer": "mha.views.head_explorer",
+    "ModelHeadExplorer": "mha.views.model_explorer",
+    "InductionLabExplorer": "mha.views.induction_explorer",
+    "HeadCountExplorer": "mha.views.head_count_explorer",
+}
+"""The only views a recipe can rebuild: each class's name, and the module that defines it (imported when needed)."""
 
-VIEW_MODULES = ("head_explorer", "model_explorer", "induction_explorer", "head_count_explorer")
-"""The modules of :mod:`mha.views` that define the book's views, imported before a recipe is read."""
-
-PAYLOAD_VERSION = 1
-"""Bumped when the payload's layout changes, so that ``site/views.js`` can refuse one it cannot read."""
+PAYLOAD_VERSION = 2
+"""Bumped when the payload's layout changes; ``views.js`` draws one version and refuses any other."""
 
 
 def placeholder_html(explorer: Explorer) -> str:
@@ -71,20 +74,19 @@ def view_from_recipe(recipe: Mapping) -> Explorer:
     """The explorer a recipe describes; ``ValueError`` for a view that is not one of :data:`SITE_VIEWS`."""
     if not isinstance(recipe, Mapping) or not isinstance(recipe.get("arguments"), Mapping):
         raise ValueError(f"a view recipe is a mapping with 'view' and 'arguments', got {recipe!r}.")
-    for module in VIEW_MODULES:
-        importlib.import_module(f"mha.views.{module}")
     name = recipe.get("view")
-    if name not in SITE_VIEWS:
+    if not isinstance(name, str) or name not in SITE_VIEWS:
         raise ValueError(f"{name!r} is not one of the book's views ({', '.join(sorted(SITE_VIEWS))}).")
-    return SITE_VIEWS[name](**recipe["arguments"])
+    return getattr(importlib.import_module(SITE_VIEWS[name]), name)(**recipe["arguments"])
 
 
 def site_payload(explorer: Explorer) -> dict:
     """What the page needs to draw ``explorer`` without a kernel: the view's own choice, or :func:`table_payload`."""
     payload = explorer.site_payload()
-    return {"version": PAYLOAD_VERSION, "guidance": {"try": explorer.what_to_try, "notice": explorer.what_to_notice},
-            "note": explorer.site_note, "axes": {"key": KEY_AXIS, "query": QUERY_AXIS, "colormap": COLORMAP},
-            "palette": cell_colours(), **payload}
+    return check_payload({"version": PAYLOAD_VERSION,
+                          "guidance": {"try": explorer.what_to_try, "notice": explorer.what_to_notice},
+                          "note": explorer.site_note, "axes": {"key": KEY_AXIS, "query": QUERY_AXIS, "colormap": COLORMAP},
+                          "palette": cell_colours(), **payload})
 
 
 class _Strings:
@@ -128,8 +130,11 @@ def _control_kind(control) -> str:
 def _option_labels(control, values: list) -> list[str]:
     """What each value is called in the control: a menu's own labels, else the value written out."""
     if isinstance(control, Dropdown):
-        labels = {value: label for label, value in control._options_full}
-        return [str(labels.get(value, value)) for value in values]
+        labels = {}
+        for option in control.options:  # a menu's options are values, or (label, value) pairs
+            label, value = option if isinstance(option, tuple) else (option, option)
+            labels.setdefault(value, str(label))
+        return [labels.get(value, str(value)) for value in values]
     return [str(value) for value in values]
 
 

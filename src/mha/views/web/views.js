@@ -1,0 +1,1149 @@
+/* The book's interactive views: one module draws every view, in Jupyter and on the website.
+
+   A view is a plain description sent by the package (src/mha/views/payloads.py): its controls, its data, and what
+   it draws. This file draws it, wherever it runs:
+   - on the website, the book's build (site/static_views.py) embeds each view's payload in its placeholder,
+     <div class="mha-view">, as base64 text of gzip-compressed bytes, inflated here with the browser's own
+     DecompressionStream; nothing is fetched, so a page works opened from disk (file://);
+   - in Jupyter (JupyterLab, Notebook 7, VS Code, Colab), anywidget loads this same file as an ES module
+     (mha.views.widget.ViewWidget adds `export default {render}` to it) and hands it the same encoded payload.
+
+   Payload kinds:
+   - "table": every view the controls can reach, computed by the package. A control moves, and the view for the
+     new setting is looked up and drawn.
+   - "head-explorer" (chapter 1.2): the random layer's query and key projections; the page computes the maps for any
+     sentence the reader types, with the same tokens, word vectors and attention as the package.
+   - "timeline" (chapters 3.5 and 3.6): attention maps of every head of a tiny model recorded during training,
+     with the loss; a scrubber walks through the steps.
+
+   Every attention map has a labelled colour scale; a readout of any cell by mouse, touch and keyboard (arrow keys
+   move a focus cell), with its row and column highlighted; a table of its numbers for screen readers; export as
+   SVG, PNG and CSV; a grid of every head at once; a comparison of two settings with their difference; and the
+   whole state in the page's address (#view-N?name=value&...), which restores it. Text that came from the reader
+   or from the address is only ever set as text (textContent), never parsed as HTML; the HTML messages of a table
+   payload were written, and escaped, by the package. Each update's time is kept on the view (data-update-ms:
+   computing and drawing; data-paint-ms: until the next frame is painted), for the book's tests and benchmark. */
+(function () {
+  "use strict";
+
+  const SVG = "http://www.w3.org/2000/svg";
+  const NUMBERS_TITLE = "The numbers behind the map, as a table";
+  const PAYLOAD_VERSION = 2;
+  const MAX_ADDRESS = 2000;  /* characters of a view's state in the address: more is refused */
+  let counter = 0;
+
+  /* The payload's schema, written once: the package reads this block (mha.views.payloads.PAYLOAD_SCHEMA) and checks
+     every payload against it before sending; checkPayload() below checks it again here. */
+  const PAYLOAD_SCHEMA = /* schema-begin */ {
+    "type": "object",
+    "required": ["version", "kind", "guidance", "axes", "palette"],
+    "properties": {
+      "version": {"enum": [2]},
+      "kind": {"enum": ["table", "head-explorer", "timeline"]},
+      "guidance": {"type": "object", "required": ["try", "notice"],
+                   "properties": {"try": {"type": "string"}, "notice": {"type": "string"}}},
+      "note": {"type": "string"},
+      "axes": {"type": "object", "required": ["key", "query"],
+               "properties": {"key": {"type": "string"}, "query": {"type": "string"}, "colormap": {"type": "string"}}},
+      "palette": {"type": "array", "minItems": 256, "maxItems": 256,
+                  "items": {"type": "array", "minItems": 2, "maxItems": 2,
+                            "items": {"type": "string", "pattern": "^#[0-9a-f]{3,6}$"}}},
+      "controls": {"type": "array", "items": {
+        "type": "object", "required": ["name", "label", "kind", "values", "labels", "start"],
+        "properties": {"name": {"type": "string", "pattern": "^[a-z_]+$"}, "label": {"type": "string"},
+                       "kind": {"enum": ["slider", "menu", "checkbox"]}, "values": {"type": "array", "minItems": 1},
+                       "labels": {"type": "array", "items": {"type": "string"}},
+                       "start": {"type": "integer", "minimum": 0}}}},
+      "views": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}},
+      "drawn": {"type": "array", "items": {
+        "type": "object", "required": ["message", "panels", "top", "shown"],
+        "properties": {"message": {"type": "integer", "minimum": 0}, "panels": {"type": "object"},
+                       "top": {"type": "object"}, "shown": {"type": "object"},
+                       "map": {"type": "object", "required": ["title", "rows", "columns", "shape", "offset", "marked"],
+                               "properties": {"shape": {"type": "array", "minItems": 2, "maxItems": 2,
+                                                        "items": {"type": "integer", "minimum": 1}},
+                                              "offset": {"type": "integer", "minimum": 0},
+                                              "marked": {"type": "array", "items": {"type": "array", "minItems": 2,
+                                                                                      "maxItems": 2}}}}}}},
+      "strings": {"type": "array"},
+      "d_model": {"type": "integer", "minimum": 1},
+      "max_heads": {"type": "integer", "minimum": 1},
+      "max_tokens": {"type": "integer", "minimum": 1},
+      "sentence": {"type": "string"},
+      "W_Q": {"type": "array"}, "W_K": {"type": "array"}, "b_Q": {"type": "array"}, "b_K": {"type": "array"},
+      "refusals": {"type": "object", "additionalProperties": {"type": "string"}},
+      "steps": {"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 0}},
+      "loss": {"type": "array", "items": {"type": "number"}}
+    },
+    "allOf": [
+      {"if": {"properties": {"kind": {"enum": ["table"]}}},
+       "then": {"required": ["controls", "views", "drawn", "strings"]}},
+      {"if": {"properties": {"kind": {"enum": ["head-explorer"]}}},
+       "then": {"required": ["d_model", "seed", "max_heads", "max_tokens", "sentence", "heads", "head", "W_Q", "b_Q",
+                             "W_K", "b_K", "refusals"]}},
+      {"if": {"properties": {"kind": {"enum": ["timeline"]}}},
+       "then": {"required": ["steps", "loss", "sequences", "n_layers", "n_heads"]}}
+    ]
+  } /* schema-end */;
+
+  /* The part of JSON Schema the payload's schema uses: type, enum, required, properties, additionalProperties,
+     items, minItems, maxItems, minimum, pattern, allOf and if/then. Returns the first problem found, or null. */
+  function schemaProblem(value, schema, where) {
+    const typeOf = (item) => (Array.isArray(item) ? "array" : item === null ? "null" : typeof item);
+    if (schema.enum && !schema.enum.some((option) => option === value)) {
+      return `${where} is ${JSON.stringify(value)}, not one of ${JSON.stringify(schema.enum)}`;
+    }
+    if (schema.type) {
+      const kind = typeOf(value);
+      const fits = schema.type === "integer" ? Number.isInteger(value)
+        : schema.type === "number" ? kind === "number" && Number.isFinite(value) : kind === schema.type;
+      if (!fits) return `${where} should be ${schema.type === "integer" ? "an" : "a"} ${schema.type}, not ${kind}`;
+    }
+    if (schema.minimum !== undefined && value < schema.minimum) return `${where} is below ${schema.minimum}`;
+    if (schema.pattern && !new RegExp(schema.pattern).test(value)) return `${where} does not match ${schema.pattern}`;
+    if (Array.isArray(value)) {
+      if (schema.minItems !== undefined && value.length < schema.minItems) return `${where} has too few items`;
+      if (schema.maxItems !== undefined && value.length > schema.maxItems) return `${where} has too many items`;
+      if (schema.items) {
+        for (let index = 0; index < value.length; index += 1) {
+          const found = schemaProblem(value[index], schema.items, `${where}[${index}]`);
+          if (found) return found;
+        }
+      }
+    } else if (value && typeof value === "object") {
+      for (const name of schema.required || []) if (!(name in value)) return `${where} lacks "${name}"`;
+      for (const [name, item] of Object.entries(value)) {
+        const inner = (schema.properties || {})[name] || schema.additionalProperties;
+        const found = inner && typeof inner === "object" ? schemaProblem(item, inner, `${where}.${name}`) : null;
+        if (found) return found;
+      }
+    }
+    for (const part of schema.allOf || []) {
+      if (part.if && schemaProblem(value, part.if, where) === null) {
+        const found = schemaProblem(value, part.then, where);
+        if (found) return found;
+      }
+    }
+    return null;
+  }
+
+  function checkPayload(payload) {
+    const found = schemaProblem(payload, PAYLOAD_SCHEMA, "the payload");
+    if (found) throw new Error(`${found} (this file draws payload version ${PAYLOAD_VERSION})`);
+    return payload;
+  }
+
+  /* --- small DOM helpers: strings become text nodes, never HTML ------------------------------------------------ */
+
+  function make(tag, attributes, ...children) {
+    const node = document.createElement(tag);
+    for (const [name, value] of Object.entries(attributes || {})) node.setAttribute(name, value);
+    for (const child of children) node.append(child);
+    return node;
+  }
+
+  function makeSvg(tag, attributes, text) {
+    const node = document.createElementNS(SVG, tag);
+    for (const [name, value] of Object.entries(attributes || {})) node.setAttribute(name, value);
+    if (text !== undefined) node.textContent = text;
+    return node;
+  }
+
+  function hundredthsText(hundredths) {
+    const sign = hundredths < 0 ? "−" : "";
+    const size = Math.abs(hundredths);
+    return `${sign}${Math.floor(size / 100)}.${String(size % 100).padStart(2, "0")}`;
+  }
+
+  function problem(text) {  /* the package's "Cannot draw this:" message, for a problem found here */
+    return [make("b", { class: "mha-problem" }, "Cannot draw this:"), " " + text];
+  }
+
+  function setHtml(node, written) {  /* HTML the package wrote and escaped; anything else is set as text */
+    node.innerHTML = written;
+  }
+
+  /* --- the payload ---------------------------------------------------------------------------------------------- */
+
+  async function readPayload(encoded) {
+    if (typeof encoded !== "string" || !/^[A-Za-z0-9+/=\s]+$/.test(encoded)) {
+      throw new Error("the view's data is not base64 text");
+    }
+    const bytes = Uint8Array.from(atob(encoded.trim()), (character) => character.charCodeAt(0));
+    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+    const raw = new Uint8Array(await new Response(stream).arrayBuffer());
+    if (raw.length < 4) throw new Error("the view's data is cut short");
+    const length = new DataView(raw.buffer, raw.byteOffset, 4).getUint32(0, true);
+    if (4 + length > raw.length) throw new Error("the view's data is cut short");
+    const payload = checkPayload(JSON.parse(new TextDecoder().decode(raw.subarray(4, 4 + length))));
+    payload.weights = raw.subarray(4 + length);
+    return payload;
+  }
+
+  /* --- colours -------------------------------------------------------------------------------------------------- */
+
+  /* A difference of two maps: orange (the second setting higher) through white to purple (the first higher), the
+     two ends of ColorBrewer's PuOr, safe for colour-blind readers. */
+  const DIVERGING = [[179, 88, 6], [247, 247, 247], [84, 39, 136]];
+
+  function divergingColour(fraction) {  /* fraction in [-1, 1] */
+    const t = Math.max(-1, Math.min(1, fraction));
+    const [from, to, u] = t < 0 ? [DIVERGING[1], DIVERGING[0], -t] : [DIVERGING[1], DIVERGING[2], t];
+    const rgb = from.map((value, index) => Math.round(value + (to[index] - value) * u));
+    const luminance = (0.2126 * rgb[0] + 0.7152 * rgb[1] + 0.0722 * rgb[2]) / 255;
+    return [`#${rgb.map((value) => value.toString(16).padStart(2, "0")).join("")}`, luminance < 0.45 ? "#fff" : "#000"];
+  }
+
+  /* The colour of a cell: [background, text]. A map's "scale" says how its hundredths are read: weights from 0 to 1
+     on the payload's palette (viridis), or a signed difference from -limit to +limit. */
+  function cellColour(palette, scale, hundredths) {
+    if (scale.kind === "difference") return divergingColour(hundredths / scale.limit);
+    return palette[Math.max(0, Math.min(255, Math.round((hundredths / 100) * 255)))];
+  }
+
+  /* --- one map: SVG picture with colour scale, focus cell and readout ------------------------------------------ */
+
+  const FONT = 11;  /* px: the smallest text a map draws, legible on a phone */
+
+  /* A figure draws maps into one SVG. A map with the same labels as the one on screen (another head of the same
+     sentence) only recolours its cells; a new sentence draws the picture afresh. */
+  function createFigure(view, options = {}) {
+    const figure = { view, drawn: null, map: null, focus: null, onFocus: options.onFocus || (() => {}) };
+    figure.element = make("div", { class: "mha-figure" });
+    figure.draw = (map) => drawFigure(figure, map);
+    figure.setFocus = (row, column) => focusFigure(figure, row, column);
+    return figure;
+  }
+
+  function labelLayout(map) {
+    return [map.rows.length, ...map.rows, "\u0000", ...map.columns].join("\u0001");
+  }
+
+  function drawFigure(figure, map) {
+    figure.map = map;
+    const layout = labelLayout(map) + "\u0002" + (map.scale.kind === "difference" ? map.scale.limit : "weight");
+    if (!figure.drawn || figure.drawn.layout !== layout) buildFigure(figure, map, layout);
+    paintFigure(figure, map);
+  }
+
+  function buildFigure(figure, map, layout) {
+    const nRows = map.rows.length;
+    const nColumns = map.columns.length;
+    const cell = Math.max(9, Math.min(22, Math.floor(400 / Math.max(nRows, nColumns))));
+    const every = Math.max(nRows, nColumns) > 30 ? 5 : 1;
+    const longest = (labels) => Math.min(16, Math.max(1, ...labels.map((label) => [...label].length)));
+    const left = 24 + 7 * longest(map.rows);
+    const top = 22;
+    const bottom = 26 + 7 * longest(map.columns);
+    const scaleWidth = 62;
+    const width = left + cell * nColumns + 14 + scaleWidth;
+    const height = Math.max(top + cell * nRows + bottom, 150);
+    const cut = (label) => ([...label].length > 16 ? [...label].slice(0, 15).join("") + "…" : label);
+    const svg = makeSvg("svg", { viewBox: `0 0 ${width} ${height}`, width, height, role: "img", class: "mha-map" });
+    const title = makeSvg("text", { x: left + (cell * nColumns) / 2, y: 14, "text-anchor": "middle",
+      class: "mha-map-title" });
+    svg.append(title);
+    const cells = [];
+    const group = makeSvg("g", { class: "mha-cells" });
+    for (let row = 0; row < nRows; row += 1) {
+      for (let column = 0; column < nColumns; column += 1) {
+        const rect = makeSvg("rect", { x: left + column * cell, y: top + row * cell, width: cell, height: cell });
+        group.append(rect);
+        cells.push(rect);
+      }
+    }
+    svg.append(group);
+    const rings = makeSvg("g", { class: "mha-rings" });
+    const bands = makeSvg("g", { class: "mha-bands" });
+    const rowBand = makeSvg("rect", { x: left, width: cell * nColumns, height: cell, class: "mha-band" });
+    const columnBand = makeSvg("rect", { y: top, width: cell, height: cell * nRows, class: "mha-band" });
+    const focusRing = makeSvg("rect", { width: cell, height: cell, class: "mha-focus-cell" });
+    bands.append(rowBand, columnBand, focusRing);
+    bands.style.display = "none";
+    svg.append(rings, bands);
+    const rowLabels = [];
+    for (let row = 0; row < nRows; row += every) {
+      const text = makeSvg("text", { x: left - 4, y: top + (row + 0.5) * cell + 4, "text-anchor": "end" }, cut(map.rows[row]));
+      rowLabels[row] = text;
+      svg.append(text);
+    }
+    const columnLabels = [];
+    for (let column = 0; column < nColumns; column += every) {
+      const x = left + (column + 0.5) * cell + 4;
+      const y = top + nRows * cell + 4;
+      const text = makeSvg("text", { x, y, "text-anchor": "end", transform: `rotate(-90 ${x} ${y})` },
+        cut(map.columns[column]));
+      columnLabels[column] = text;
+      svg.append(text);
+    }
+    const axes = figure.view.payload.axes;
+    svg.append(makeSvg("text", { x: left + (cell * nColumns) / 2, y: height - 4, "text-anchor": "middle",
+      class: "mha-axis" }, axes.key));
+    const middle = top + (cell * nRows) / 2;
+    svg.append(makeSvg("text", { x: 11, y: middle, "text-anchor": "middle", class: "mha-axis",
+      transform: `rotate(-90 11 ${middle})` }, axes.query));
+    svg.append(colourScale(figure.view.payload.palette, map.scale, left + cell * nColumns + 14, top,
+      Math.max(90, Math.min(cell * nRows, 220))));
+    figure.drawn = { layout, svg, title, cells, rings, bands, rowBand, columnBand, focusRing, left, top, cell,
+      rowLabels, columnLabels };
+    figure.focus = null;
+    svg.addEventListener("pointerdown", (event) => pointAt(figure, event));
+    svg.addEventListener("pointermove", (event) => { if (event.pointerType === "mouse") pointAt(figure, event); });
+    figure.element.replaceChildren(svg);
+  }
+
+  /* The colour scale, drawn into the map's SVG: a bar with its ends and middle labelled. */
+  function colourScale(palette, scale, x, y, height) {
+    const group = makeSvg("g", { class: "mha-scale" });
+    const steps = 32;
+    for (let step = 0; step < steps; step += 1) {
+      const fraction = 1 - (step + 0.5) / steps;  /* the top is the highest value */
+      const hundredths = scale.kind === "difference" ? (2 * fraction - 1) * scale.limit : fraction * 100;
+      group.append(makeSvg("rect", { x, y: y + (step * height) / steps, width: 12, height: height / steps + 0.5,
+        fill: cellColour(palette, scale, Math.round(hundredths))[0] }));
+    }
+    group.append(makeSvg("rect", { x, y, width: 12, height, fill: "none", class: "mha-scale-frame" }));
+    const ticks = scale.kind === "difference"
+      ? [[scale.limit, `+${hundredthsText(scale.limit)}`], [0, "0"], [-scale.limit, hundredthsText(-scale.limit)]]
+      : [[100, "1"], [50, "0.5"], [0, "0"]];
+    ticks.forEach(([value, text]) => {
+      const at = scale.kind === "difference" ? y + height * (1 - (value / scale.limit + 1) / 2) : y + height * (1 - value / 100);
+      group.append(makeSvg("line", { x1: x + 12, x2: x + 16, y1: at, y2: at, class: "mha-tick" }));
+      group.append(makeSvg("text", { x: x + 18, y: at + 4, class: "mha-tick-label" }, text));
+    });
+    const name = scale.kind === "difference" ? "difference" : "weight";
+    group.append(makeSvg("text", { x, y: y + height + 16, class: "mha-scale-name" }, name));
+    return group;
+  }
+
+  function paintFigure(figure, map) {
+    const palette = figure.view.payload.palette;
+    const { svg, title, cells, rings, left, top, cell } = figure.drawn;
+    title.textContent = map.title;
+    svg.setAttribute("aria-label", `${map.title}: attention ${map.scale.kind === "difference" ? "difference " : ""}map, ` +
+      `${map.rows.length} queries by ${map.columns.length} keys, colour scale ${map.scale.kind === "difference"
+        ? `from ${hundredthsText(-map.scale.limit)} to +${hundredthsText(map.scale.limit)}` : "from 0 to 1"}`);
+    for (let index = 0; index < cells.length; index += 1) {
+      cells[index].setAttribute("fill", cellColour(palette, map.scale, map.hundredths[index])[0]);
+    }
+    const circles = [];
+    for (const [query, key] of map.marked) {
+      for (const [colour, strokeWidth] of [["black", 2.2], ["white", 0.9]]) {
+        circles.push(makeSvg("circle", { cx: left + (key + 0.5) * cell, cy: top + (query + 0.5) * cell,
+          r: Math.max(cell * 0.3, 3), fill: "none", stroke: colour, "stroke-width": strokeWidth }));
+      }
+    }
+    rings.replaceChildren(...circles);
+    if (figure.focus) focusFigure(figure, ...figure.focus, true);
+  }
+
+  function pointAt(figure, event) {
+    const { svg, left, top, cell } = figure.drawn;
+    const box = svg.getBoundingClientRect();
+    const viewBox = svg.viewBox.baseVal;
+    const x = ((event.clientX - box.left) * viewBox.width) / box.width;
+    const y = ((event.clientY - box.top) * viewBox.height) / box.height;
+    const row = Math.floor((y - top) / cell);
+    const column = Math.floor((x - left) / cell);
+    if (row >= 0 && row < figure.map.rows.length && column >= 0 && column < figure.map.columns.length) {
+      figure.onFocus(row, column);
+    }
+  }
+
+  /* Highlight a cell's row and column and ring the cell itself. */
+  function focusFigure(figure, row, column, quiet) {
+    if (!figure.drawn || !figure.map) return;
+    const { bands, rowBand, columnBand, focusRing, left, top, cell, rowLabels, columnLabels } = figure.drawn;
+    if (row === null || row >= figure.map.rows.length || column >= figure.map.columns.length) {
+      figure.focus = null;
+      bands.style.display = "none";
+      return;
+    }
+    figure.focus = [row, column];
+    bands.style.display = "";
+    rowBand.setAttribute("y", top + row * cell);
+    columnBand.setAttribute("x", left + column * cell);
+    focusRing.setAttribute("x", left + column * cell);
+    focusRing.setAttribute("y", top + row * cell);
+    rowLabels.forEach((label, index) => label && label.classList.toggle("mha-lit", index === row));
+    columnLabels.forEach((label, index) => label && label.classList.toggle("mha-lit", index === column));
+    if (!quiet) figure.view.root.dataset.focus = `${row},${column}`;
+  }
+
+  /* The table of a map's numbers, for screen readers. */
+  function numbersTable(map, palette) {
+    const caption = make("caption", {}, make("b", {}, map.title), make("br"),
+      "rows: query, the position attending FROM · columns: key, the position attended TO");
+    const header = make("tr", {}, make("th", { scope: "col" }, "query \\ key"));
+    for (const key of map.columns) header.append(make("th", { scope: "col", class: "mha-key" }, key));
+    const element = make("table", { class: "mha-numbers" }, caption, make("thead", {}, header));
+    const body = make("tbody");
+    map.rows.forEach((query, row) => {
+      const line = make("tr", {}, make("th", { scope: "row" }, query));
+      for (let column = 0; column < map.columns.length; column += 1) {
+        const hundredths = map.hundredths[row * map.columns.length + column];
+        const [background, text] = cellColour(palette, map.scale, hundredths);
+        line.append(make("td", { style: `background:${background};color:${text}` }, hundredthsText(hundredths)));
+      }
+      body.append(line);
+    });
+    element.append(body);
+    return element;
+  }
+
+  /* --- export: the map on screen as SVG, PNG or CSV ---------------------------------------------------------- */
+
+  function download(view, name, blob) {
+    const link = make("a", { href: URL.createObjectURL(blob), download: name });
+    link.style.display = "none";
+    view.root.append(link);
+    link.click();
+    setTimeout(() => { URL.revokeObjectURL(link.href); link.remove(); }, 1000);
+  }
+
+  function fileStem(map) {
+    return (map.title || "attention-map").replace(/[^\p{L}\p{N}]+/gu, "-").replace(/^-+|-+$/g, "").slice(0, 60) || "map";
+  }
+
+  function csvOf(map) {
+    const quote = (text) => `"${String(text).replace(/"/g, '""')}"`;
+    const lines = [["query \\ key", ...map.columns].map(quote).join(",")];
+    map.rows.forEach((row, index) => {
+      const values = map.hundredths.slice(index * map.columns.length, (index + 1) * map.columns.length);
+      lines.push([quote(row), ...Array.from(values, (value) => hundredthsText(value).replace("−", "-"))].join(","));
+    });
+    return lines.join("\n") + "\n";
+  }
+
+  function svgText(figure) {
+    const copy = figure.drawn.svg.cloneNode(true);
+    copy.setAttribute("xmlns", SVG);
+    const colour = getComputedStyle(figure.view.root).color || "#000";
+    copy.setAttribute("style", `font: ${FONT}px sans-serif; color: ${colour}; background: ${
+      getComputedStyle(document.body).backgroundColor || "#fff"}`);
+    copy.querySelectorAll("text").forEach((text) => text.setAttribute("fill", colour));
+    copy.querySelector(".mha-bands").remove();
+    return new XMLSerializer().serializeToString(copy);
+  }
+
+  function exportMap(view, format) {
+    const figure = view.primaryFigure();
+    if (!figure || !figure.map) return;
+    const stem = fileStem(figure.map);
+    if (format === "csv") download(view, `${stem}.csv`, new Blob([csvOf(figure.map)], { type: "text/csv" }));
+    if (format === "svg") download(view, `${stem}.svg`, new Blob([svgText(figure)], { type: "image/svg+xml" }));
+    if (format === "png") {
+      const { width, height } = figure.drawn.svg.viewBox.baseVal;
+      const image = new Image();
+      image.onload = () => {
+        const canvas = make("canvas", { width: width * 2, height: height * 2 });
+        const context = canvas.getContext("2d");
+        context.fillStyle = getComputedStyle(document.body).backgroundColor || "#fff";
+        context.fillRect(0, 0, canvas.width, canvas.height);
+        context.drawImage(image, 0, 0, canvas.width, canvas.height);
+        canvas.toBlob((blob) => download(view, `${stem}.png`, blob), "image/png");
+      };
+      image.src = `data:image/svg+xml;charset=utf-8,${encodeURIComponent(svgText(figure))}`;
+    }
+  }
+
+  /* --- every view's frame: guidance, controls, message, picture, readout, numbers, panels, tools -------------- */
+
+  function frame(root, payload, options) {
+    const number = (counter += 1);
+    const id = `view-${number}`;
+    if (!options.hosted) root.id = root.id || id;
+    const guide = make("p", { class: "mha-guide" }, make("b", {}, "Try: "), payload.guidance.try, make("br"),
+      make("b", {}, "Notice: "), payload.guidance.notice);
+    const controls = make("div", { class: "mha-controls", role: "group", "aria-label": "controls of the view" });
+    const tools = make("div", { class: "mha-tools", role: "group", "aria-label": "what else the view can show" });
+    const message = make("div", { class: "mha-message", "aria-live": "polite", id: `${id}-message` });
+    const address = make("p", { class: "mha-address", "aria-live": "polite" });
+    const readout = make("p", { class: "mha-readout", id: `${id}-readout`, "aria-live": "polite" },
+      "Point at a cell, tap it, or focus the map and use the arrow keys, to read its weight.");
+    const picture = make("div", { class: "mha-picture", tabindex: "0", role: "group", "aria-describedby": `${id}-readout`,
+      "aria-label": "attention map: use the arrow keys to move between cells" });
+    const table = make("div", { class: "mha-table" });
+    const numbers = make("details", { class: "mha-details" }, make("summary", {}, NUMBERS_TITLE), table);
+    const panels = make("div", { class: "mha-panels" });
+    const parts = [guide, controls, tools, address, message,
+      make("div", { class: "mha-body" }, make("div", { class: "mha-main" }, picture, readout, numbers), panels)];
+    if (payload.note) parts.push(make("p", { class: "mha-note" }, payload.note));
+    root.replaceChildren(...parts);
+    root.setAttribute("data-ready", "true");
+    root.classList.add("mha-view-live");
+    const view = { root, id: options.hosted ? id : root.id, hosted: Boolean(options.hosted), payload, controls, tools, message, address, readout, picture, table, panels,
+      panelParts: {}, figures: [], mode: "single", compareWith: null };
+    view.primaryFigure = () => view.figures[view.figures.length - 1] || null;
+    picture.addEventListener("keydown", (event) => moveFocus(view, event));
+    return view;
+  }
+
+  function timed(view, update) {
+    return (event) => {
+      const start = performance.now();
+      update(event);
+      view.root.dataset.updateMs = (performance.now() - start).toFixed(2);
+      requestAnimationFrame(() => setTimeout(() => {
+        view.root.dataset.paintMs = (performance.now() - start).toFixed(2);
+        view.root.dataset.updates = String(Number(view.root.dataset.updates || 0) + 1);
+      }, 0));
+    };
+  }
+
+  function slider(view, name, label, max, value) {
+    const input = make("input", { type: "range", min: 0, max, step: 1, value, id: `${view.id}-${name}`, name,
+      "aria-describedby": `${view.id}-message` });
+    const output = make("output", { for: input.id });
+    view.controls.append(make("label", { class: "mha-control", for: input.id }, make("span", {}, label), input, output));
+    return { input, output };
+  }
+
+  function menu(view, name, label, labels, value) {
+    const input = make("select", { id: `${view.id}-${name}`, name, "aria-describedby": `${view.id}-message` });
+    labels.forEach((text, index) => input.append(make("option", { value: index }, text)));
+    input.value = String(value);
+    view.controls.append(make("label", { class: "mha-control mha-menu", for: input.id }, make("span", {}, label), input));
+    return input;
+  }
+
+  function button(parent, text, label, action) {
+    const node = make("button", { type: "button", class: "mha-button", "aria-label": label || text }, text);
+    node.addEventListener("click", action);
+    parent.append(node);
+    return node;
+  }
+
+  /* The readout: the focused cell of every figure on screen, as text. */
+  function readOut(view) {
+    const shown = view.figures.filter((figure) => figure.map && figure.focus);
+    if (!shown.length) return;
+    const [row, column] = shown[0].focus;
+    const map = shown[0].map;
+    const parts = shown.map((figure) => {
+      const value = figure.map.hundredths[row * figure.map.columns.length + column];
+      const text = figure.map.scale.kind === "difference" && value > 0 ? `+${hundredthsText(value)}` : hundredthsText(value);
+      return `${figure.map.short || figure.map.title}: ${text}`;
+    });
+    view.readout.textContent = `Row ${row} “${map.rows[row]}” (query) → column ${column} “${map.columns[column]}” ` +
+      `(key): ${parts.join("; ")}.`;
+  }
+
+  function focusCell(view, row, column, keep) {
+    for (const figure of view.figures) figure.setFocus(row, column);
+    readOut(view);
+    if (!keep) view.writeAddress();
+  }
+
+  function moveFocus(view, event) {
+    const figure = view.primaryFigure();
+    if (!figure || !figure.map) return;
+    const moves = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
+    const [nRows, nColumns] = [figure.map.rows.length, figure.map.columns.length];
+    let [row, column] = figure.focus || [0, 0];
+    if (moves[event.key] && figure.focus) {
+      row = Math.max(0, Math.min(nRows - 1, row + moves[event.key][0]));
+      column = Math.max(0, Math.min(nColumns - 1, column + moves[event.key][1]));
+    } else if (event.key === "Home") {
+      column = 0;
+    } else if (event.key === "End") {
+      column = nColumns - 1;
+    } else if (!moves[event.key]) {
+      return;
+    }
+    event.preventDefault();
+    focusCell(view, row, column);
+  }
+
+  /* --- the tools every attention view shares: grid, comparison, export, address -------------------------------- */
+
+  /* A view tells the tools what it can do:
+     view.state: {name: value}; view.mapAt(state) -> map or null; view.apply(state) redraws for a state;
+     view.gridNames: the controls a grid runs over (["head"] or ["layer", "head"]), with view.range(name, state);
+     view.compareName: the control whose other values can be compared with the one shown;
+     view.stateNames: what the address holds, and view.valueOf(name, text) -> value or throws. */
+  function addTools(view) {
+    const tools = view.tools;
+    if (view.gridNames && view.gridNames.length) {
+      view.gridButton = button(tools, "All heads", "show every head of this layer at once", () => {
+        view.mode = view.mode === "grid" ? "single" : "grid";
+        view.gridAll = false;
+        view.redraw();
+      });
+      if (view.gridNames.length > 1) {
+        view.gridAllButton = button(tools, "All layers", "show every head of every layer at once", () => {
+          view.mode = view.mode === "grid" && view.gridAll ? "single" : "grid";
+          view.gridAll = view.mode === "grid";
+          view.redraw();
+        });
+      }
+    }
+    if (view.compareName) {
+      const control = view.compareControl;
+      const input = make("select", { id: `${view.id}-compare`, name: "compare" });
+      input.append(make("option", { value: "" }, "(nothing)"));
+      control.labels.forEach((text, index) => input.append(make("option", { value: index }, text)));
+      input.addEventListener("change", timed(view, () => {
+        view.compareWith = input.value === "" ? null : Number(input.value);
+        if (view.mode === "grid") view.mode = "single";
+        view.redraw();
+      }));
+      view.compareInput = input;
+      tools.append(make("label", { class: "mha-control mha-menu", for: input.id },
+        make("span", {}, `compare with ${control.label}`), input));
+    }
+    const exports = make("span", { class: "mha-export", role: "group", "aria-label": "download the map" },
+      make("span", {}, "Download the map: "));
+    for (const format of ["svg", "png", "csv"]) {
+      button(exports, format.toUpperCase(), `download the map as ${format.toUpperCase()}`, () => exportMap(view, format));
+    }
+    tools.append(exports);
+    const link = make("a", { class: "mha-link", href: `#${view.id}` }, "Link to this view");
+    if (!view.hosted) tools.append(link);  /* in Jupyter the notebook's address is not the view's */
+    view.linkNode = link;
+  }
+
+  /* One small map of a grid: a button showing the map as a picture, which opens it. */
+  function gridTile(view, map, label, open) {
+    const [nRows, nColumns] = [map.rows.length, map.columns.length];
+    const canvas = make("canvas", { width: nColumns, height: nRows, class: "mha-tile-map", "aria-hidden": "true" });
+    const context = canvas.getContext("2d");
+    const image = context.createImageData(nColumns, nRows);
+    for (let index = 0; index < nRows * nColumns; index += 1) {
+      const hex = cellColour(view.payload.palette, map.scale, map.hundredths[index])[0];
+      const value = parseInt(hex.slice(1), 16);
+      image.data.set([(value >> 16) & 255, (value >> 8) & 255, value & 255, 255], index * 4);
+    }
+    context.putImageData(image, 0, 0);
+    const tile = make("button", { type: "button", class: "mha-tile", "aria-label": `${label}: open this map` },
+      canvas, make("span", {}, label));
+    tile.addEventListener("click", timed(view, open));
+    return tile;
+  }
+
+  function drawGrid(view) {
+    const names = view.gridAll ? view.gridNames : view.gridNames.slice(-1);
+    const grid = make("div", { class: "mha-grid", role: "group", "aria-label": "every head; choose one to open it" });
+    const states = [{}];
+    for (const name of names) {
+      const next = [];
+      for (const partial of states) {
+        for (const value of view.range(name, { ...view.state, ...partial })) next.push({ ...partial, [name]: value });
+      }
+      states.splice(0, states.length, ...next);
+    }
+    let first = null;
+    for (const partial of states) {
+      const state = { ...view.state, ...partial };
+      const map = view.mapAt(state);
+      if (!map) continue;
+      const tile = gridTile(view, map, map.title, () => {
+        view.mode = "single";
+        view.apply(state);
+      });
+      if (!first) first = tile;
+      grid.append(tile);
+    }
+    grid.style.setProperty("--mha-columns", String(view.range(view.gridNames[view.gridNames.length - 1], view.state).length));
+    view.figures = [];
+    view.picture.replaceChildren(grid);
+    view.readout.textContent = `${grid.children.length} maps, one per head, on the same colour scale (0 to 1). ` +
+      "Click a map, or focus it and press Enter, to open it.";
+    view.table.replaceChildren(make("p", {}, "Open one map to read its numbers."));
+  }
+
+  /* The single map, or a comparison: the map, the compared setting's map, and their difference. */
+  function drawMaps(view, map) {
+    const maps = [map];
+    let note = null;
+    if (view.compareWith !== null && view.compareName) {
+      const other = view.mapAt({ ...view.state, [view.compareName]: view.compareWith });
+      if (other) {
+        maps[0] = { ...map, title: `first: ${map.title}`, short: "first" };
+        maps.push({ ...other, title: `second: ${other.title}`, short: "second" });
+        if (other.rows.length === map.rows.length && other.columns.length === map.columns.length) {
+          const difference = Int16Array.from(map.hundredths, (value, index) => value - other.hundredths[index]);
+          const largest = Math.max(10, ...Array.from(difference, Math.abs));
+          const limit = Math.min(100, Math.ceil(largest / 10) * 10);
+          maps.push({ title: "first − second", short: "first − second", rows: map.rows, columns: map.columns,
+            hundredths: difference, marked: [], scale: { kind: "difference", limit } });
+          const same = map.rows.every((label, index) => label === other.rows[index]);
+          note = same ? null : "The two have different tokens; rows and columns are compared position by position.";
+        } else {
+          note = `The two have different lengths (${map.rows.length} and ${other.rows.length} positions), so there is ` +
+            "no cell-by-cell difference; they are shown side by side.";
+        }
+      }
+    }
+    while (view.figures.length > maps.length) view.figures.pop();
+    while (view.figures.length < maps.length) {
+      view.figures.push(createFigure(view, { onFocus: (row, column) => focusCell(view, row, column) }));
+    }
+    const nodes = [];
+    maps.forEach((shown, index) => {
+      view.figures[index].draw(shown);
+      nodes.push(view.figures[index].element);
+    });
+    if (note) nodes.push(make("p", { class: "mha-compare-note" }, note));
+    if (view.picture.children.length !== nodes.length || nodes.some((node, index) => view.picture.children[index] !== node)) {
+      view.picture.replaceChildren(...nodes);
+    }
+    view.picture.classList.toggle("mha-compare", maps.length > 1);
+    const focused = view.figures[0].focus;
+    if (focused) focusCell(view, ...focused, true);
+    view.table.replaceChildren(numbersTable(map, view.payload.palette));
+  }
+
+  /* --- the address: #view-N?name=value&... ------------------------------------------------------------------- */
+
+  function stateText(view) {
+    const parts = new URLSearchParams();
+    for (const name of view.stateNames) parts.set(name, String(view.addressValue(name)));
+    if (view.mode === "grid") parts.set("grid", view.gridAll ? "layers" : "heads");
+    if (view.compareWith !== null) parts.set("compare", String(view.compareWith));
+    const focus = view.figures[0] && view.figures[0].focus;
+    if (focus && view.mode !== "grid") parts.set("cell", `${focus[0]}.${focus[1]}`);
+    return `${view.id}?${parts.toString()}`;
+  }
+
+  function writeAddress(view) {
+    const text = stateText(view);
+    view.linkNode.setAttribute("href", `#${text}`);
+    if (view.restoring || view.hosted || !view.started) return;  /* the address is read before it is written */
+    if (location.hash.slice(1) === text) return;
+    if (location.hash.startsWith(`#${view.id}?`) || location.hash === "" || location.hash.startsWith("#view-")) {
+      try {
+        history.replaceState(history.state, "", `#${text}`);
+      } catch (error) { /* some hosts (a sandboxed frame) refuse; the link still carries the state */ }
+    }
+  }
+
+  function wholeNumber(text, low, high, what) {
+    if (!/^[0-9]{1,6}$/.test(text)) throw new Error(`${what} should be a whole number, not “${text.slice(0, 40)}”`);
+    const value = Number(text);
+    if (value < low || value > high) throw new Error(`${what} goes from ${low} to ${high}, not ${value}`);
+    return value;
+  }
+
+  /* Read a view's state from the address; a problem is shown as text and the view keeps its own state. */
+  function readAddress(view) {
+    let hash;
+    try {
+      hash = decodeURIComponent(location.hash.slice(1));
+    } catch (error) {
+      return;
+    }
+    if (!hash.startsWith(`${view.id}?`) && hash !== view.id) return;
+    view.root.scrollIntoView({ block: "start" });
+    const problems = [];
+    const state = { ...view.state };
+    let mode = "single";
+    let gridAll = false;
+    let compare = null;
+    let cell = null;
+    if (location.hash.length > MAX_ADDRESS) {
+      problems.push(`the address is ${location.hash.length} characters long, more than the ${MAX_ADDRESS} a view reads`);
+    } else {
+      const parts = new URLSearchParams(location.hash.slice(1 + view.id.length + 1));
+      for (const [name, text] of parts) {
+        try {
+          if (view.stateNames.includes(name)) {
+            state[name] = view.valueOf(name, text);
+          } else if (name === "grid" && view.gridNames && view.gridNames.length) {
+            if (!["heads", "layers"].includes(text)) throw new Error(`grid should be “heads” or “layers”, not “${text.slice(0, 40)}”`);
+            mode = "grid";
+            gridAll = text === "layers" && view.gridNames.length > 1;
+          } else if (name === "compare" && view.compareName) {
+            compare = wholeNumber(text, 0, view.compareControl.labels.length - 1, "compare");
+          } else if (name === "cell") {
+            const match = /^([0-9]{1,4})\.([0-9]{1,4})$/.exec(text);
+            if (!match) throw new Error(`cell should be row.column, e.g. 2.3, not “${text.slice(0, 40)}”`);
+            cell = [Number(match[1]), Number(match[2])];
+          } else {
+            throw new Error(`this view has no setting “${name.slice(0, 40)}” (it has ${[...view.stateNames, "grid",
+              "compare", "cell"].join(", ")})`);
+          }
+        } catch (error) {
+          problems.push(error.message);
+        }
+      }
+    }
+    view.restoring = true;
+    view.mode = mode;
+    view.gridAll = gridAll;
+    view.compareWith = compare;
+    if (view.compareInput) view.compareInput.value = compare === null ? "" : String(compare);
+    view.apply(state);
+    if (cell && view.figures[0] && view.figures[0].map) {
+      const map = view.figures[0].map;
+      if (cell[0] < map.rows.length && cell[1] < map.columns.length) focusCell(view, cell[0], cell[1], true);
+      else problems.push(`cell ${cell[0]}.${cell[1]} is outside this ${map.rows.length} × ${map.columns.length} map`);
+    }
+    view.restoring = false;
+    view.started = true;
+    if (problems.length) {
+      view.address.replaceChildren(make("b", { class: "mha-problem" }, "The address asked for something this view " +
+        "cannot show:"), ` ${problems.join("; ")}. The rest of it is shown.`);
+    } else {
+      view.address.replaceChildren();
+    }
+    view.writeAddress();
+  }
+
+  function finish(view) {
+    view.writeAddress = () => writeAddress(view);
+    addTools(view);
+    view.redraw();
+    if (!view.hosted) {
+      readAddress(view);
+      window.addEventListener("hashchange", () => readAddress(view));
+    }
+    view.started = true;
+    return view;
+  }
+
+  /* Mark the grid and comparison buttons as pressed or not. */
+  function markTools(view) {
+    if (view.gridButton) view.gridButton.setAttribute("aria-pressed", String(view.mode === "grid" && !view.gridAll));
+    if (view.gridAllButton) view.gridAllButton.setAttribute("aria-pressed", String(view.mode === "grid" && view.gridAll));
+  }
+
+  /* --- "table": every reachable view stored ---------------------------------------------------------------------- */
+
+  function mountTable(root, payload, options) {
+    const view = frame(root, payload, options);
+    const strings = payload.strings;
+    const inputs = payload.controls.map((control) => {
+      let input;
+      let output = null;
+      if (control.kind === "slider") {
+        ({ input, output } = slider(view, control.name, control.label, control.values.length - 1, control.start));
+      } else if (control.kind === "menu") {
+        input = menu(view, control.name, control.label, control.labels, control.start);
+      } else {
+        input = make("input", { type: "checkbox", id: `${view.id}-${control.name}`, name: control.name,
+          "aria-describedby": `${view.id}-message` });
+        input.checked = control.values[control.start] === true;
+        view.controls.append(make("label", { class: "mha-control mha-checkbox", for: input.id }, input,
+          make("span", {}, control.label)));
+      }
+      return { control, input, output };
+    });
+    const byName = Object.fromEntries(inputs.map((part) => [part.control.name, part]));
+    const readInput = ({ control, input }) => (control.kind === "checkbox"
+      ? control.values.indexOf(input.checked) : Number(input.value));
+    const keyOf = (state) => payload.controls.map((control) => state[control.name]).join("|");
+    const drawnAt = (state) => {
+      const index = payload.views[keyOf(state)];
+      return index === undefined ? null : payload.drawn[index];
+    };
+    const mapOf = (drawn) => {
+      if (!drawn || !drawn.map) return null;
+      const stored = drawn.map;
+      const size = stored.shape[0] * stored.shape[1];
+      if (stored.offset + size > payload.weights.length) throw new Error("a map's numbers are missing from the data");
+      return { title: strings[stored.title], rows: strings[stored.rows], columns: strings[stored.columns],
+        hundredths: payload.weights.subarray(stored.offset, stored.offset + size), marked: stored.marked,
+        scale: { kind: "weight" } };
+    };
+
+    view.state = Object.fromEntries(inputs.map((part) => [part.control.name, readInput(part)]));
+    view.mapAt = (state) => mapOf(drawnAt(state));
+    view.stateNames = payload.controls.map((control) => control.name);
+    view.addressValue = (name) => view.state[name];
+    view.valueOf = (name, text) => wholeNumber(text, 0, byName[name].control.values.length - 1, name);
+    const sliders = payload.controls.filter((control) => control.kind === "slider").map((control) => control.name);
+    view.gridNames = ["layer", "head"].filter((name) => sliders.includes(name));
+    if (!view.gridNames.includes("head")) view.gridNames = [];
+    view.range = (name, state) => {
+      const drawn = drawnAt(state);
+      const top = drawn && drawn.top[name] !== undefined ? drawn.top[name] : byName[name].control.values.length - 1;
+      return Array.from({ length: top + 1 }, (_, index) => index);
+    };
+    const menus = payload.controls.filter((control) => control.kind === "menu" && control.labels.length > 1);
+    if (menus.length) {
+      view.compareName = menus[0].name;
+      view.compareControl = menus[0];
+    }
+
+    view.apply = (state) => {
+      for (const part of inputs) {
+        const value = state[part.control.name];
+        if (part.control.kind === "checkbox") part.input.checked = part.control.values[value] === true;
+        else part.input.value = String(value);
+      }
+      view.redraw();
+    };
+
+    view.redraw = () => {
+      let state = Object.fromEntries(inputs.map((part) => [part.control.name, readInput(part)]));
+      let drawn = drawnAt(state);
+      if (!drawn) {
+        view.message.replaceChildren(...problem("no view is stored for this setting."));
+        return;
+      }
+      for (const part of inputs) {
+        const name = part.control.name;
+        if (drawn.top[name] !== undefined) part.input.max = String(drawn.top[name]);
+        if (drawn.shown[name] !== undefined) part.input.value = String(drawn.shown[name]);
+      }
+      state = Object.fromEntries(inputs.map((part) => [part.control.name, readInput(part)]));
+      drawn = drawnAt(state) || drawn;
+      view.state = state;
+      for (const part of inputs) {
+        const label = part.control.labels[readInput(part)];
+        if (part.output) part.output.textContent = label;
+        if (part.control.kind === "slider") part.input.setAttribute("aria-valuetext", label);
+      }
+      view.root.dataset.key = keyOf(state);
+      setHtml(view.message, strings[drawn.message]);
+      for (const [name, index] of Object.entries(drawn.panels)) {
+        if (!view.panelParts[name]) {
+          view.panelParts[name] = make("div", { class: `mha-panel mha-panel-${name}` });
+          view.panels.append(view.panelParts[name]);
+        }
+        setHtml(view.panelParts[name], strings[index]);
+      }
+      const map = mapOf(drawn);
+      if (view.mode === "grid" && map) drawGrid(view);
+      else if (map) drawMaps(view, map);
+      markTools(view);
+      view.writeAddress();
+    };
+
+    for (const part of inputs) {
+      part.input.addEventListener(part.control.kind === "slider" ? "input" : "change", timed(view, () => view.redraw()));
+    }
+    return finish(view);
+  }
+
+  /* --- "head-explorer": the chapter-1 layer, computed here ----------------------------------------------------- */
+
+  /* The same steps as src/mha/core/toy_sentences.py: words and punctuation; a 32-bit FNV-1a hash of the lower-cased
+     word seeds Marsaglia's xorshift generator, whose uniform numbers become normal ones (Box-Muller); sinusoidal
+     position codes; the sum rounded to float32 once, as the package does. */
+  const TOKEN = /[\p{L}\p{N}_]+(?:'[\p{L}\p{N}_]+)?|[^\p{L}\p{N}_\s]/gu;
+
+  function xorshift32(state) {
+    state ^= state << 13;
+    state ^= state >>> 17;
+    state ^= state << 5;
+    return state >>> 0;
+  }
+
+  function wordVector(word, dModel, seed) {
+    let state = (0x811c9dc5 ^ Math.imul(seed, 0x9e3779b1)) >>> 0;
+    for (const byte of new TextEncoder().encode(word.toLowerCase())) state = Math.imul(state ^ byte, 0x01000193) >>> 0;
+    state = state || 1;
+    for (let step = 0; step < 4; step += 1) state = xorshift32(state);
+    const normals = [];
+    while (normals.length < dModel) {
+      state = xorshift32(state);
+      const u1 = (state + 0.5) / 4294967296;
+      state = xorshift32(state);
+      const u2 = (state + 0.5) / 4294967296;
+      const radius = Math.sqrt(-2 * Math.log(u1));
+      normals.push(radius * Math.cos(2 * Math.PI * u2), radius * Math.sin(2 * Math.PI * u2));
+    }
+    return normals.slice(0, dModel);
+  }
+
+  function embed(tokens, dModel, seed) {
+    return tokens.map((token, position) => {
+      const word = wordVector(token, dModel, seed);
+      return word.map((value, feature) => {
+        const pair = feature - (feature % 2);
+        const angle = position / Math.pow(10000, pair / dModel);
+        const code = feature % 2 === 0 ? Math.sin(angle) : Math.cos(angle);
+        return Math.fround(value + code / Math.SQRT2);
+      });
+    });
+  }
+
+  function project(vectors, W, b) {  /* vectors (seq, d) @ W (d, d) + b: vectors-as-rows, as the package */
+    return vectors.map((x) => b.map((bias, out) => {
+      let total = bias;
+      for (let feature = 0; feature < x.length; feature += 1) total += x[feature] * W[feature][out];
+      return total;
+    }));
+  }
+
+  /* Every head's weights (heads, seq, seq) for the tokens: softmax(q_h k_hᵀ / sqrt(d_head)) row by row. */
+  function headMaps(payload, tokens, heads) {
+    const dModel = payload.d_model;
+    const dHead = dModel / heads;
+    const x = embed(tokens, dModel, payload.seed);
+    const q = project(x, payload.W_Q, payload.b_Q);
+    const k = project(x, payload.W_K, payload.b_K);
+    const scale = Math.sqrt(dHead);
+    const maps = [];
+    for (let head = 0; head < heads; head += 1) {
+      const from = head * dHead;
+      maps.push(q.map((query) => {
+        const scores = k.map((key) => {
+          let dot = 0;
+          for (let feature = from; feature < from + dHead; feature += 1) dot += query[feature] * key[feature];
+          return dot / scale;
+        });
+        const top = Math.max(...scores);
+        const exps = scores.map((score) => Math.exp(score - top));
+        const total = exps.reduce((sum, value) => sum + value, 0);
+        return exps.map((value) => value / total);
+      }));
+    }
+    return maps;
+  }
+
+  function sentenceProblem(sentence, maxTokens) {
+    const broken = sentence.search(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?:^|[^\uD800-\uDBFF])[\uDC00-\uDFFF]/);
+    if (broken >= 0) {
+      return "the sentence holds a broken character (half of a UTF-16 pair, as left behind when an emoji is cut in " +
+        "half); delete it or type it again.";
+    }
+    const tokens = sentence.match(TOKEN) || [];
+    if (tokens.length === 0) return "the sentence is empty: type a few words, e.g. 'The cat sat on the mat.'";
+    if (tokens.length > maxTokens) {
+      return `the sentence has ${tokens.length} tokens, more than the ${maxTokens} these maps can show legibly; ` +
+        `shorten it to at most ${maxTokens} words and punctuation marks.`;
+    }
+    return null;
+  }
+
+  function mountHeadExplorer(root, payload, options) {
+    const view = frame(root, payload, options);
+    const box = make("input", { type: "text", id: `${view.id}-sentence`, name: "sentence", spellcheck: "false",
+      autocomplete: "off", "aria-describedby": `${view.id}-message` });
+    box.value = payload.sentence;
+    view.controls.append(make("label", { class: "mha-control mha-wide", for: box.id }, make("span", {}, "sentence"), box,
+      make("small", {}, " (press Enter to redraw)")));
+    const heads = slider(view, "heads", "heads", payload.max_heads - 1, payload.heads - 1);
+    const head = slider(view, "head", "head shown", payload.heads - 1, payload.head);
+    const cache = new Map();
+
+    function compute(sentence, nHeads) {
+      const key = `${nHeads}\u0000${sentence}`;
+      if (!cache.has(key)) {
+        const tokens = sentence.match(TOKEN) || [];
+        if (cache.size > 64) cache.clear();
+        cache.set(key, { tokens, weights: headMaps(payload, tokens, nHeads) });
+      }
+      return cache.get(key);
+    }
+    view.compute = compute;
+
+    const mapFor = (state) => {
+      const nHeads = state.heads + 1;
+      if (payload.refusals[String(nHeads)] || sentenceProblem(state.sentence, payload.max_tokens)) return null;
+      const { tokens, weights } = compute(state.sentence, nHeads);
+      const shown = Math.min(state.head, nHeads - 1);
+      return { title: `head ${shown} of ${nHeads} (d_head = ${payload.d_model / nHeads})`, rows: tokens,
+        columns: tokens, marked: [], scale: { kind: "weight" },
+        hundredths: Uint8Array.from(weights[shown].flat(), (weight) => Math.round(weight * 100)) };
+    };
+    view.state = { sentence: box.value, heads: payload.heads - 1, head: payload.head };
+    view.mapAt = mapFor;
+    view.stateNames = ["sentence", "heads", "head"];
+    view.addressValue = (name) => (name === "heads" ? view.state.heads + 1 : view.state[name]);
+    view.valueOf = (name, text) => {
+      if (name === "sentence") {
+        if ([...text].length > 400) throw new Error("the sentence in the address is over 400 characters");
+        return text;
+      }
+      if (name === "heads") return wholeNumber(text, 1, payload.max_heads, "heads") - 1;
+      return wholeNumber(text, 0, payload.max_heads - 1, "head");
+    };
+    view.gridNames = ["head"];
+    view.range = (name, state) => Array.from({ length: state.heads + 1 }, (_, index) => index);
+
+    view.apply = (state) => {
+      box.value = state.sentence;
+      heads.input.value = String(state.heads);
+      head.input.max = String(state.heads);
+      head.input.value = String(Math.min(state.head, state.heads));
+      view.redraw();
+    };
+
+    view.redraw = () => {
+      const nHeads = Number(heads.input.value) + 1;
+      heads.output.textContent = String(nHeads);
+      heads.input.setAttribute("aria-valuetext", `${nHeads} heads`);
+      const refusal = payload.refusals[String(nHeads)];
+      if (refusal) {
+        setHtml(view.message, refusal);
+        return;
+      }
+      const wrong = sentenceProblem(box.value, payload.max_tokens);
+      if (wrong) {
+        view.message.replaceChildren(...problem(wrong));
+        return;
+      }
+      head.input.max = String(nHeads - 1);
+      const shown = Math.min(Number(head.input.value), nHeads - 1);
+      head.input.value = String(shown);
+      head.output.textContent = String(shown);
+      view.state = { sentence: box.value, heads: nHeads - 1, head: shown };
+      const { tokens, weights } = compute(box.value, nHeads);
+      view.last = { sentence: box.value, heads: nHeads, head: shown, tokens, weights };
+      view.message.replaceChildren(
+        `${nHeads} head${nHeads > 1 ? "s" : ""} × d_head = ${payload.d_model / nHeads} features each (d_model = ` +
+        `${payload.d_model}); showing head ${shown}. Tokens: `, make("code", {}, tokens.join(" | ")));
+      if (view.mode === "grid") drawGrid(view);
+      else drawMaps(view, mapFor(view.state));
+      markTools(view);
+      view.writeAddress();
+    };
+
+    box.addEventListener("change", timed(view, () => view.redraw()));
+    heads.input.addEventListener("input", timed(view, () => view.redraw()));
+    head.input.addEventListener("input", timed(view, () => view.redraw()));
+    return finish(view);
+  }
+
+  /* --- "timeline": a tiny model's heads through training ------------------------------------------------------ */
+
+  function mountTimeline(root, payload, options) {
+    const view = frame(root, payload, options);
+    view.message.replaceChildren(...problem("this build of the book cannot draw a training timeline yet."));
+    view.redraw = () => {};
+    view.apply = () => {};
+    view.state = {};
+    view.stateNames = [];
+    return view;
+  }
+
+  /* --- start ---------------------------------------------------------------------------------------------------- */
+
+  const MOUNT = { table: mountTable, "head-explorer": mountHeadExplorer, timeline: mountTimeline };
+
+  function mount(root, payload, options) {
+    return MOUNT[payload.kind](root, payload, options || {});
+  }
+
+  function showFailure(root, error) {
+    const fallback = root.querySelector(".mha-view-fallback");
+    const note = make("p", { class: "mha-message" }, ...problem(`this view could not be opened (${error.message}). ` +
+      "The launch buttons at the top of the page run it as a notebook."));
+    root.replaceChildren(...(fallback ? [fallback, note] : [note]));
+    root.setAttribute("data-ready", "failed");
+  }
+
+  /* Draw the view of an encoded payload in root; options.hosted: in Jupyter, where the address is the notebook's. */
+  async function open(root, encoded, options) {
+    try {
+      root.mhaView = mount(root, await readPayload(encoded), options);
+    } catch (error) {
+      showFailure(root, error);
+    }
+    return root.mhaView;
+  }
+
+  async function start(root) {
+    const data = root.querySelector("script.mha-view-payload");
+    if (data) await open(root, data.textContent);
+  }
+
+  globalThis.mhaViews = { open, readPayload, checkPayload, schemaProblem, PAYLOAD_SCHEMA, PAYLOAD_VERSION };
+  if (typeof document !== "undefined" && !globalThis.mhaViewsHostedByWidget) {
+    document.querySelectorAll(".mha-view").forEach(start);
+  }
+}());

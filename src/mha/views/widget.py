@@ -1,0 +1,83 @@
+"""One module draws every view: ``views.js``, run by anywidget in Jupyter and by the book's website (every chapter).
+
+A view is a plain description (its controls, its data, what it draws), sent as a *payload*: a JSON object whose
+schema is written once, in ``web/views.js`` between ``schema-begin`` and ``schema-end``. This module reads that
+schema (:data:`PAYLOAD_SCHEMA`) and checks every payload against it before it leaves Python
+(:func:`check_payload`, with the ``jsonschema`` library); ``views.js`` checks it again when it opens one.
+
+- :class:`ViewWidget` is the anywidget that shows a payload in JupyterLab, Notebook 7, VS Code or Colab: its ES
+  module is ``views.js`` itself, with the ``render({model, el})`` entry point that anywidget calls.
+- :func:`web_file` gives the text of ``views.js`` and ``views.css``, which the website's build
+  (``site/static_views.py``) copies into the site, so that the page draws with the very same code.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import cache
+from importlib.resources import files
+
+import anywidget
+import jsonschema
+import traitlets
+
+__all__ = ["PAYLOAD_SCHEMA", "web_file", "payload_schema", "check_payload", "ViewWidget"]
+
+WEB_FILES = ("views.js", "views.css")
+_SCHEMA_BLOCK = re.compile(r"/\* schema-begin \*/(.*?)/\* schema-end \*/", re.DOTALL)
+
+_ESM_ENTRY = """
+export default {
+  async render({ model, el }) {
+    el.classList.add("mha-view");
+    const open = () => globalThis.mhaViews.open(el, model.get("payload"), { hosted: true });
+    await open();
+    model.on("change:payload", open);
+    return () => model.off("change:payload", open);
+  },
+};
+"""
+
+
+@cache
+def web_file(name: str) -> str:
+    """The text of one of the views' web files (``views.js`` or ``views.css``), from the installed package."""
+    if name not in WEB_FILES:
+        raise ValueError(f"{name!r} is not one of the views' web files ({', '.join(WEB_FILES)}).")
+    return (files("mha.views") / "web" / name).read_text(encoding="utf-8")
+
+
+@cache
+def payload_schema() -> dict:
+    """The payload's JSON Schema, read from the block of ``views.js`` that its own checker uses."""
+    found = _SCHEMA_BLOCK.search(web_file("views.js"))
+    if found is None:
+        raise ValueError("views.js has no schema block (/* schema-begin */ ... /* schema-end */); reinstall mha.")
+    return json.loads(found.group(1))
+
+
+PAYLOAD_SCHEMA = payload_schema()
+
+
+def check_payload(payload: dict) -> dict:
+    """``payload`` unchanged if it fits :data:`PAYLOAD_SCHEMA`; ``ValueError`` naming the first misfit otherwise.
+
+    The map weights (``payload["weights"]``, bytes) travel beside the JSON and are not part of the schema.
+    """
+    content = {key: value for key, value in payload.items() if key != "weights"}
+    try:
+        jsonschema.validate(content, PAYLOAD_SCHEMA)
+    except jsonschema.ValidationError as problem:
+        where = "/".join(str(part) for part in problem.absolute_path) or "the payload"
+        raise ValueError(f"the view's payload does not fit its schema at {where}: {problem.message}") from None
+    return payload
+
+
+class ViewWidget(anywidget.AnyWidget):
+    """A view in Jupyter: ``payload`` is the encoded payload (:func:`mha.views.static_form.encode_payload`), drawn
+    by ``views.js``, the module that also draws the website's views."""
+
+    _esm = "globalThis.mhaViewsHostedByWidget = true;\n" + web_file("views.js") + _ESM_ENTRY
+    _css = web_file("views.css")
+    payload = traitlets.Unicode("").tag(sync=True)
