@@ -19,8 +19,9 @@ sha256 in data/lab/manifest.json):
 * ``induction_spread`` - the phase-change step over seeds x learning rate x width
   (``scripts/induction_phase_spread.py``; reads the ``induction_seeds`` logs, so it runs after them);
 
-Section 3.7's head-count models are trained by ``scripts/train_head_count_study.py``
-(``make lab`` runs it after this script).
+Section 3.7's head-count models are trained by ``scripts/train_head_count_study.py``, and the training
+timeline of sections 3.5 and 3.6 is recorded by ``scripts/induction_timeline.py`` (``make lab`` runs both after
+this script).
 
 After training, every final induction model is checked on *held-out* repeat
 periods (never seen in training): layer 1 of each 2-layer model must have an
@@ -132,13 +133,18 @@ def pick_phase_change_steps(steepest_step: int, final_step: int) -> list[int]:
     return steps
 
 
+def induction_setup(seed: int, n_layers: int) -> tuple[TinyTransformer, TrainingConfig]:
+    """The untrained induction model of ``seed`` with ``n_layers`` layers, and how every induction run trains it."""
+    config = TinyTransformerConfig(vocab_size=INDUCTION_TASK.vocab_size, max_seq_len=INDUCTION_TASK.seq_len,
+                                   n_layers=n_layers, **INDUCTION_WIDTH)
+    return TinyTransformer(config, seed=seed), TrainingConfig(seed=seed, **INDUCTION_TRAINING)
+
+
 def train_induction(seed: int, n_layers: int, name: str, group: str, keep_series: bool, progress: bool) -> dict:
     """Train one induction model, save its final checkpoint (and the phase-change series), return its record."""
     regenerate = f"{SCRIPT} --only {group}"
-    config = TinyTransformerConfig(vocab_size=INDUCTION_TASK.vocab_size, max_seq_len=INDUCTION_TASK.seq_len,
-                                   n_layers=n_layers, **INDUCTION_WIDTH)
-    model = TinyTransformer(config, seed=seed)
-    training = TrainingConfig(seed=seed, **INDUCTION_TRAINING)
+    model, training = induction_setup(seed, n_layers)
+    config = model.config
     batch = held_out_batch()
     snapshots: dict[int, dict] = {}
     head_score_curve: list[dict] = []
