@@ -4,7 +4,8 @@
 #   make test      run every test: unit tests and every notebook through nbval
 #   make jupyter   open the notebooks in JupyterLab, with their MyST markup (exercises, math, citations) rendered
 #   make lab       retrain everything in data/lab: the induction models and section 3.5's phase-change spread (8 to
-#                  11 minutes on 2 cores), then section 3.7's head-count study (13 to 15 minutes more)
+#                  11 minutes on 2 cores), the seed-0 model's training timeline for 3.5 and 3.6 (1.5 minutes more),
+#                  then section 3.7's head-count study (13 to 15 minutes more)
 #   make student   write the student edition (every solution removed) and its answer key into _build/student, and
 #                  an otter-grader autograder per notebook into _build/grading (see chapters/instructors.md)
 #   make bench     time every notebook, and every view in Jupyter and on the built website
@@ -76,6 +77,8 @@ notebooks: $(STAMP)
 
 lab: $(STAMP)
 	$(BIN)/python scripts/train_checkpoints.py
+	# sections 3.5 and 3.6's training timeline: induction_2layer_seed0 trained again, recorded step by step
+	$(BIN)/python scripts/induction_timeline.py
 	# section 3.7's fair head-count study (its curves, and each head count's models at its chosen rate) and the mechanism controls
 	$(BIN)/python scripts/train_head_count_study.py
 
