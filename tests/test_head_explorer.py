@@ -3,8 +3,16 @@
 import numpy as np
 import pytest
 
-from mha.views.head_explorer import HeadExplorer, head_attention_maps
+from mha.views.head_explorer import DEFAULT_SENTENCE, HeadExplorer, head_attention_maps
 from mha.core.toy_sentences import MAX_TOKENS, embed_tokens, split_into_tokens
+
+
+def assert_shows(explorer, sentence, n_heads, head):
+    """The explorer's last good map is head ``head`` of ``head_attention_maps(sentence, n_heads)``."""
+    tokens, weights = head_attention_maps(sentence, n_heads)
+    drawn = explorer.current.attention_map
+    assert drawn.title.startswith(f"head {head} of {n_heads} ") and drawn.query_labels == tokens
+    np.testing.assert_array_equal(drawn.weights, weights[head])
 
 
 def test_maps_have_one_row_per_token_and_rows_sum_to_one():
@@ -38,15 +46,16 @@ def test_bad_sentences_are_explained(sentence, words):
 
 def test_explorer_reports_a_head_count_that_does_not_divide_and_keeps_the_last_map():
     explorer = HeadExplorer(n_heads=4)
-    good_image = bytes(explorer.image.value)
-    assert good_image.startswith(b"\x89PNG")
+    good = explorer.current
+    assert_shows(explorer, DEFAULT_SENTENCE, 4, 0)
     explorer.heads_slider.value = 5
     assert "not divisible by n_heads = 5" in explorer.message.value
     assert "1, 2, 3, 4, 6, 8, 12, 24" in explorer.message.value
-    assert bytes(explorer.image.value) == good_image  # nothing lost
+    assert explorer.current is good  # nothing lost
     explorer.heads_slider.value = 8
     assert "8 heads × d_head = 3" in explorer.message.value
     assert explorer.head_slider.max == 7
+    assert_shows(explorer, DEFAULT_SENTENCE, 8, 0)
 
 
 def test_explorer_head_slider_follows_the_head_count():
@@ -55,6 +64,7 @@ def test_explorer_head_slider_follows_the_head_count():
     explorer.heads_slider.value = 3
     assert explorer.head_slider.max == 2 and explorer.head_slider.value == 2
     assert "showing head 2" in explorer.message.value
+    assert_shows(explorer, DEFAULT_SENTENCE, 3, 2)
 
 
 def test_explorer_escapes_html_typed_by_the_reader():
@@ -62,6 +72,7 @@ def test_explorer_escapes_html_typed_by_the_reader():
     explorer.sentence_box.value = "<img src=x onerror=alert(1)> hello"
     assert "<img" not in explorer.message.value
     assert "&lt; | img" in explorer.message.value
+    assert_shows(explorer, "<img src=x onerror=alert(1)> hello", 4, 0)
     explorer.sentence_box.value = ""
     assert "empty" in explorer.message.value
     assert explorer.sentence_box.value == ""  # the reader's text is left as typed
@@ -74,7 +85,8 @@ def test_every_head_count_redraws_the_maps():
     for n_heads in (1, 2, 3, 4, 6, 8, 12, 2, 4):
         explorer.heads_slider.value = n_heads
         assert explorer.last_refresh_seconds is not None
-        pictures[n_heads] = explorer.image.value
+        assert_shows(explorer, DEFAULT_SENTENCE, n_heads, 0)
+        pictures[n_heads] = explorer.current.attention_map.weights.tobytes()
     assert len(set(pictures.values())) == 7, "each head count should draw its own maps"
 
 
@@ -92,22 +104,22 @@ def test_html_typed_by_the_reader_is_shown_as_text_never_run(typed):
 
 def test_a_lone_surrogate_is_explained_and_the_last_map_stays():
     explorer = HeadExplorer()
-    good = bytes(explorer.image.value)
+    good = explorer.current
     explorer.sentence_box.value = "a broken \ud800 character"
     assert "Cannot draw this" in explorer.message.value
     assert "broken character at position 9 (U+D800" in explorer.message.value
-    assert bytes(explorer.image.value) == good
+    assert explorer.current is good
 
 
 def test_an_unexpected_error_is_a_message_not_a_dead_view(monkeypatch):
     import mha.views.head_explorer
 
     explorer = HeadExplorer()
-    good = bytes(explorer.image.value)
+    good = explorer.current
 
     def broken(*args, **kwargs):
         raise TypeError("<b>surprise</b>")
     monkeypatch.setattr(mha.views.head_explorer, "head_attention_maps", broken)
     assert explorer.refresh() is False
     assert "Cannot draw this" in explorer.message.value and "unexpected TypeError" in explorer.message.value
-    assert "&lt;b&gt;surprise" in explorer.message.value and bytes(explorer.image.value) == good
+    assert "&lt;b&gt;surprise" in explorer.message.value and explorer.current is good

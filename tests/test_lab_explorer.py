@@ -2,12 +2,31 @@
 
 import re
 
+import numpy as np
 import pytest
 import torch
 
+from mha.lab.checkpoints import load_checkpoint
+from mha.views.heatmaps import weight_hundredths
 from mha.views.induction_explorer import InductionLabExplorer, induction_model_names, parse_token_ids, prefix_matching_keys
+from mha.views.static_form import decode_payload, stored_weights
 
 torch.set_num_threads(1)
+
+TYPED = [5, 17, 42, 8, 5, 17, 42]
+
+
+def checkpoint_map(name: str, tokens: list[int], layer: int, head: int) -> np.ndarray:
+    """One head's map (seq, seq) of a stored checkpoint on ``tokens``, straight from the model."""
+    model, _ = load_checkpoint(name)
+    with torch.no_grad():
+        return model(torch.tensor([tokens])).attention_weights[layer][0, head].numpy()
+
+
+def shown(view) -> tuple:
+    """What a view (an ExplorerView) shows, hashable: its map's title, and the weights' shape and bytes."""
+    drawn = view.attention_map
+    return drawn.title, drawn.weights.shape, drawn.weights.tobytes()
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +62,12 @@ def test_commas_and_spaces_both_separate_tokens():
 
 
 def test_default_view_shows_a_map_and_the_head_scores(explorer):
-    assert bytes(explorer.image.value).startswith(b"\x89PNG")
+    drawn = explorer.current.attention_map
+    assert drawn.title.startswith("seed 0, L1H0 (")
+    assert drawn.query_labels == [str(position) for position in range(len(drawn.weights))]
+    held_out = explorer.batch.inputs[0].tolist()
+    np.testing.assert_allclose(drawn.weights, checkpoint_map("induction_2layer_seed0", held_out, 1, 0), atol=1e-6)
+    assert drawn.marked == prefix_matching_keys(held_out) and drawn.marked
     message = explorer.message.value
     assert "seed 0, L1H0" in message and "induction" in message
     assert "never trained on" in message and "K-composition" in message
@@ -63,17 +87,20 @@ def test_the_roles_shown_follow_the_scores_not_the_index(explorer):
 
 def test_bad_typed_tokens_keep_the_last_map_and_escape_html(explorer):
     explorer.own_tokens.value = ""
-    good_image = bytes(explorer.image.value)
+    good = explorer.current
     explorer.own_tokens.value = "<script>alert(1)</script>"
     assert "Cannot draw this" in explorer.message.value
     assert "<script>" not in explorer.message.value and "&lt;script&gt;" in explorer.message.value
-    assert bytes(explorer.image.value) == good_image
+    assert explorer.current is good
     explorer.own_tokens.value = "3 99"
     assert "outside the vocabulary" in explorer.message.value
-    assert bytes(explorer.image.value) == good_image
+    assert explorer.current is good
     explorer.own_tokens.value = "5 17 42 8 5 17 42"
     assert "your 7 tokens" in explorer.message.value
-    assert bytes(explorer.image.value) != good_image
+    drawn = explorer.current.attention_map
+    model, layer, head = explorer.model_menu.value, explorer.layer_slider.value, explorer.head_slider.value
+    np.testing.assert_allclose(drawn.weights, checkpoint_map(model, TYPED, layer, head), atol=1e-6)
+    assert drawn.marked == [(4, 1), (5, 2), (6, 3)]
     explorer.own_tokens.value = "5 17 42 8"
     assert "undefined (no token repeats)" in explorer.message.value
     explorer.own_tokens.value = ""
@@ -108,10 +135,10 @@ def test_every_control_redraws_the_map(explorer):
             explorer.layer_slider.value = layer
             for head in range(4):
                 explorer.head_slider.value = head
-                pictures.append(explorer.image.value)
+                pictures.append(shown(explorer.current))
     for sequence in range(16):
         explorer.sequence_slider.value = sequence
-        pictures.append(explorer.image.value)
+        pictures.append(shown(explorer.current))
     assert len(set(pictures)) > 40, "moving the model, layer, head and sequence controls should change the map"
 
 
@@ -131,24 +158,55 @@ def test_odd_digits_and_huge_numbers_are_explained(text, words):
 @pytest.mark.parametrize("typed", ["<img src=x onerror=alert(1)>", "<script>", "1 2 \ud800"])
 def test_html_and_broken_characters_typed_are_shown_as_text(explorer, typed):
     explorer.own_tokens.value = ""
-    good_image = bytes(explorer.image.value)
+    good = explorer.current
     explorer.own_tokens.value = typed
     message = explorer.message.value
     assert "Cannot draw this" in message and "is not a token id" in message
     assert "<img" not in message and "<script" not in message and "\ud800" not in message
-    assert bytes(explorer.image.value) == good_image
+    assert explorer.current is good and explorer.typing_problem.value == message
     explorer.own_tokens.value = ""
 
 
 def test_an_unexpected_error_is_a_message_not_a_dead_view(explorer, monkeypatch):
     explorer.own_tokens.value = ""
-    good_image = bytes(explorer.image.value)
+    good = explorer.current
 
     def broken(*args, **kwargs):
         raise RuntimeError("no more memory")
-    monkeypatch.setattr(explorer.renderer, "render", broken)
+    monkeypatch.setattr(explorer.views[explorer.model_menu.value], "model", broken)
     assert explorer.refresh() is False
     assert "unexpected RuntimeError (no more memory)" in explorer.message.value
-    assert bytes(explorer.image.value) == good_image
+    assert explorer.current is good
     monkeypatch.undo()
-    assert explorer.refresh()
+    assert explorer.refresh() and shown(explorer.current) == shown(good)
+
+
+# --- in Jupyter: the view drawn by views.js, and the box to type token ids under it ------------------------------
+
+
+def test_typed_ids_are_drawn_in_every_map_of_the_view_on_screen():
+    explorer = InductionLabExplorer(["induction_2layer_seed0", "induction_2layer_seed1"], n_sequences=2)
+    assert explorer.own_tokens in explorer.widget.children and explorer.typing_problem in explorer.widget.children
+    held_out = explorer.view_widget.payload
+    explorer.own_tokens.value = " ".join(map(str, TYPED))
+    assert explorer.typing_problem.value == ""
+    payload = decode_payload(explorer.view_widget.payload)
+    assert [control["name"] for control in payload["controls"]] == ["model", "layer", "head", "sequence"]
+    assert len(payload["drawn"]) == 2 * 2 * 4 * 2  # model, layer, head, sequence: each its own view
+    for key, index in payload["views"].items():
+        model, layer, head, _ = (control["values"][int(i)] for control, i in zip(payload["controls"], key.split("|")))
+        drawn = payload["drawn"][index]
+        message = payload["strings"][drawn["message"]]
+        assert "On your 7 tokens:" in message and "Tokens: <code>5 17 42 8 5 17 42</code>" in message
+        assert drawn["map"]["shape"] == [7, 7] and drawn["map"]["marked"] == [[4, 1], [5, 2], [6, 3]]
+        np.testing.assert_array_equal(stored_weights(payload, drawn["map"]),
+                                      weight_hundredths(checkpoint_map(model, TYPED, layer, head)))
+    typed = explorer.view_widget.payload
+    for bad in ("5 <b>x</b>", "5 64"):
+        explorer.own_tokens.value = bad
+        problem = explorer.typing_problem.value
+        assert problem.startswith("<b style='color:#b35806'>Cannot draw this:</b> ") and "<b>x" not in problem
+        assert explorer.view_widget.payload == typed  # the view on screen keeps the last good ids
+    assert "outside the vocabulary" in explorer.typing_problem.value
+    explorer.own_tokens.value = ""  # no typed ids: the held-out sequences again, exactly as at first
+    assert explorer.typing_problem.value == "" and explorer.view_widget.payload == held_out

@@ -6,8 +6,10 @@ import numpy as np
 import pytest
 
 from mha.pretrained.encoder import MiniLMEncoder
+from mha.views.heatmaps import weight_hundredths
 from mha.views.model_explorer import (CACHED_SENTENCES, TYPE_YOUR_OWN, ModelHeadExplorer, sentence_attention,
-                                 strongest_link)
+                                      strongest_link)
+from mha.views.static_form import decode_payload, stored_weights
 
 SENTENCES = ["The keys to the cabinet are on the table .", "The trophy does not fit in the suitcase because it is too big ."]
 
@@ -31,13 +33,25 @@ def test_word_maps_merge_pieces_and_rows_still_sum_to_one(encoder):
     np.testing.assert_allclose(attention.sum(-1), 1.0, atol=1e-5)
 
 
+def assert_shows(explorer, encoder, sentence, layer, head, word_level=False):
+    """The explorer's last good map is the encoder's own map of ``sentence`` at (layer, head)."""
+    labels, attention = sentence_attention(encoder, sentence, word_level=word_level)
+    drawn = explorer.current.attention_map
+    assert drawn.title == f"L{layer}H{head}" and drawn.query_labels == labels and drawn.key_labels == labels
+    np.testing.assert_array_equal(drawn.weights, attention[layer, head])
+
+
 def test_explorer_follows_layer_head_and_sentence(encoder):
     explorer = ModelHeadExplorer(SENTENCES, encoder=encoder)
-    first = bytes(explorer.image.value)
+    assert_shows(explorer, encoder, SENTENCES[0], 0, 0)
     explorer.layer_slider.value, explorer.head_slider.value = 2, 7
-    assert "L2H7" in explorer.message.value and bytes(explorer.image.value) != first
+    assert "L2H7" in explorer.message.value
+    assert_shows(explorer, encoder, SENTENCES[0], 2, 7)
     explorer.sentence_menu.value = SENTENCES[1]
     assert explorer.sentence == SENTENCES[1]
+    assert_shows(explorer, encoder, SENTENCES[1], 2, 7)
+    explorer.word_level.value = True
+    assert_shows(explorer, encoder, SENTENCES[1], 2, 7, word_level=True)
 
 
 def test_typing_switches_to_the_typed_sentence_and_escapes_html(encoder):
@@ -46,15 +60,17 @@ def test_typing_switches_to_the_typed_sentence_and_escapes_html(encoder):
     assert explorer.sentence_menu.value == TYPE_YOUR_OWN
     assert "<script" not in explorer.message.value
     assert explorer.refresh()
+    assert_shows(explorer, encoder, "<script>alert('x')</script> the cat sat", 0, 0)
 
 
 @pytest.mark.parametrize("typed, words", [("   ", "empty"), ("word " * 60, "Shorten it")])
 def test_bad_typed_sentences_are_explained_and_the_last_map_stays(encoder, typed, words):
     explorer = ModelHeadExplorer(SENTENCES, encoder=encoder)
-    good = bytes(explorer.image.value)
+    good = explorer.current
     explorer.own_sentence.value = typed
     assert words in explorer.message.value
-    assert bytes(explorer.image.value) == good
+    assert explorer.current is good
+    assert_shows(explorer, encoder, SENTENCES[0], 0, 0)
     assert explorer.own_sentence.value == typed  # the reader's text is kept
 
 
@@ -79,10 +95,10 @@ def test_html_typed_by_the_reader_is_shown_as_text_never_run(encoder, typed, mon
 
 def test_a_lone_surrogate_is_explained_and_the_last_map_stays(encoder):
     explorer = ModelHeadExplorer(SENTENCES, encoder=encoder)
-    good = bytes(explorer.image.value)
+    good = explorer.current
     explorer.own_sentence.value = "a smile \ud83d cut in half"
     assert "Cannot draw this" in explorer.message.value and "broken character" in explorer.message.value
-    assert bytes(explorer.image.value) == good
+    assert explorer.current is good
 
 
 @pytest.mark.parametrize("word_level", [False, True])
@@ -120,11 +136,68 @@ def test_the_cache_of_typed_sentences_is_a_small_lru(encoder):
 
 def test_an_unexpected_error_is_a_message_not_a_dead_view(encoder, monkeypatch):
     explorer = ModelHeadExplorer(SENTENCES, encoder=encoder)
-    good = bytes(explorer.image.value)
+    good = explorer.current
 
     def broken(*args, **kwargs):
         raise RuntimeError("the encoder fell over")
     monkeypatch.setattr(explorer.encoder, "trace", broken)
     explorer.own_sentence.value = "something new"
     assert "unexpected RuntimeError (the encoder fell over)" in explorer.message.value
-    assert bytes(explorer.image.value) == good
+    assert explorer.current is good
+    assert explorer.typed_sentences == []  # a sentence the model could not read is not added to the view's menu
+
+
+# --- in Jupyter: the view drawn by views.js, and the box to type a sentence under it ---------------------------
+
+
+def sentence_control(payload: dict) -> dict:
+    return next(control for control in payload["controls"] if control["name"] == "sentence")
+
+
+def published(explorer: ModelHeadExplorer) -> dict:
+    return decode_payload(explorer.view_widget.payload)
+
+
+def test_a_typed_sentence_joins_the_menu_of_the_view_on_screen(encoder):
+    explorer = ModelHeadExplorer(SENTENCES, encoder=encoder, layer=3, head=5)
+    assert explorer.own_sentence in explorer.widget.children and explorer.typing_problem in explorer.widget.children
+    assert sentence_control(published(explorer))["values"] == SENTENCES
+    typed = "My <b>own</b> sentence , typed ."
+    explorer.own_sentence.value = typed
+    assert explorer.typed_sentences == [typed] and explorer.typing_problem.value == ""
+    payload = published(explorer)
+    control = sentence_control(payload)
+    assert control["values"] == [*SENTENCES, typed] and control["values"][control["start"]] == typed
+    assert TYPE_YOUR_OWN not in control["values"]
+    # the view opens on the typed sentence, at the layer and head shown, with the encoder's own weights
+    opening = payload["drawn"][payload["views"]["|".join(str(c["start"]) for c in payload["controls"])]]
+    labels, attention = sentence_attention(encoder, typed)
+    assert payload["strings"][opening["map"]["title"]] == "L3H5"
+    assert payload["strings"][opening["map"]["rows"]] == labels
+    np.testing.assert_array_equal(stored_weights(payload, opening["map"]), weight_hundredths(attention[3, 5]))
+    message = payload["strings"][opening["message"]]
+    assert message.startswith("L3H5: ") and set(re.findall(r"<\s*/?\s*([A-Za-z]+)", message)) <= {"code"}
+    # a second sentence joins after the first; typing the first again, or a menu sentence, adds nothing
+    explorer.own_sentence.value = "Another one ."
+    for again in (typed, SENTENCES[1]):
+        explorer.own_sentence.value = again
+        assert explorer.typed_sentences == [typed, "Another one ."]
+        control = sentence_control(published(explorer))
+        assert control["values"] == [*SENTENCES, typed, "Another one ."]
+        assert control["values"][control["start"]] == again
+
+
+@pytest.mark.parametrize("typed, words", [("   ", "the sentence is empty"), ("<i>word</i> " * 40, "Shorten it")])
+def test_a_sentence_that_cannot_be_drawn_leaves_the_view_on_screen_as_it_was(encoder, typed, words):
+    explorer = ModelHeadExplorer(SENTENCES, encoder=encoder)
+    assert explorer.widget.children[0] is explorer.view_widget  # on screen: typing now sends the view payloads
+    explorer.own_sentence.value = "A good one first ."
+    sent = explorer.view_widget.payload
+    explorer.own_sentence.value = typed
+    problem = explorer.typing_problem.value
+    assert problem.startswith("<b style='color:#b35806'>Cannot draw this:</b> ") and words in problem
+    assert set(re.findall(r"<\s*/?\s*([A-Za-z]+)", problem)) <= {"b"} and problem == explorer.message.value
+    assert explorer.typed_sentences == ["A good one first ."]
+    assert explorer.view_widget.payload == sent
+    explorer.own_sentence.value = "A good one again ."  # the next good sentence clears the problem
+    assert explorer.typing_problem.value == "" and explorer.typed_sentences[-1] == "A good one again ."

@@ -195,7 +195,10 @@ def test_the_views_are_on_the_pages_the_book_says(built_site):
         "pages without a view load views.js"
 
 
-@pytest.mark.parametrize("path", [path for path in PAGES if not path.startswith("chapters/1_")])
+TIMELINE = "chapters/3_head_roles/5_induction_heads.html"
+
+
+@pytest.mark.parametrize("path", [path for path in PAGES if not path.startswith("chapters/1_") and path != TIMELINE])
 def test_every_control_redraws_the_view_with_the_packages_numbers(open_page, path):
     page = open_page(path)
 
@@ -332,7 +335,11 @@ def test_every_map_shows_its_labelled_colour_scale(open_page, path):
     page = open_page(path)
 
     def test():
-        scales = page.page.evaluate("""() => [...document.querySelectorAll('.mha-view svg.mha-map')].map((svg) => {
+        for index in range(page.views.count()):  # a view that opens on its grid of heads: open one map
+            tiles = page.views.nth(index).locator(".mha-tile")
+            if tiles.count():
+                tiles.first.click()
+        scales = page.page.evaluate("""() => [...document.querySelectorAll('.mha-view svg.mha-map:not(.mha-curve)')].map((svg) => {
             const scale = svg.querySelector('.mha-scale');
             return scale ? [...scale.querySelectorAll('text')].map((t) => t.textContent) : null; })""")
         assert scales, f"{path}: no map drawn"
@@ -561,3 +568,48 @@ def test_a_view_fits_a_phone_screen(browser, site_address, path):
         assert found["smallest"] >= 11, f"{path}: a view's text is {found['smallest']} px on a phone"
     finally:
         context.close()
+
+
+def test_the_training_timeline_scrubs_the_run_and_matches_its_checkpoints(open_page):
+    """Each frame's maps equal the stored checkpoint of that step, run here on the same sequence (to a hundredth)."""
+    import torch
+
+    from mha.lab.checkpoints import load_checkpoint
+
+    page = open_page(TIMELINE)
+    view = page.views.first
+
+    def test():
+        payload = view.evaluate("(root) => ({steps: root.mhaView.payload.steps, sequences: root.mhaView.payload"
+                                ".sequences.map((s) => s.tokens), phase: root.mhaView.payload.phase_change.step})")
+        assert view.locator(".mha-tile").count() == 8, "the timeline opens on every head of the model"
+        for step in (0, 2900, 5000):
+            view.locator("[name='step']").fill(str(payload["steps"].index(step)))
+            view.locator("select[name=sequence]").select_option("2")
+            assert f"step {step:,} of 5,000" in view.locator(".mha-message").inner_text()
+            model, _ = load_checkpoint(f"induction_2layer_seed0_step{step:05d}" if step < 5000 else "induction_2layer_seed0")
+            with torch.no_grad():
+                weights = model(torch.tensor([payload["sequences"][2]])).attention_weights  # per layer (1, heads, T, T)
+            for layer, head in [(0, 1), (1, 2)]:
+                shown = view.evaluate("(root, [l, h]) => Array.from(root.mhaView.mapAt({...root.mhaView.state, layer: l, "
+                                      "head: h}).hundredths)", [layer, head])
+                expected = weight_hundredths(weights[layer][0, head].numpy()).ravel()
+                assert np.abs(np.array(shown) - expected).max() <= 1, f"step {step}, L{layer}H{head}"
+        # the loss curve's cursor follows the step, and the phase change is marked where the run says
+        cursor = float(view.locator(".mha-cursor").get_attribute("x1"))
+        view.locator("[name='step']").fill("0")
+        assert float(view.locator(".mha-cursor").get_attribute("x1")) < cursor
+        assert f"phase change, step {payload['phase']}" in view.locator(".mha-curve").inner_html()
+        # play moves through the frames on its own
+        view.get_by_role("button", name="play training from this step").click()
+        page.page.wait_for_function("(root) => root.mhaView.state.step >= 3", arg=view.element_handle())
+        view.get_by_role("button", name="pause training").click()
+        # a tile opens one head; the address names the recorded step
+        view.locator(".mha-tile").nth(6).click()
+        address = page.page.evaluate("location.hash")
+        assert "layer=1" in address and "head=2" in address and re.search(r"step=\d+", address), address
+        page.page.goto(page.page.url.split("#")[0] + "#view-1?step=2861")
+        assert "step 2861 was not recorded" in view.locator(".mha-address").inner_text()
+        assert not page.problems, "\n".join(page.problems)
+
+    checked(page, test)

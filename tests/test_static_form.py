@@ -11,6 +11,7 @@ import re
 import numpy as np
 import pytest
 import torch
+from IPython.core.formatters import format_display_data
 
 from mha.core.toy_sentences import embed_tokens, word_vector
 from mha.views.head_count_explorer import HeadCountExplorer
@@ -29,7 +30,7 @@ def recipe_in(placeholder: str) -> dict:
 
 def test_the_notebook_stores_a_placeholder_that_rebuilds_the_same_view():
     explorer = HeadExplorer("Bob's <b>cat</b> sat .", n_heads=6)
-    bundle = explorer._repr_mimebundle_()
+    bundle, _ = format_display_data(explorer)  # what Jupyter gets
     assert "application/vnd.jupyter.widget-view+json" in bundle  # the live view, in Jupyter
     placeholder = bundle["text/html"]
     assert placeholder == placeholder_html(HeadExplorer("Bob's <b>cat</b> sat .", n_heads=6))  # stable: nbval
@@ -76,6 +77,19 @@ def test_every_stored_view_is_the_packages_view_and_the_payload_round_trips():
         assert decoded["strings"][drawn["map"]["title"]] == expected.attention_map.title
         assert np.array_equal(stored_weights(decoded, drawn["map"]), weight_hundredths(expected.attention_map.weights))
         assert drawn["map"]["marked"] == [list(cell) for cell in expected.attention_map.marked]
+
+
+def test_what_a_reader_typed_in_the_kernel_never_reaches_the_website():
+    explorer = InductionLabExplorer(["induction_2layer_seed0"], n_sequences=2)
+    explorer.own_tokens.value = "5 17 42 8 5 17 42"
+    in_jupyter = decode_payload(explorer.payload())
+    assert all("your 7 tokens" in in_jupyter["strings"][drawn["message"]] for drawn in in_jupyter["drawn"])
+    # the website's build rebuilds the view from the recipe the notebook stores: the held-out sequences
+    rebuilt = view_from_recipe(recipe_in(placeholder_html(explorer)))
+    on_the_site = site_payload(rebuilt)
+    messages = [on_the_site["strings"][drawn["message"]] for drawn in on_the_site["drawn"]]
+    assert all("On held-out sequence" in message and "your 7 tokens" not in message for message in messages)
+    assert on_the_site["note"] == InductionLabExplorer.site_note and in_jupyter["note"] == ""
 
 
 def test_a_slider_beyond_its_reach_stores_the_clamped_view():

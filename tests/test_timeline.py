@@ -196,7 +196,7 @@ def test_the_page_gets_the_payload_within_its_budget():
 
 def test_the_notebook_placeholder_carries_a_recipe_that_rebuilds_the_view():
     view = TrainingTimelineView(step=2860)
-    bundle = view._repr_mimebundle_()
+    bundle, _ = view._repr_mimebundle_()
     assert bundle["text/plain"] == view.describe() and "2,860" in bundle["text/plain"]
     recipe = json.loads(html.unescape(PLACEHOLDER.match(bundle["text/html"]).group(1)))
     assert recipe == view.recipe() == {"view": "TrainingTimelineView",

@@ -1,21 +1,25 @@
-"""The explorer base and the map renderer: errors as escaped text, the last good view kept, every control redraws,
-and the data a view computes is exactly what it draws and lists."""
+"""The explorer base: errors as escaped text, the last good view kept, every control changes what is shown, and in
+Jupyter each view is its payload, drawn by views.js, with what the view computes exactly what it stores."""
 
 from __future__ import annotations
 
 import html
-import re
 
 import numpy as np
 import pytest
 import torch
-from ipywidgets import IntSlider, Text
+from IPython.core.formatters import format_display_data
+from ipywidgets import IntSlider, Text, VBox
 from matplotlib.figure import Figure
 
 from mha.views.explorer import Explorer, ExplorerView, problem_html
-from mha.views.heatmaps import AttentionMap, AttentionPNG, attention_table_html, draw_attention
+from mha.views.heatmaps import AttentionMap, draw_attention, weight_hundredths
+from mha.views.static_form import decode_payload, site_payload, stored_weights
+from mha.views.widget import ViewWidget, check_payload
 
 torch.set_num_threads(1)
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
 class CountingExplorer(Explorer):
@@ -49,79 +53,99 @@ class CountingExplorer(Explorer):
                             slider_max={"first": size - 1}, shown={"first": first})
 
 
-def table_numbers(table: str) -> np.ndarray:
-    """The weights written in an attention table's cells, row by row."""
-    rows = re.findall(r"<tr><th scope='row'.*?</tr>", table)
-    return np.array([[float(v) for v in re.findall(r">([0-9.]+)</td>", row)] for row in rows])
+def shown(explorer: Explorer) -> tuple:
+    """What the view shows (its last good map), hashable: title, row labels, and the weights' shape and bytes."""
+    drawn = explorer.current.attention_map
+    return drawn.title, tuple(drawn.query_labels), drawn.weights.shape, drawn.weights.tobytes()
 
 
 def test_bad_input_is_escaped_text_and_the_last_good_view_stays():
     explorer = CountingExplorer()
-    good = bytes(explorer.image.value), explorer.map_table.value
-    assert good[0].startswith(b"\x89PNG")
+    good = explorer.current
+    assert shown(explorer)[:2] == ("3 words, column 0 bright", ("a", "b", "c"))
     explorer.words.value = "<img/src=x/onerror=alert(1)>"
     assert explorer.last_refresh_seconds > 0
     message = explorer.message.value
     assert message.startswith("<b style='color:#b35806'>Cannot draw this:</b> type at least 3 words")
     assert "<img" not in message and "&lt;img/src=x/onerror=alert(1)&gt;" in message
-    assert (bytes(explorer.image.value), explorer.map_table.value) == good
+    assert explorer.current is good and shown(explorer)[:2] == ("3 words, column 0 bright", ("a", "b", "c"))
     assert explorer.words.value == "<img/src=x/onerror=alert(1)>"  # the reader's text is left as typed
+    assert explorer.refresh() is False
 
 
 def test_an_unexpected_error_is_named_escaped_and_keeps_the_view():
     explorer = CountingExplorer()
-    good = bytes(explorer.image.value)
+    good = explorer.current
     explorer.words.value = "boom"
     assert "an unexpected TypeError (&lt;b&gt;surprise&lt;/b&gt;)" in explorer.message.value
-    assert bytes(explorer.image.value) == good
+    assert explorer.current is good
     assert problem_html(TypeError("<b>surprise</b>")) == explorer.message.value
 
 
-def test_a_drawing_that_fails_changes_nothing(monkeypatch):
+def test_a_view_that_fails_to_compute_changes_nothing(monkeypatch):
     explorer = CountingExplorer()
-    before = explorer.message.value, bytes(explorer.image.value), explorer.map_table.value
+    good = explorer.current
 
-    def broken(attention_map):
+    def broken(**values):
         raise RuntimeError("no more memory")
-    monkeypatch.setattr(explorer.renderer, "render", broken)
+    monkeypatch.setattr(explorer, "view_data", broken)
     explorer.size.value = 4
     assert "unexpected RuntimeError (no more memory)" in explorer.message.value
-    assert (bytes(explorer.image.value), explorer.map_table.value) == before[1:]
-    assert explorer.first.max == 2  # a slider's range follows only a view that was drawn
+    assert explorer.current is good
+    assert explorer.first.max == 2  # a slider's range follows only a view that was computed
 
 
 def test_every_control_redraws_once_and_a_range_follows_quietly():
     explorer = CountingExplorer()
-    seen = {bytes(explorer.image.value)}
+    seen = {shown(explorer)}
     for name, control, value in (("size", explorer.size, 5), ("first", explorer.first, 4),
                                  ("words", explorer.words, "v w x y z")):
         count = explorer.refreshes
         control.value = value
         assert explorer.refreshes == count + 1, f"moving {name} should redraw exactly once"
-        seen.add(bytes(explorer.image.value))
+        seen.add(shown(explorer))
     assert len(seen) == 4
+    assert shown(explorer)[:2] == ("5 words, column 4 bright", ("v", "w", "x", "y", "z"))
     count = explorer.refreshes
     explorer.size.value = 2  # the 'first' slider shrinks to 0..1 and its value follows, without a second redraw
     assert explorer.refreshes == count + 1
     assert explorer.first.max == 1 and explorer.first.value == 1
+    np.testing.assert_array_equal(explorer.current.attention_map.weights, [[0.25, 0.75], [0.25, 0.75]])
 
 
 def test_view_data_is_plain_data_and_touches_no_widget():
     explorer = CountingExplorer()
-    before = explorer.values(), explorer.message.value, bytes(explorer.image.value)
+    before = explorer.values(), explorer.message.value, explorer.current
     view = explorer.view_data(words="p q r s", size=4, first=3)
     assert view.attention_map.query_labels == ["p", "q", "r", "s"] and view.shown == {"first": 3}
     np.testing.assert_allclose(view.attention_map.weights.sum(-1), 1.0)
-    assert (explorer.values(), explorer.message.value, bytes(explorer.image.value)) == before
+    assert (explorer.values(), explorer.message.value, explorer.current) == before
     assert explorer.choices() == {"size": [2, 3, 4, 5], "first": [0, 1, 2]}
 
 
 def test_guidance_and_the_text_form():
     explorer = CountingExplorer()
     assert explorer.guidance() == "Try: Type <words> and move the size. Notice: Rows sum to 1."
-    assert "&lt;words&gt;" in explorer.guide.value and explorer.guide in explorer.widget.children
+    assert "&lt;words&gt;" in explorer.guidance_html() and "<words>" not in explorer.guidance_html()
     text = "CountingExplorer(words='a b c d e', size=3, first=0): run the notebook to use it."
-    assert repr(explorer) == text and explorer._repr_mimebundle_()["text/plain"] == text
+    assert repr(explorer) == text and format_display_data(explorer)[0]["text/plain"] == text
+
+
+def test_in_jupyter_the_view_is_its_payload_and_publish_sends_the_new_one():
+    explorer = CountingExplorer()
+    assert explorer.view_widget is None
+    explorer.publish()  # nothing on screen yet: nothing to send
+    widget = explorer.widget
+    assert explorer.widget is widget and widget.children == (explorer.view_widget,)  # no kernel widgets
+    payload = decode_payload(explorer.view_widget.payload)
+    assert payload["guidance"] == {"try": explorer.what_to_try, "notice": explorer.what_to_notice}
+    assert [control["name"] for control in payload["controls"]] == ["size", "first"]  # typed text has no list
+    sent = explorer.view_widget.payload
+    explorer.words.value = "v w x y z"  # moving a control redraws, but only publish() sends a payload
+    assert explorer.view_widget.payload == sent
+    explorer.publish()
+    assert decode_payload(explorer.view_widget.payload)["strings"] != payload["strings"]
+    assert "<code>v w x</code>" in decode_payload(explorer.view_widget.payload)["strings"]
 
 
 # --- the four views of the book ------------------------------------------------------------------------------
@@ -153,48 +177,66 @@ def view(request):
     return request.param()
 
 
+def start_view(payload: dict) -> dict:
+    """The stored view a table payload opens at: the one of every control's start."""
+    return payload["drawn"][payload["views"]["|".join(str(control["start"]) for control in payload["controls"])]]
+
+
 def test_each_view_says_what_to_try_and_what_to_notice(view):
     assert len(view.what_to_try) > 40 and len(view.what_to_notice) > 40
-    assert view.guide.value == view.guidance_html() and view.widget.children[0] is view.guide
+    assert view.guidance_html() == (f"<b>Try:</b> {html.escape(view.what_to_try)}<br><b>Notice:</b> "
+                                    f"{html.escape(view.what_to_notice)}")
 
 
-def test_each_view_draws_the_numbers_its_data_method_returns(view):
+def test_displayed_in_jupyter_each_view_is_a_checked_payload_for_views_js(view):
+    bundle, _ = format_display_data(view)  # what Jupyter gets
+    assert bundle[WIDGET_VIEW]["model_id"] == view.widget.model_id
+    assert isinstance(view.widget, VBox) and isinstance(view.widget.children[0], ViewWidget)
+    assert view.widget.children[0] is view.view_widget
+    assert bundle["text/plain"] == view.describe() and 'data-mha-recipe="' in bundle["text/html"]
+    payload = decode_payload(view.view_widget.payload)
+    assert check_payload(payload) is payload
+    assert payload["version"] == 2
+    assert payload["kind"] == ("head-explorer" if type(view).__name__ == "HeadExplorer" else "table")
+    assert payload["guidance"] == {"try": view.what_to_try, "notice": view.what_to_notice}
+    assert payload["note"] == ""  # the kernel can type and train: the website's note on what it cannot is left out
+    assert site_payload(view)["note"] == view.site_note
+    assert view.view_widget.payload == view.payload()  # the same view gives the same text
+
+
+def test_each_view_shows_and_stores_the_numbers_its_data_method_returns(view):
     assert view.refresh()
     data = view.view_data(**view.values())
     assert data.message == view.message.value
-    drawn = np.asarray(view.renderer.image.get_array())
-    np.testing.assert_array_equal(drawn, data.attention_map.weights)
-    np.testing.assert_allclose(table_numbers(view.map_table.value), data.attention_map.weights, atol=0.005)
-    for label in data.attention_map.query_labels:
-        assert f">{html.escape(label)}</th>" in view.map_table.value
-    assert data.attention_map.title in view.image.tooltip
+    drawn = view.current.attention_map
+    assert (drawn.title, drawn.query_labels, drawn.key_labels, drawn.marked) == (
+        data.attention_map.title, data.attention_map.query_labels, data.attention_map.key_labels,
+        data.attention_map.marked)
+    np.testing.assert_array_equal(drawn.weights, data.attention_map.weights)
+    payload = decode_payload(view.payload())
+    if payload["kind"] != "table":  # the chapter-1 page computes its maps itself, from the controls' values
+        assert (payload["sentence"], payload["heads"], payload["head"]) == tuple(view.values().values())
+        return
+    opening = start_view(payload)  # in Jupyter the view opens where the controls stand
+    assert payload["strings"][opening["message"]] == data.message
+    assert payload["strings"][opening["map"]["title"]] == data.attention_map.title
+    assert payload["strings"][opening["map"]["rows"]] == list(data.attention_map.query_labels)
+    np.testing.assert_array_equal(stored_weights(payload, opening["map"]), weight_hundredths(drawn.weights))
 
 
-def test_each_menu_and_slider_of_each_view_redraws_it(view):
+def test_each_menu_and_slider_of_each_view_changes_what_is_shown(view):
     for name, values in view.choices().items():
         control = view.controls[name]
         start = control.value
-        before = bytes(view.image.value), view.message.value
+        before = shown(view), view.message.value
         control.value = next(value for value in values if value != start)
-        assert (bytes(view.image.value), view.message.value) != before, f"moving {name} changed nothing"
+        assert (shown(view), view.message.value) != before, f"moving {name} changed nothing"
         assert "Cannot" not in view.message.value
         control.value = start
-        assert (bytes(view.image.value), view.message.value) == before, f"moving {name} back did not restore it"
+        assert (shown(view), view.message.value) == before, f"moving {name} back did not restore it"
 
 
-# --- the renderer --------------------------------------------------------------------------------------------
-
-
-def test_the_png_is_the_same_for_the_same_map_whatever_was_drawn_between():
-    renderer = AttentionPNG()
-    first = AttentionMap(np.eye(3), ["a", "b", "c"], title="one", marked=[(1, 1)])
-    other = AttentionMap(np.full((5, 5), 0.2), list("vwxyz"), title="two")
-    png = renderer.render(first)
-    assert renderer.render(other) != png
-    assert renderer.render(first) == png  # from the cached background
-    renderer.cached_backgrounds = 1
-    renderer.render(other)
-    assert renderer.render(first) == png  # background drawn again
+# --- the maps in Python ----------------------------------------------------------------------------------------
 
 
 def test_a_map_must_match_its_labels():
@@ -203,34 +245,12 @@ def test_a_map_must_match_its_labels():
     assert AttentionMap(np.zeros((2, 3)), ["q1", "q2"], ["k1", "k2", "k3"]).key_labels == ["k1", "k2", "k3"]
 
 
-def test_the_table_lists_every_weight_under_escaped_labels():
-    weights = np.array([[0.25, 0.75], [1.0, 0.0]])
-    table = attention_table_html(weights, ["<i>", "b"], "a <title>")
-    np.testing.assert_allclose(table_numbers(table), weights)
-    assert "<i>" not in table and "&lt;i&gt;" in table and "a &lt;title&gt;" in table
-    assert "rows: query, the position attending FROM" in table and "columns: key, the position attended TO" in table
-    assert "title='&lt;i&gt; → b: 0.750'" in table
-
-
 def test_figures_ring_the_marked_cells():
     ax = Figure().subplots()
     draw_attention(ax, np.eye(3), ["a", "b", "c"], marked=[(2, 0), (1, 1)])
     rings = ax.collections
     assert len(rings) == 2
     np.testing.assert_array_equal(rings[0].get_offsets(), [[0, 2], [1, 1]])  # x = key column, y = query row
-
-
-def test_labels_and_title_are_drawn_and_a_label_too_long_for_its_margin_is_cut():
-    from mha.views.heatmaps import _font, _label_mask
-
-    renderer = AttentionPNG()
-    weights = np.eye(3)
-    plain = renderer.render(AttentionMap(weights, ["a", "b", "c"], title="t"))
-    assert renderer.render(AttentionMap(weights, ["a", "b", "x"], title="t")) != plain
-    assert renderer.render(AttentionMap(weights, ["a", "b", "c"], title="u")) != plain
-    assert renderer.render(AttentionMap(weights, ["a", "b", "w" * 500], title="t" * 500)).startswith(b"\x89PNG")
-    ink = _label_mask("w" * 500, 7, 50, True)  # upright: its height is its length
-    assert ink.shape[0] <= 50 and _font(7).getlength("w" * 500) > 50
 
 
 def test_the_text_form_is_what_the_notebooks_store():
@@ -244,7 +264,7 @@ def test_the_text_form_is_what_the_notebooks_store():
     assert repr(HeadExplorer(sentence, n_heads=4, d_model=24)) == (
         f"HeadExplorer(sentence={sentence!r}, heads=4, head=0, d_model=24): run the notebook to use it.")
     menu = ["The keys to the old cabinet are on the table .", "A second sentence ."]
-    assert ModelHeadExplorer(menu, layer=0, head=2)._repr_mimebundle_()["text/plain"] == (
+    assert format_display_data(ModelHeadExplorer(menu, layer=0, head=2))[0]["text/plain"] == (
         f"ModelHeadExplorer(sentence={menu[0]!r}, layer=0, head=2): run the notebook to use it.")
     assert repr(InductionLabExplorer(n_sequences=16, layer=0, head=3)) == (
         "InductionLabExplorer(model='induction_2layer_seed0', layer=0, head=3, sequence=0): run the notebook to use it.")

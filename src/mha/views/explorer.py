@@ -1,21 +1,18 @@
-"""The one base of the book's interactive views: controls in, plain data out, then a picture, a table and a message.
+"""The one base of the book's interactive views: controls in, plain data out, drawn by one JavaScript module.
 
-An :class:`Explorer` owns what every view of the book does the same way: each control redraws the view when it
-moves; :meth:`Explorer.refresh` is timed (``last_refresh_seconds``; the budget is 50 ms per update on 2 CPU
-cores, measured by ``scripts/bench_views.py``); bad input, or any unexpected error, is answered by a message
-(:func:`problem_html`, the reader's text HTML-escaped, never a traceback) while the last good view stays on
-screen; the view says what to try and what to notice; and where widgets cannot run (a static page, a terminal)
-it is one line of text.
+An :class:`Explorer` owns what every view of the book does the same way. :meth:`Explorer.view_data` takes control
+values by name and returns an :class:`ExplorerView`: plain data (an :class:`~mha.views.heatmaps.AttentionMap`,
+message and panel HTML), with no widget touched. :meth:`Explorer.refresh` computes the view for the controls as
+they stand (timed: ``last_refresh_seconds``); bad input, or any unexpected error, is answered by a message
+(:func:`problem_html`, the reader's text HTML-escaped, never a traceback) while the last good view
+(:attr:`Explorer.current`) stays.
 
-Computing and drawing are apart. :meth:`Explorer.view_data` takes control values by name and returns an
-:class:`ExplorerView`: plain data (an :class:`~mha.views.heatmaps.AttentionMap`, message and panel HTML), with no
-widget touched, so a static exporter can call it for every value of :meth:`Explorer.choices`. The map is drawn
-by :mod:`mha.views.heatmaps`, as PNG and as a table of its numbers for a screen reader.
-
-One object, two representations: displayed in Jupyter, an explorer is its live widget; the same output also
-carries a placeholder for the website (:mod:`mha.views.static_form`), where the book's build draws the view
-without a kernel, and myst-nb is told to prefer that HTML to the widget (``_config.yml``). Used in (chapter 1,
-"Multi-head attention") and (chapter 3, "Empirical head roles").
+Python never draws a view's map. Displayed in Jupyter, an explorer is a :class:`~mha.views.widget.ViewWidget`:
+the payload of every setting its controls reach (:mod:`mha.views.static_form`), drawn by ``views.js``, the same
+module that draws the website's views, with below it the few things only a kernel can do (typing a sentence,
+training a model: :meth:`Explorer.kernel_widgets`), which send the view a new payload. The same output carries a
+placeholder that the website's build fills with that payload (``_config.yml`` tells myst-nb to prefer it). Used in
+(chapter 1, "Multi-head attention") and (chapter 3, "Empirical head roles").
 """
 
 from __future__ import annotations
@@ -27,14 +24,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 
-from ipywidgets import HTML, Accordion, Checkbox, Dropdown, Image, IntSlider, VBox, Widget
+from ipywidgets import HTML, Checkbox, Dropdown, IntSlider, VBox, Widget
 
 from mha.views import static_form
-from mha.views.heatmaps import AttentionMap, AttentionPNG, attention_table_html
+from mha.views.heatmaps import AttentionMap
+from mha.views.widget import ViewWidget
 
 __all__ = ["problem_html", "ExplorerView", "Explorer"]
-
-NUMBERS_TITLE = "The numbers behind the map, as a table"
 
 
 def problem_html(problem: BaseException, doing: str = "draw") -> str:
@@ -86,21 +82,18 @@ class Explorer:
     site_note = ""
     """What the website's form of the view cannot do, and where to do it instead (typing, training)."""
 
-    def __init__(self, controls: Mapping[str, Widget], *, renderer: AttentionPNG | None = None,
-                 panels: Mapping[str, HTML] | None = None) -> None:
+    def __init__(self, controls: Mapping[str, Widget], *, panels: Mapping[str, HTML] | None = None) -> None:
         self.controls = dict(controls)
         self.panels = dict(panels or {})
-        self.renderer = AttentionPNG() if renderer is None else renderer
-        self.guide = HTML(self.guidance_html())
         self.message = HTML()
-        self.image = Image(format="png")
-        self.map_table = HTML()
-        self.numbers = Accordion(children=[self.map_table], titles=(NUMBERS_TITLE,))
+        self.current: ExplorerView | None = None
+        """The last good view: what stays on screen when the input is bad."""
         self.last_refresh_seconds = 0.0
+        self.view_widget: ViewWidget | None = None
+        self._shown: Widget | None = None
         self._quiet = False
         for name, control in self.controls.items():
             control.observe(partial(self._moved, name), names="value")
-        self.widget = self._layout()
         self.refresh()
 
     # --- what subclasses say -----------------------------------------------------------------------------
@@ -109,9 +102,9 @@ class Explorer:
         """The view for these control values (one keyword per control), as plain data; ``ValueError`` if bad."""
         raise NotImplementedError
 
-    def _layout(self) -> Widget:
-        """The widget a notebook shows: guidance, controls, message, map and its table, top to bottom."""
-        return VBox([self.guide, *self.controls.values(), self.message, self.image, self.numbers])
+    def kernel_widgets(self) -> list[Widget]:
+        """What only a running kernel can do, shown under the view in Jupyter (default: nothing)."""
+        return []
 
     def _state(self) -> dict[str, object]:
         """What the one-line text form names (default: every control's value)."""
@@ -167,6 +160,14 @@ class Explorer:
         control's current value)."""
         return {**self.values(), **values}
 
+    def site_values(self) -> dict[str, object]:
+        """Each control's value as the payload starts it (default: :meth:`values`)."""
+        return self.values()
+
+    def site_view(self, values: dict[str, object]) -> ExplorerView:
+        """The view the payload stores for the site's control ``values`` (default: :meth:`view_data`)."""
+        return self.view_data(**self.site_arguments(values))
+
     def site_payload(self) -> dict:
         """What the website's form needs (default: every reachable view, :func:`static_form.table_payload`)."""
         return static_form.table_payload(self)
@@ -190,16 +191,9 @@ class Explorer:
             self._quiet = quiet
 
     def _updates(self, view: ExplorerView) -> list[tuple[Widget, str, object]]:
-        """(widget, trait, new value) for every part the view fills; drawing happens here, so it may raise."""
-        updates: list[tuple[Widget, str, object]] = [(self.message, "value", view.message)]
-        drawn = view.attention_map
-        if drawn is not None:
-            updates += [(self.image, "value", self.renderer.render(drawn)),
-                        (self.image, "tooltip", f"{drawn.title}: attention map; the numbers are in the table below"),
-                        (self.map_table, "value",
-                         attention_table_html(drawn.weights, drawn.query_labels, drawn.title, drawn.key_labels))]
-        updates += [(self.panels[name], "value", value) for name, value in view.panels.items()]
-        return updates
+        """(widget, trait, new value) for the message and every panel the view fills."""
+        return [(self.message, "value", view.message),
+                *((self.panels[name], "value", value) for name, value in view.panels.items())]
 
     def refresh(self) -> bool:
         """Redraw for the current controls; on bad input show why, keep the last good view, return False."""
@@ -218,6 +212,7 @@ class Explorer:
                     self.controls[name].value = value
             for widget, trait, value in updates:
                 setattr(widget, trait, value)
+            self.current = view
             ok = True
         self.last_refresh_seconds = time.perf_counter() - start
         return ok
@@ -234,8 +229,24 @@ class Explorer:
     def __repr__(self) -> str:
         return self.describe()
 
+    # --- in Jupyter ----------------------------------------------------------------------------------------
+
+    def payload(self) -> str:
+        """The encoded payload of this view as it stands, for :class:`~mha.views.widget.ViewWidget`."""
+        return static_form.encode_payload(static_form.site_payload(self, hosted=True))
+
+    @property
+    def widget(self) -> Widget:
+        """What a notebook shows: the view, drawn by ``views.js``, and under it :meth:`kernel_widgets`."""
+        if self._shown is None:
+            self.view_widget = ViewWidget(payload=self.payload())
+            self._shown = VBox([self.view_widget, *self.kernel_widgets()])
+        return self._shown
+
+    def publish(self) -> None:
+        """Send the view on screen a new payload, after the kernel changed what it can show (typing, training)."""
+        if self.view_widget is not None:
+            self.view_widget.payload = self.payload()
+
     def _repr_mimebundle_(self, **kwargs):
-        bundle = self.widget._repr_mimebundle_(**kwargs)
-        bundle["text/plain"] = self.describe()
-        bundle["text/html"] = static_form.placeholder_html(self)  # the website draws the view from it
-        return bundle
+        return static_form.notebook_bundle(self, self.widget, **kwargs)

@@ -29,7 +29,7 @@ from typing import NamedTuple
 
 import numpy as np
 import torch
-from ipywidgets import HTML, Button, Dropdown, HBox, IntProgress, IntSlider, Layout, Text, VBox
+from ipywidgets import HTML, Button, Dropdown, HBox, IntProgress, IntSlider, Layout, Text, Widget
 
 from mha.core.validation import head_counts_that_divide
 from mha.lab.checkpoints import LAB_DIRECTORY
@@ -37,7 +37,7 @@ from mha.lab.head_count_sweep import (ANALYSIS_BATCH_SEED, HeadCountStudy, analy
                                       relation_shares, token_names, train_two_relation_model)
 from mha.lab.training import TrainingConfig
 from mha.views.explorer import Explorer, ExplorerView
-from mha.views.heatmaps import AttentionMap, AttentionPNG
+from mha.views.heatmaps import AttentionMap
 
 __all__ = ["LIVE_TRAINING", "N_EXAMPLES", "shares_table_html", "CurveLine",
            "loss_curves_svg", "parse_head_count", "HeadCountExplorer"]
@@ -192,16 +192,15 @@ class HeadCountExplorer(Explorer):
                                   f"{live_training.learning_rate:g} (the stored runs: up to "
                                   f"{self.study.max_steps:,} steps at each h's chosen rate), one CPU thread."))
         self.train_button.on_click(lambda button: self.retrain(self.train_heads.value))
+        self.stored_button = Button(description="back to the stored models", layout=Layout(width="220px"))
+        self.stored_button.on_click(lambda button: self.show(self.heads_picker.value))
         super().__init__({"heads": self.heads_picker, "seed": self.seed_picker, "head": self.head_slider,
                           "sequence": self.example_slider},
-                         panels={"shares": self.shares_view, "curves": self.curves},
-                         renderer=AttentionPNG(size=(4.8, 4.6), margins=(0.2, 0.2, 0.98, 0.93)))
+                         panels={"shares": self.shares_view, "curves": self.curves})
 
-    def _layout(self) -> VBox:
-        return VBox([
-            self.guide, HBox([self.heads_picker, self.seed_picker]), HBox([self.head_slider, self.example_slider]),
-            self.message, HBox([VBox([self.image, self.numbers]), VBox([self.curves, self.shares_view])]),
-            HBox([self.train_heads, self.train_button, self.progress]), self.status])
+    def kernel_widgets(self) -> list[Widget]:
+        """Train a model live: a head count, the button, its progress and what it says; the view then shows it."""
+        return [HBox([self.train_heads, self.train_button, self.progress, self.stored_button]), self.status]
 
     # --- data -------------------------------------------------------------------------------------------
 
@@ -268,7 +267,7 @@ class HeadCountExplorer(Explorer):
         intro = (f"<b>The model you trained live</b>: h = {n_heads} heads of d_head = {self.study.d_model // n_heads}, "
                  f"seed {seed}, {rows[-1]['step']} steps at learning rate {self.live_training.learning_rate:g}: "
                  f"held-out loss {rows[-1]['loss']:.3g}, accuracy {rows[-1]['accuracy']:.1%}. "
-                 f"Pick heads or a seed above to go back to the stored models.")
+                 f"The button under the view goes back to the stored models.")
         return self._run_view(intro, view, n_heads, seed, head, sequence, live=self._live)
 
     def _run_view(self, intro: str, view: dict, n_heads: int, seed: int, head: int, sequence: int,
@@ -296,7 +295,14 @@ class HeadCountExplorer(Explorer):
         return {"n_heads": self.heads_picker.value, "seed": self.seed_picker.value}
 
     def site_choices(self) -> dict[str, list]:
+        if self._showing_live and self._live is not None:  # the model trained live: its heads and sequences
+            return {"head": list(range(self._live["n_heads"])), "sequence": list(range(N_EXAMPLES))}
         return {**self.choices(), "head": list(range(max(self.study.head_counts)))}
+
+    def site_view(self, values: dict[str, object]) -> ExplorerView:
+        if self._showing_live and self._live is not None:
+            return self._live_view_data(head=values["head"], sequence=values["sequence"])
+        return super().site_view(values)
 
     # --- actions ----------------------------------------------------------------------------------------
 
@@ -313,7 +319,9 @@ class HeadCountExplorer(Explorer):
         self._showing_live = False
         with self.quietly():
             self.heads_picker.value, self.seed_picker.value = int(n_heads), int(seed)
-        return self.refresh()
+        shown = self.refresh()
+        self.publish()
+        return shown
 
     def retrain(self, n_heads: object = None, steps: int | None = None) -> bool:
         """Train a fresh model with ``n_heads`` heads (typed text is fine) and the chosen seed, then show it.
@@ -357,4 +365,5 @@ class HeadCountExplorer(Explorer):
         self.status.value = (f"Trained h = {n_heads}, seed {seed} in {self.last_train_seconds:.1f} s "
                              f"({training.steps:,} steps at learning rate {training.learning_rate:g}).")
         self.refresh()
+        self.publish()
         return True

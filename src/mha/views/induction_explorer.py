@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 import torch
-from ipywidgets import Dropdown, IntSlider, Layout, Text
+from ipywidgets import HTML, Dropdown, IntSlider, Layout, Text, Widget
 
 from mha.book import head_label
 from mha.lab.checkpoints import checkpoint_names, load_checkpoint
@@ -30,7 +30,7 @@ from mha.lab.circuit_scores import (composition_score_baseline, head_role_scores
                                     prefix_matching_score, previous_token_score)
 from mha.lab.induction import ROLE_SCORE_THRESHOLD, held_out_batch, role_labels
 from mha.views.explorer import Explorer, ExplorerView
-from mha.views.heatmaps import AttentionMap, AttentionPNG
+from mha.views.heatmaps import AttentionMap
 
 __all__ = ["induction_model_names", "parse_token_ids", "prefix_matching_keys", "InductionLabExplorer"]
 
@@ -147,10 +147,23 @@ class InductionLabExplorer(Explorer):
                                          description="held-out seq")
         self.own_tokens = Text(placeholder="or type token ids, e.g. 5 17 42 8 5 17 42, then press Enter",
                                continuous_update=False, description="your own", layout=Layout(width="95%"))
-        renderer = AttentionPNG(size=(5.4, 4.8), margins=(0.14, 0.13, 0.98, 0.92), max_labels=12,
-                                axis_titles=("key: position attended to", "query: position attending from"))
+        self.typing_problem = HTML()
+        self.drawn_typed = ""
+        """The typed ids last drawn without a problem: what the payload shows (bad ids never reach it)."""
         super().__init__({"model": self.model_menu, "layer": self.layer_slider, "head": self.head_slider,
-                          "sequence": self.sequence_slider, "typed": self.own_tokens}, renderer=renderer)
+                          "sequence": self.sequence_slider, "typed": self.own_tokens})
+
+    def _control_moved(self, name: str) -> None:
+        ok = self.refresh()
+        if name == "typed":
+            self.typing_problem.value = "" if ok else self.message.value
+            if ok:
+                self.drawn_typed = self.own_tokens.value
+                self.publish()
+
+    def kernel_widgets(self) -> list[Widget]:
+        """A box to type token ids: the view then shows them in place of the held-out sequences."""
+        return [self.own_tokens, self.typing_problem]
 
     # -- what to show ----------------------------------------------------------------------------
 
@@ -220,4 +233,4 @@ class InductionLabExplorer(Explorer):
                 "head": self.head_slider.value, "sequence": self.sequence_slider.value}
 
     def site_arguments(self, values: dict[str, object]) -> dict[str, object]:
-        return {**values, "typed": ""}  # the site shows the held-out sequences
+        return {**values, "typed": self.drawn_typed}  # typed ids, in a kernel; the site shows the held-out ones

@@ -16,13 +16,13 @@ from collections import OrderedDict
 from collections.abc import Sequence
 
 import numpy as np
-from ipywidgets import Checkbox, Dropdown, IntSlider, Layout, Text
+from ipywidgets import HTML, Checkbox, Dropdown, IntSlider, Layout, Text, Widget
 
 from mha.book import head_label
 from mha.pretrained.encoder import MiniLMEncoder
 from mha.pretrained.word_maps import word_attention, word_strings
 from mha.views.explorer import Explorer, ExplorerView
-from mha.views.heatmaps import AttentionMap, AttentionPNG
+from mha.views.heatmaps import AttentionMap
 
 __all__ = ["MAX_VIEW_TOKENS", "CACHED_SENTENCES", "sentence_attention", "strongest_link", "ModelHeadExplorer"]
 
@@ -88,7 +88,7 @@ class ModelHeadExplorer(Explorer):
                       "cell says where a head looks, not what the model does with it.")
 
     site_note = ("On this page the view shows the sentences of the menu; to type your own, open the page as a notebook "
-                 "(the launch buttons at the top).")
+                 "(the launch buttons at the top), where a box under the view adds any sentence to its menu.")
 
     def __init__(self, sentences: Sequence[str], *, layer: int = 0, head: int = 0, word_level: bool = False,
                  encoder: MiniLMEncoder | None = None) -> None:
@@ -106,15 +106,28 @@ class ModelHeadExplorer(Explorer):
         self.layer_slider = IntSlider(value=layer, min=0, max=n_layers - 1, description="layer")
         self.head_slider = IntSlider(value=head, min=0, max=n_heads - 1, description="head")
         self.word_level = Checkbox(value=word_level, description="merge word pieces into words")
+        self.typed_sentences: list[str] = []
+        """Sentences typed in the kernel, added to the view's menu."""
+        self.typing_problem = HTML()
         super().__init__({"sentence": self.sentence_menu, "typed": self.own_sentence, "layer": self.layer_slider,
-                          "head": self.head_slider, "word_level": self.word_level},
-                         renderer=AttentionPNG(size=(5.4, 5.0)))
+                          "head": self.head_slider, "word_level": self.word_level})
 
     def _control_moved(self, name: str) -> None:
         if name == "typed" and self.sentence_menu.value != TYPE_YOUR_OWN:
-            self.sentence_menu.value = TYPE_YOUR_OWN  # redraws
-        else:
-            self.refresh()
+            with self.quietly():
+                self.sentence_menu.value = TYPE_YOUR_OWN
+        ok = self.refresh()
+        if name == "typed":
+            self.typing_problem.value = "" if ok else self.message.value
+            typed = self.own_sentence.value
+            if ok and typed not in self.menu_sentences + self.typed_sentences:
+                self.typed_sentences.append(typed)
+            if ok:
+                self.publish()
+
+    def kernel_widgets(self) -> list[Widget]:
+        """A box to type a sentence: the kernel runs the model on it and adds it to the view's menu."""
+        return [self.own_sentence, self.typing_problem]
 
     @property
     def sentence(self) -> str:
@@ -160,12 +173,17 @@ class ModelHeadExplorer(Explorer):
 
     def site_choices(self) -> dict[str, list]:
         choices = self.choices()
-        choices["sentence"] = [option for option in choices["sentence"] if option != TYPE_YOUR_OWN]
+        choices["sentence"] = self.menu_sentences + self.typed_sentences
         return choices
 
+    def site_values(self) -> dict[str, object]:
+        return {**self.values(), "sentence": self.sentence}
+
     def site_arguments(self, values: dict[str, object]) -> dict[str, object]:
-        return {**values, "typed": ""}  # the site shows the menu's sentences
+        # every sentence of the payload's menu (typed ones too) is read by its text, whatever it says
+        return {**values, "sentence": TYPE_YOUR_OWN, "typed": values["sentence"]}
 
     def site_payload(self) -> dict:
-        self.cache_size = max(self.cache_size, 2 * len(self.menu_sentences))  # every sentence, both levels, once
+        # every sentence, both levels, once
+        self.cache_size = max(self.cache_size, 2 * (len(self.menu_sentences) + len(self.typed_sentences)))
         return super().site_payload()

@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
-from ipywidgets import Checkbox, Dropdown, IntSlider
+from ipywidgets import Checkbox, Dropdown, IntSlider, Widget
 
 from mha.views.heatmaps import COLORMAP, KEY_AXIS, QUERY_AXIS, AttentionMap, cell_colours, weight_hundredths
 from mha.views.widget import check_payload
@@ -40,7 +40,7 @@ from mha.views.widget import check_payload
 if TYPE_CHECKING:
     from mha.views.explorer import Explorer
 
-__all__ = ["SITE_VIEWS", "PAYLOAD_VERSION", "placeholder_html", "view_from_recipe", "site_payload", "table_payload",
+__all__ = ["SITE_VIEWS", "PAYLOAD_VERSION", "placeholder_html", "notebook_bundle", "view_from_recipe", "site_payload", "table_payload",
            "encode_payload", "decode_payload", "map_payload", "stored_weights"]
 
 SITE_VIEWS: dict[str, str] = {
@@ -48,6 +48,7 @@ SITE_VIEWS: dict[str, str] = {
     "ModelHeadExplorer": "mha.views.model_explorer",
     "InductionLabExplorer": "mha.views.induction_explorer",
     "HeadCountExplorer": "mha.views.head_count_explorer",
+    "TrainingTimelineView": "mha.views.training_timeline",
 }
 """The only views a recipe can rebuild: each class's name, and the module that defines it (imported when needed)."""
 
@@ -70,6 +71,14 @@ def placeholder_html(explorer: Explorer) -> str:
             f"interactive view runs in your browser on the book's website, and in a running notebook.</p></div>")
 
 
+def notebook_bundle(view, shown: Widget, **kwargs) -> dict:
+    """What a notebook stores for ``view``: the widget ``shown`` (drawn by ``views.js`` in Jupyter), the one line of
+    text for where no widget runs, and the placeholder the website fills (myst-nb prefers it, ``_config.yml``)."""
+    bundle = shown._repr_mimebundle_(**kwargs)
+    data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})  # anywidget adds metadata
+    return {**data, "text/plain": view.describe(), "text/html": placeholder_html(view)}, metadata
+
+
 def view_from_recipe(recipe: Mapping) -> Explorer:
     """The explorer a recipe describes; ``ValueError`` for a view that is not one of :data:`SITE_VIEWS`."""
     if not isinstance(recipe, Mapping) or not isinstance(recipe.get("arguments"), Mapping):
@@ -80,12 +89,16 @@ def view_from_recipe(recipe: Mapping) -> Explorer:
     return getattr(importlib.import_module(SITE_VIEWS[name]), name)(**recipe["arguments"])
 
 
-def site_payload(explorer: Explorer) -> dict:
-    """What the page needs to draw ``explorer`` without a kernel: the view's own choice, or :func:`table_payload`."""
+def site_payload(explorer: Explorer, *, hosted: bool = False) -> dict:
+    """What ``views.js`` needs to draw ``explorer``: the view's own choice, or :func:`table_payload`.
+
+    ``hosted``: for Jupyter, where the kernel can type and train, so the website's note on what it cannot do is left
+    out.
+    """
     payload = explorer.site_payload()
     return check_payload({"version": PAYLOAD_VERSION,
                           "guidance": {"try": explorer.what_to_try, "notice": explorer.what_to_notice},
-                          "note": explorer.site_note, "axes": {"key": KEY_AXIS, "query": QUERY_AXIS, "colormap": COLORMAP},
+                          "note": "" if hosted else explorer.site_note, "axes": {"key": KEY_AXIS, "query": QUERY_AXIS, "colormap": COLORMAP},
                           "palette": cell_colours(), **payload})
 
 
@@ -148,13 +161,14 @@ def table_payload(explorer: Explorer) -> dict:
     names = list(choices)
     strings = _Strings()
     controls = []
+    now = explorer.site_values()
     for name in names:
         control = explorer.controls[name]
         values = list(choices[name])
         controls.append({"name": name, "label": control.description or name, "kind": _control_kind(control),
                          "values": [v if isinstance(v, (bool, int, float, str)) else str(v) for v in values],
                          "labels": _option_labels(control, values),
-                         "start": values.index(control.value) if control.value in values else 0})
+                         "start": values.index(now[name]) if now[name] in values else 0})
     position = {name: {value: index for index, value in enumerate(choices[name])} for name in names}
     drawn: list[dict] = []
     views: dict[str, int] = {}
@@ -166,7 +180,7 @@ def table_payload(explorer: Explorer) -> dict:
         if clamped != values:  # the package would clamp it: the same view, already drawn
             views[key] = views["|".join(str(position[name][clamped[name]]) for name in names)]
             continue
-        view = explorer.view_data(**explorer.site_arguments(values))
+        view = explorer.site_view(values)
         shown = {name: value for name, value in view.shown.items() if name in position}
         for name, top in view.slider_max.items():
             reach[name, _others(values, name)] = top

@@ -2,15 +2,13 @@
 
 A reader scrubs training from step 0 to the end of the recorded run (:mod:`mha.lab.timeline`) and watches the
 induction head form: the maps of every head on a few held-out sequences at the chosen step, each head's
-previous-token and prefix-matching scores, and the loss curve with the phase change marked. The view is drawn on
-the website by ``site/views.js`` from :meth:`TrainingTimelineView.site_payload` (kind ``"timeline"``), which
-holds every frame; a notebook shows the same placeholder, rebuilt from :meth:`~TrainingTimelineView.recipe`.
+previous-token and prefix-matching scores, and the loss curve with the phase change marked. The view is drawn by
+``views.js`` (:mod:`mha.views.widget`) from :meth:`TrainingTimelineView.site_payload` (kind ``"timeline"``), which
+holds every frame: in a notebook through anywidget, on the website from the payload the book's build embeds.
 """
 
 from __future__ import annotations
 
-import html
-import json
 import math
 
 import numpy as np
@@ -18,7 +16,9 @@ import numpy as np
 from mha.book import head_label
 from mha.lab.induction import ROLE_SCORE_THRESHOLD
 from mha.lab.timeline import TIMELINE_FILE, load_induction_timeline
+from mha.views import static_form
 from mha.views.induction_explorer import prefix_matching_keys
+from mha.views.widget import ViewWidget
 
 __all__ = ["TrainingTimelineView"]
 
@@ -33,8 +33,7 @@ class TrainingTimelineView:
     """Scrub the recorded training of the 2-layer induction model, frame by frame (sections 3.5 and 3.6).
 
     ``file_name`` is the timeline in the lab's folder (default :data:`mha.lab.timeline.TIMELINE_FILE`); ``step``
-    the recorded step the view opens at (default 0, before training). The site draws it; in a notebook it shows
-    what it is (:meth:`describe`) and the placeholder the site fills.
+    the recorded step the view opens at (default 0, before training).
     """
 
     what_to_try = ("Press play and watch layer 1 while the loss curve drops; stop at the phase change and step "
@@ -68,11 +67,8 @@ class TrainingTimelineView:
         return f"TrainingTimelineView({self.describe()})"
 
     def _repr_mimebundle_(self, **kwargs) -> dict:
-        attribute = html.escape(json.dumps(self.recipe(), sort_keys=True, ensure_ascii=True), quote=True)
-        text = html.escape(self.describe())
-        return {"text/plain": self.describe(),
-                "text/html": (f"<div class='mha-view' data-mha-recipe=\"{attribute}\"><p class='mha-view-fallback'>"
-                              f"{text}. This view runs in your browser on the book's website.</p></div>")}
+        payload = static_form.encode_payload(static_form.site_payload(self, hosted=True))
+        return static_form.notebook_bundle(self, ViewWidget(payload=payload), **kwargs)
 
     def site_payload(self) -> dict:
         """Everything the page needs to draw every frame, as ``static_form.encode_payload`` packs it.

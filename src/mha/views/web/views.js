@@ -47,10 +47,10 @@
                "properties": {"key": {"type": "string"}, "query": {"type": "string"}, "colormap": {"type": "string"}}},
       "palette": {"type": "array", "minItems": 256, "maxItems": 256,
                   "items": {"type": "array", "minItems": 2, "maxItems": 2,
-                            "items": {"type": "string", "pattern": "^#[0-9a-f]{3,6}$"}}},
+                            "items": {"type": "string", "pattern": "^#[0-9a-f]{3,6}(?![\\s\\S])"}}},
       "controls": {"type": "array", "items": {
         "type": "object", "required": ["name", "label", "kind", "values", "labels", "start"],
-        "properties": {"name": {"type": "string", "pattern": "^[a-z_]+$"}, "label": {"type": "string"},
+        "properties": {"name": {"type": "string", "pattern": "^[a-z_]+(?![\\s\\S])"}, "label": {"type": "string"},
                        "kind": {"enum": ["slider", "menu", "checkbox"]}, "values": {"type": "array", "minItems": 1},
                        "labels": {"type": "array", "items": {"type": "string"}},
                        "start": {"type": "integer", "minimum": 0}}}},
@@ -73,7 +73,13 @@
       "W_Q": {"type": "array"}, "W_K": {"type": "array"}, "b_Q": {"type": "array"}, "b_K": {"type": "array"},
       "refusals": {"type": "object", "additionalProperties": {"type": "string"}},
       "steps": {"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 0}},
-      "loss": {"type": "array", "items": {"type": "number"}}
+      "loss": {"type": "array", "items": {"type": ["number", "null"]}},
+      "sequences": {"type": "array", "minItems": 1, "items": {
+        "type": "object", "required": ["labels", "marked", "title"],
+        "properties": {"labels": {"type": "array", "items": {"type": "string"}}, "title": {"type": "string"}}}},
+      "n_layers": {"type": "integer", "minimum": 1},
+      "n_heads": {"type": "integer", "minimum": 1},
+      "seq_len": {"type": "integer", "minimum": 1}
     },
     "allOf": [
       {"if": {"properties": {"kind": {"enum": ["table"]}}},
@@ -82,7 +88,9 @@
        "then": {"required": ["d_model", "seed", "max_heads", "max_tokens", "sentence", "heads", "head", "W_Q", "b_Q",
                              "W_K", "b_K", "refusals"]}},
       {"if": {"properties": {"kind": {"enum": ["timeline"]}}},
-       "then": {"required": ["steps", "loss", "sequences", "n_layers", "n_heads"]}}
+       "then": {"required": ["steps", "loss", "curve", "phase_change", "chance_loss", "previous_token",
+                            "prefix_matching", "threshold", "sequences", "head_labels", "n_layers", "n_heads",
+                            "seq_len"]}}
     ]
   } /* schema-end */;
 
@@ -95,9 +103,10 @@
     }
     if (schema.type) {
       const kind = typeOf(value);
-      const fits = schema.type === "integer" ? Number.isInteger(value)
-        : schema.type === "number" ? kind === "number" && Number.isFinite(value) : kind === schema.type;
-      if (!fits) return `${where} should be ${schema.type === "integer" ? "an" : "a"} ${schema.type}, not ${kind}`;
+      const fits = (type) => (type === "integer" ? Number.isInteger(value)
+        : type === "number" ? kind === "number" && Number.isFinite(value) : kind === type);
+      const types = [].concat(schema.type);
+      if (!types.some(fits)) return `${where} should be ${types.join(" or ")}, not ${kind}`;
     }
     if (schema.minimum !== undefined && value < schema.minimum) return `${where} is below ${schema.minimum}`;
     if (schema.pattern && !new RegExp(schema.pattern).test(value)) return `${where} does not match ${schema.pattern}`;
@@ -459,8 +468,7 @@
     const tools = make("div", { class: "mha-tools", role: "group", "aria-label": "what else the view can show" });
     const message = make("div", { class: "mha-message", "aria-live": "polite", id: `${id}-message` });
     const address = make("p", { class: "mha-address", "aria-live": "polite" });
-    const readout = make("p", { class: "mha-readout", id: `${id}-readout`, "aria-live": "polite" },
-      "Point at a cell, tap it, or focus the map and use the arrow keys, to read its weight.");
+    const readout = make("p", { class: "mha-readout", id: `${id}-readout`, "aria-live": "polite" }, READOUT_HELP);
     const picture = make("div", { class: "mha-picture", tabindex: "0", role: "group", "aria-describedby": `${id}-readout`,
       "aria-label": "attention map: use the arrow keys to move between cells" });
     const table = make("div", { class: "mha-table" });
@@ -637,7 +645,7 @@
       const state = { ...view.state, ...partial };
       const map = view.mapAt(state);
       if (!map) continue;
-      const tile = gridTile(view, map, map.title, () => {
+      const tile = gridTile(view, map, map.tile || map.title, () => {
         view.mode = "single";
         view.apply(state);
       });
@@ -649,11 +657,18 @@
     view.picture.replaceChildren(grid);
     view.readout.textContent = `${grid.children.length} maps, one per head, on the same colour scale (0 to 1). ` +
       "Click a map, or focus it and press Enter, to open it.";
+    view.readout.dataset.grid = "true";
     view.table.replaceChildren(make("p", {}, "Open one map to read its numbers."));
   }
 
   /* The single map, or a comparison: the map, the compared setting's map, and their difference. */
+  const READOUT_HELP = "Point at a cell, tap it, or focus the map and use the arrow keys, to read its weight.";
+
   function drawMaps(view, map) {
+    if (view.readout.dataset.grid) {
+      delete view.readout.dataset.grid;
+      view.readout.textContent = READOUT_HELP;
+    }
     const maps = [map];
     let note = null;
     if (view.compareWith !== null && view.compareName) {
@@ -1101,14 +1116,162 @@
 
   /* --- "timeline": a tiny model's heads through training ------------------------------------------------------ */
 
+  /* The loss curve: the repeat loss at every logged step, chance as a dotted line, the phase change as a dashed
+     one, and a cursor at the step on show. */
+  function lossCurve(payload) {
+    const [width, height, left, right, top, bottom] = [380, 210, 46, 26, 30, 40];
+    const steps = payload.curve.steps;
+    const losses = payload.curve.loss;
+    const last = steps[steps.length - 1] || 1;
+    const high = Math.max(payload.chance_loss, ...losses.filter((value) => value !== null)) * 1.05;
+    const x = (step) => left + ((width - left - right) * step) / last;
+    const y = (loss) => top + (height - top - bottom) * (1 - loss / high);
+    const svg = makeSvg("svg", { viewBox: `0 0 ${width} ${height}`, width, height, role: "img", class: "mha-map mha-curve",
+      "aria-label": `Repeat loss over training, from ${losses[0]} at step 0 to ${losses[losses.length - 1]} at step ` +
+        `${last}; the phase change is at step ${payload.phase_change.step}` });
+    svg.append(makeSvg("text", { x: left, y: 12, class: "mha-map-title" }, "repeat loss (nats) over training"));
+    const points = steps.map((step, index) => (losses[index] === null ? null : `${x(step).toFixed(1)},${y(losses[index]).toFixed(1)}`))
+      .filter(Boolean).join(" ");
+    svg.append(makeSvg("line", { x1: left, x2: width - right, y1: y(payload.chance_loss), y2: y(payload.chance_loss),
+      class: "mha-chance" }));
+    svg.append(makeSvg("text", { x: left + 4, y: y(payload.chance_loss) + 13 }, "chance"));
+    const phase = x(payload.phase_change.step);
+    svg.append(makeSvg("line", { x1: phase, x2: phase, y1: top, y2: height - bottom, class: "mha-phase" }));
+    svg.append(makeSvg("text", { x: phase, y: top - 4, "text-anchor": "middle" }, `phase change, step ${payload.phase_change.step}`));
+    svg.append(makeSvg("polyline", { points, class: "mha-loss-line" }));
+    svg.append(makeSvg("line", { x1: left, x2: left, y1: top, y2: height - bottom, class: "mha-tick" }));
+    svg.append(makeSvg("line", { x1: left, x2: width - right, y1: height - bottom, y2: height - bottom, class: "mha-tick" }));
+    for (const value of [0, Math.round(high / 2), Math.floor(high)]) {
+      svg.append(makeSvg("text", { x: left - 4, y: y(value) + 4, "text-anchor": "end" }, String(value)));
+    }
+    for (const step of [0, Math.round(last / 2), last]) {
+      svg.append(makeSvg("text", { x: x(step), y: height - bottom + 14, "text-anchor": "middle" }, step.toLocaleString("en")));
+    }
+    svg.append(makeSvg("text", { x: (left + width) / 2, y: height - 6, "text-anchor": "middle", class: "mha-axis" },
+      "training step"));
+    const cursor = makeSvg("line", { y1: top, y2: height - bottom, class: "mha-cursor" });
+    svg.append(cursor);
+    return { svg, moveTo: (step) => { cursor.setAttribute("x1", x(step)); cursor.setAttribute("x2", x(step)); } };
+  }
+
   function mountTimeline(root, payload, options) {
     const view = frame(root, payload, options);
-    view.message.replaceChildren(...problem("this build of the book cannot draw a training timeline yet."));
-    view.redraw = () => {};
-    view.apply = () => {};
-    view.state = {};
-    view.stateNames = [];
-    return view;
+    const [nLayers, nHeads, nSteps, size] = [payload.n_layers, payload.n_heads, payload.steps.length, payload.seq_len];
+    const expected = payload.sequences.length * nLayers * nHeads * size * size * nSteps;
+    if (payload.weights.length !== expected) {
+      throw new Error(`the timeline holds ${payload.weights.length} weights where its shape needs ${expected}`);
+    }
+    const stepNames = payload.steps.map((step) => `step ${step.toLocaleString("en")}`);
+    const step = slider(view, "step", "training", nSteps - 1, payload.start || 0);
+    const play = button(view.controls, "Play", "play training from this step", () => toggle());
+    const sequence = menu(view, "sequence", "sequence", payload.sequences.map((item) => item.title), 0);
+    const layer = { value: nLayers - 1 };
+    const head = { value: 0 };
+    let timer = null;
+
+    function toggle() {
+      if (timer) {
+        clearInterval(timer);
+        timer = null;
+      } else {
+        if (Number(step.input.value) >= nSteps - 1) step.input.value = "0";
+        timer = setInterval(() => {
+          const next = Number(step.input.value) + 1;
+          if (next >= nSteps) { toggle(); return; }
+          step.input.value = String(next);
+          view.redraw();
+        }, 160);
+      }
+      play.textContent = timer ? "Pause" : "Play";
+      play.setAttribute("aria-label", timer ? "pause training" : "play training from this step");
+    }
+
+    const mapFor = (state) => {
+      const item = payload.sequences[state.sequence];
+      const base = ((state.sequence * nLayers + state.layer) * nHeads + state.head) * size * size * nSteps;
+      const hundredths = new Uint8Array(size * size);
+      for (let cell = 0; cell < size * size; cell += 1) hundredths[cell] = payload.weights[base + cell * nSteps + state.step];
+      const label = payload.head_labels[state.layer][state.head];
+      const prefix = payload.prefix_matching[state.step][state.layer][state.head];
+      return { title: `${label} at ${stepNames[state.step]}`, tile: `${label} · prefix ${prefix === null ? "–" : prefix.toFixed(2)}`,
+        rows: item.labels, columns: item.labels, hundredths, marked: item.marked, scale: { kind: "weight" } };
+    };
+    view.state = { step: Number(step.input.value), sequence: 0, layer: layer.value, head: head.value };
+    view.mapAt = mapFor;
+    view.stateNames = ["step", "sequence", "layer", "head"];
+    view.addressValue = (name) => (name === "step" ? payload.steps[view.state.step] : view.state[name]);
+    view.valueOf = (name, text) => {
+      if (name === "step") {
+        const wanted = wholeNumber(text, 0, payload.steps[nSteps - 1], "step");
+        const index = payload.steps.indexOf(wanted);
+        if (index < 0) {
+          const after = payload.steps.findIndex((recorded) => recorded > wanted);
+          throw new Error(`step ${wanted} was not recorded; the nearest recorded steps are ` +
+            `${payload.steps[Math.max(after - 1, 0)]} and ${payload.steps[after]}`);
+        }
+        return index;
+      }
+      const top = { sequence: payload.sequences.length, layer: nLayers, head: nHeads }[name];
+      return wholeNumber(text, 0, top - 1, name);
+    };
+    view.gridNames = ["layer", "head"];
+    view.range = (name) => Array.from({ length: name === "layer" ? nLayers : nHeads }, (_, index) => index);
+    view.compareName = "step";
+    view.compareControl = { label: "step", labels: stepNames };
+    view.mode = "grid";
+    view.gridAll = true;
+
+    const curve = lossCurve(payload);
+    const scores = make("div", { class: "mha-panel mha-panel-scores" });
+    view.panels.append(make("div", { class: "mha-panel mha-panel-curve" }, curve.svg), scores);
+
+    function scoreTable(at) {
+      const header = make("tr", {}, make("th", { scope: "col" }, "head"), make("th", { scope: "col" }, "previous-token"),
+        make("th", { scope: "col" }, "prefix-matching"));
+      const body = make("tbody");
+      for (let l = 0; l < nLayers; l += 1) {
+        for (let h = 0; h < nHeads; h += 1) {
+          const cells = [payload.previous_token[at][l][h], payload.prefix_matching[at][l][h]].map((value) => {
+            const text = value === null ? "–" : value.toFixed(2);
+            return make("td", value !== null && value >= payload.threshold ? { class: "mha-strong" } : {}, text);
+          });
+          body.append(make("tr", {}, make("th", { scope: "row" }, payload.head_labels[l][h]), ...cells));
+        }
+      }
+      return make("table", { class: "mha-scores" }, make("caption", {}, `Held-out scores at ${stepNames[at]} ` +
+        `(bold: at least ${payload.threshold}, a role)`), make("thead", {}, header), body);
+    }
+
+    view.apply = (state) => {
+      step.input.value = String(state.step);
+      sequence.value = String(state.sequence);
+      layer.value = state.layer;
+      head.value = state.head;
+      view.redraw();
+    };
+
+    view.redraw = () => {
+      const at = Number(step.input.value);
+      view.state = { step: at, sequence: Number(sequence.value), layer: layer.value, head: head.value };
+      step.output.textContent = stepNames[at];
+      step.input.setAttribute("aria-valuetext", stepNames[at]);
+      const loss = payload.loss[at];
+      const phase = payload.phase_change.step;
+      const where = payload.steps[at] < phase ? `${phase - payload.steps[at]} steps before the phase change`
+        : payload.steps[at] === phase ? "the phase change" : `${payload.steps[at] - phase} steps after the phase change`;
+      view.message.replaceChildren(`${stepNames[at]} of ${payload.steps[nSteps - 1].toLocaleString("en")} (${where}): ` +
+        `repeat loss ${loss === null ? "–" : loss.toFixed(2)} nats (chance ${payload.chance_loss.toFixed(2)}).`);
+      curve.moveTo(payload.steps[at]);
+      scores.replaceChildren(scoreTable(at));
+      if (view.mode === "grid") drawGrid(view);
+      else drawMaps(view, mapFor(view.state));
+      markTools(view);
+      view.writeAddress();
+    };
+
+    step.input.addEventListener("input", timed(view, () => view.redraw()));
+    sequence.addEventListener("change", timed(view, () => view.redraw()));
+    return finish(view);
   }
 
   /* --- start ---------------------------------------------------------------------------------------------------- */
