@@ -30,7 +30,10 @@ from mha.views import static_form
 from mha.views.heatmaps import AttentionMap
 from mha.views.widget import ViewWidget
 
-__all__ = ["problem_html", "ExplorerView", "Explorer"]
+__all__ = ["OPENINGS", "problem_html", "ExplorerView", "Explorer"]
+
+OPENINGS = ("map", "heads", "layers")
+"""How a view first shows: one map, every head of its layer, or every head of every layer."""
 
 
 def problem_html(problem: BaseException, doing: str = "draw") -> str:
@@ -81,6 +84,8 @@ class Explorer:
     """The verb of the error message: "Cannot draw this: ..."."""
     site_note = ""
     """What the website's form of the view cannot do, and where to do it instead (typing, training)."""
+    opening = "map"
+    """How the view first shows (:data:`OPENINGS`)."""
 
     def __init__(self, controls: Mapping[str, Widget], *, panels: Mapping[str, HTML] | None = None) -> None:
         self.controls = dict(controls)
@@ -175,11 +180,6 @@ class Explorer:
     def guidance(self) -> str:
         """What to try and what to notice, as plain text."""
         return f"Try: {self.what_to_try} Notice: {self.what_to_notice}"
-
-    def guidance_html(self) -> str:
-        """:meth:`guidance` as the HTML shown above the controls."""
-        return (f"<b>Try:</b> {html.escape(self.what_to_try)}<br><b>Notice:</b> "
-                f"{html.escape(self.what_to_notice)}")
 
     @contextmanager
     def quietly(self) -> Iterator[None]:

@@ -21,7 +21,7 @@ from ipywidgets import HTML, Checkbox, Dropdown, IntSlider, Layout, Text, Widget
 from mha.book import head_label
 from mha.pretrained.encoder import MiniLMEncoder
 from mha.pretrained.word_maps import word_attention, word_strings
-from mha.views.explorer import Explorer, ExplorerView
+from mha.views.explorer import OPENINGS, Explorer, ExplorerView
 from mha.views.heatmaps import AttentionMap
 
 __all__ = ["MAX_VIEW_TOKENS", "CACHED_SENTENCES", "sentence_attention", "strongest_link", "ModelHeadExplorer"]
@@ -77,7 +77,9 @@ class ModelHeadExplorer(Explorer):
     """Widgets to pick a layer, a head and a sentence of all-MiniLM-L6-v2 and see that head's map.
 
     ``sentences`` fill the menu; the reader can also type one, which switches the menu to
-    :data:`TYPE_YOUR_OWN`; the rest is :class:`~mha.views.explorer.Explorer`'s. Used in (chapter 3, "A tour of all 72 heads"), (chapter 3, "Syntax: heads that follow
+    :data:`TYPE_YOUR_OWN`. ``what_to_try`` and ``what_to_notice`` replace the general guidance with a page's own,
+    and ``opening`` says whether the view first shows one map or every head (:data:`~mha.views.explorer.OPENINGS`).
+    The rest is :class:`~mha.views.explorer.Explorer`'s. Used in (chapter 3, "A tour of all 72 heads"), (chapter 3, "Syntax: heads that follow
     grammatical relations"), (chapter 3, "Coreference, honestly") and (chapter 3, "Content and rare words").
     """
 
@@ -87,13 +89,23 @@ class ModelHeadExplorer(Explorer):
                       "heads link two different words: the strongest link is named under the controls. A bright "
                       "cell says where a head looks, not what the model does with it.")
 
-    site_note = ("On this page the view shows the sentences of the menu; to type your own, open the page as a notebook "
-                 "(the launch buttons at the top), where a box under the view adds any sentence to its menu.")
+    site_note = ("On the website the view shows the sentences of its menu. To type your own, run a chapter-3 page as "
+                 "a notebook (its launch buttons), where a box under the view adds any sentence to the menu.")
 
     def __init__(self, sentences: Sequence[str], *, layer: int = 0, head: int = 0, word_level: bool = False,
-                 encoder: MiniLMEncoder | None = None) -> None:
+                 encoder: MiniLMEncoder | None = None, what_to_try: str | None = None,
+                 what_to_notice: str | None = None, opening: str = "map") -> None:
         if not sentences:
             raise ValueError("give at least one sentence for the menu.")
+        self.own_guidance = {"what_to_try": what_to_try, "what_to_notice": what_to_notice}
+        for name, text in self.own_guidance.items():  # each page says what to try and notice on its own sentences
+            if text is not None:
+                if not isinstance(text, str) or not text.strip():
+                    raise ValueError(f"{name} is the text shown above the view: give a sentence, got {text!r}.")
+                setattr(self, name, text)
+        if opening not in OPENINGS:
+            raise ValueError(f"opening is how the view first shows: one of {', '.join(OPENINGS)}, got {opening!r}.")
+        self.opening = opening
         self.menu_sentences = list(sentences)
         self.encoder = encoder or MiniLMEncoder.load()
         n_layers, n_heads = self.encoder.config.n_layers, self.encoder.config.n_heads
@@ -168,8 +180,10 @@ class ModelHeadExplorer(Explorer):
         return {"sentence": self.sentence, "layer": self.layer_slider.value, "head": self.head_slider.value}
 
     def recipe_arguments(self) -> dict:
+        given = {name: text for name, text in self.own_guidance.items() if text is not None}
+        opening = {} if self.opening == "map" else {"opening": self.opening}
         return {"sentences": self.menu_sentences, "layer": self.layer_slider.value, "head": self.head_slider.value,
-                "word_level": self.word_level.value}
+                "word_level": self.word_level.value, **given, **opening}
 
     def site_choices(self) -> dict[str, list]:
         choices = self.choices()

@@ -98,7 +98,7 @@ def site_payload(explorer: Explorer, *, hosted: bool = False) -> dict:
     payload = explorer.site_payload()
     return check_payload({"version": PAYLOAD_VERSION,
                           "guidance": {"try": explorer.what_to_try, "notice": explorer.what_to_notice},
-                          "note": "" if hosted else explorer.site_note, "axes": {"key": KEY_AXIS, "query": QUERY_AXIS, "colormap": COLORMAP},
+                          "note": "" if hosted else explorer.site_note, "opening": explorer.opening, "axes": {"key": KEY_AXIS, "query": QUERY_AXIS, "colormap": COLORMAP},
                           "palette": cell_colours(), **payload})
 
 

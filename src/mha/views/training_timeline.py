@@ -41,6 +41,7 @@ class TrainingTimelineView:
     what_to_notice = ("A layer-0 head turns to the previous token first; only then does a layer-1 head begin to "
                       "put its weight on the circles (the token after an earlier copy), and the repeat loss falls "
                       "as that head forms. The sequences are held out: their periods were never trained on.")
+    opening = "layers"  # every head of the model at once
     site_note = ("The frames are one recorded run of the model trained for section 3.5: every 100 steps, and every "
                  "20 steps around the phase change.")
 

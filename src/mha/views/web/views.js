@@ -43,6 +43,7 @@
       "guidance": {"type": "object", "required": ["try", "notice"],
                    "properties": {"try": {"type": "string"}, "notice": {"type": "string"}}},
       "note": {"type": "string"},
+      "opening": {"enum": ["map", "heads", "layers"]},
       "axes": {"type": "object", "required": ["key", "query"],
                "properties": {"key": {"type": "string"}, "query": {"type": "string"}, "colormap": {"type": "string"}}},
       "palette": {"type": "array", "minItems": 256, "maxItems": 256,
@@ -808,6 +809,10 @@
   function finish(view) {
     view.writeAddress = () => writeAddress(view);
     addTools(view);
+    if (view.gridNames && view.gridNames.length && ["heads", "layers"].includes(view.payload.opening)) {
+      view.mode = "grid";  /* the view opens on every head of its layer, or of the model */
+      view.gridAll = view.payload.opening === "layers" && view.gridNames.length > 1;
+    }
     view.redraw();
     if (!view.hosted) {
       readAddress(view);
@@ -1218,8 +1223,6 @@
     view.range = (name) => Array.from({ length: name === "layer" ? nLayers : nHeads }, (_, index) => index);
     view.compareName = "step";
     view.compareControl = { label: "step", labels: stepNames };
-    view.mode = "grid";
-    view.gridAll = true;
 
     const curve = lossCurve(payload);
     const scores = make("div", { class: "mha-panel mha-panel-scores" });
