@@ -19,7 +19,12 @@ A Sphinx extension, connected in _config.yml (``sphinx: local_extensions``). It:
 4. rewrites, in each page, the CDN addresses that stored notebook outputs carry (bertviz's views load require.js
    with a ``<script>`` tag, then d3 and jQuery through ``require.config``) to the vendored copies, relative to
    the page. A CDN address this table does not know fails the build with a warning that names it;
-5. writes each inline script once (see ``one_copy_of_each_inline_script``).
+5. writes each inline script once (see ``one_copy_of_each_inline_script``);
+6. mends what axe-core (``tests/test_accessibility.py``) finds wrong in the markup of the theme and of the tools
+   the book is built with (see ``accessible_markup`` and ``label_toctree_toggles``): each displayed formula is a
+   tab stop, since it scrolls sideways when wider than the page; bertviz's views scroll in a labelled region a
+   keyboard reaches, and their menus are labelled; ``site/theme.css`` (on every page) lets inline code break on a
+   phone and darkens links on the exercises' tinted background.
 
 ``scripts/page_weights.py`` prints what each page weighs in Chromium; ``tests/test_site.py`` keeps every
 page within the budget.
@@ -51,6 +56,7 @@ VENDOR_DIR = "_vendor"  # in the built site, next to _static/
 MATH_RENDERER = "prerendered"  # html_math_renderer: formulas typeset at build time by site/render_math.js
 TYPESET = "typeset"  # a math node's attribute: its SVG and MathML, written into the page as they stand
 MATH_CSS = "mathjax/svg.css"  # under _vendor/: what MathJax's SVG output needs on the page (written at each build)
+THEME_CSS = "theme.css"  # site/theme.css, served from _vendor/: the book's corrections to the theme's stylesheets
 
 # where each vendored file comes from in node_modules/, and where the site serves it (under _vendor/)
 VENDORED = {
@@ -101,6 +107,7 @@ def copy_vendored_files(app) -> None:
         destination = target / served
         destination.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source / name, destination)
+    shutil.copyfile(HERE / THEME_CSS, target / THEME_CSS)
 
 
 class MathJaxInNode:
@@ -200,13 +207,16 @@ def visit_math(translator, node) -> None:
 
 
 def visit_displaymath(translator, node) -> None:
-    """As sphinx.ext.mathjax writes a displayed formula (its number, then the formula), but typeset."""
+    """As sphinx.ext.mathjax writes a displayed formula (its number, then the formula), but typeset. The theme
+    lets a formula wider than the column scroll sideways (``div.math mjx-container {overflow: auto}``), so each
+    one is a tab stop: a reader without a mouse or touch screen can scroll it with the arrow keys."""
     translator.body.append(translator.starttag(node, "div", CLASS="math notranslate nohighlight"))
     if node["number"] and not node["nowrap"]:
         translator.body.append(f'<span class="eqno">({get_node_equation_number(translator, node)})')
         translator.add_permalink_ref(node, _("Link to this equation"))
         translator.body.append("</span>")
-    translator.body.append(typeset(translator, node, displayed_tex(node), display=True) + "</div>\n")
+    formula = typeset(translator, node, displayed_tex(node), display=True)
+    translator.body.append(re.sub(r"^<mjx-container ", '<mjx-container tabindex="0" ', formula) + "</div>\n")
     raise nodes.SkipNode
 
 
@@ -242,6 +252,54 @@ def load_from_the_site(app, pagename, templatename, context, doctree) -> None:
                        "or switch it off in _config.yml", location=pagename)
 
 
+# bertviz's view: its container, and a menu it labels with text beside it ("Layer: <select id="layer">")
+BERTVIZ_VIEW = re.compile(r'<div id="(bertviz-[0-9a-f]+)" style="([^"]*)">')
+BERTVIZ_MENU = re.compile(r'(\b[A-Z][a-z]+: <select id="\w+"></select>)')
+DATAFRAME = re.compile(r'<table[^>]*\bclass="dataframe"[^>]*>.*?</table>', re.DOTALL)
+
+
+def accessible_markup(body: str) -> str:
+    """A page's body with what axe-core reports as serious or critical, or cheap to mend, mended:
+
+    - bertviz's view scrolls sideways inside itself, in a region named for screen readers and reached by the
+      Tab key (its model view, twelve heads side by side, is wider than the column even on a laptop), and its
+      menus are labelled by the text beside them;
+    - myst-nb's "Show code cell source" toggles are named by the text they show, not "Toggle hidden content";
+    - the bibliography's entries are the items of its list (docutils marks them ``doc-biblioentry``, a role
+      DPUB-ARIA deprecated, inside ``role="list"``, which then has no item);
+    - a pandas table's empty header cells (the corner above the index, the index name's row) are plain cells.
+    """
+    body = BERTVIZ_VIEW.sub(r'<div id="\1" role="region" aria-label="bertviz attention view" tabindex="0" '
+                            r'style="\2 overflow-x: auto;">', body)
+    body = BERTVIZ_MENU.sub(r"<label>\1</label>", body)
+    body = body.replace('<summary aria-label="Toggle hidden content">', "<summary>")
+    body = body.replace(' role="doc-biblioentry"', ' role="listitem"')
+    return DATAFRAME.sub(lambda table: table.group(0).replace("<th></th>", "<td></td>"), body)
+
+
+def label_toctree_toggles(navigation):
+    """The navigation's toggles named after the entry they open: pydata-sphinx-theme draws each as a chevron icon
+    in a ``<summary>`` with no text, which a screen reader can only call "disclosure triangle". The theme hands
+    the navigation over as HTML or as the BeautifulSoup tree it built it with; it comes back in the same form."""
+    from bs4 import BeautifulSoup  # pydata-sphinx-theme's own dependency
+
+    soup = navigation if isinstance(navigation, BeautifulSoup) else BeautifulSoup(navigation, "html.parser")
+    for summary in soup.select("li.has-children > details > summary"):
+        entry = summary.find_parent("li").find("a", recursive=False)
+        if entry is not None and not summary.get_text(strip=True):
+            summary["aria-label"] = f"Sections of {entry.get_text(' ', strip=True)}"
+    return soup if soup is navigation else str(soup)
+
+
+def make_accessible(app, pagename, templatename, context, doctree) -> None:
+    """Mend the page's body (accessible_markup) and the navigation the theme draws around it."""
+    if context.get("body"):
+        context["body"] = accessible_markup(context["body"])
+    draw_toctree = context.get("generate_toctree_html")
+    if draw_toctree is not None:
+        context["generate_toctree_html"] = lambda *args, **kwargs: label_toctree_toggles(draw_toctree(*args, **kwargs))
+
+
 def setup(app):
     app.add_html_math_renderer(MATH_RENDERER, (visit_math, None), (visit_displaymath, None))
     app.connect("config-inited", configure)
@@ -251,6 +309,8 @@ def setup(app):
     app.connect("build-finished", lambda app, exception: MathJaxInNode.stop())
     # on every page (3 kB, fetched once): a formula can reach a page whose math domain does not know it (glue)
     app.add_css_file(f"../{VENDOR_DIR}/{MATH_CSS}")  # relative to _static/
+    app.add_css_file(f"../{VENDOR_DIR}/{THEME_CSS}", priority=900)  # after the theme's stylesheets
     app.connect("env-updated", one_copy_of_each_inline_script)
     app.connect("html-page-context", load_from_the_site, priority=900)  # after mathjax and myst-nb add theirs
+    app.connect("html-page-context", make_accessible, priority=900)  # after the theme adds generate_toctree_html
     return {"parallel_read_safe": True, "parallel_write_safe": True}
