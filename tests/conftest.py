@@ -85,6 +85,34 @@ def chromium() -> str:
     return path
 
 
+def toc_pages() -> list[str]:
+    """Every page of the book, as its path in the built site: the table of contents, plus Sphinx's own pages."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [toc["root"]]
+
+    def walk(entries):
+        for entry in entries:
+            if "file" in entry:
+                files.append(entry["file"])
+            walk(entry.get("sections", []))
+
+    for part in toc.get("parts", []):
+        walk(part.get("chapters", []))
+    return ["index.html", *(f"{name}.html" for name in files), "genindex.html", "search.html"]
+
+
+# Chromium as the browser tests launch it (Playwright's launch(args=...)): quiet, with no calls home
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+
+
+async def offline_context(browser, site: str, **options):
+    """A new browser context (Playwright, async) in which every request to anywhere but site is aborted."""
+    context = await browser.new_context(**options)
+    await context.route(lambda url: not url.startswith((site, "data:", "blob:")), lambda route: route.abort())
+    return context
+
+
 class QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args):
         pass

@@ -15,32 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-import yaml
 
-from conftest import load_script
+from conftest import CHROMIUM_ARGS, load_script, offline_context, toc_pages
 
-ROOT = Path(__file__).resolve().parents[1]
 WEIGHTS = load_script("page_weights")  # how a page's weight is counted, and the budget
 SECONDS = 1000  # Playwright counts milliseconds
 AT_ONCE = 3  # pages loading together: the browser then keeps both cores of a CI machine busy
-
-
-def toc_pages() -> list[str]:
-    """Every page of the book, as its path in the built site: the table of contents, plus Sphinx's own pages."""
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    files = [toc["root"]]
-
-    def walk(entries):
-        for entry in entries:
-            if "file" in entry:
-                files.append(entry["file"])
-            walk(entry.get("sections", []))
-
-    for part in toc.get("parts", []):
-        walk(part.get("chapters", []))
-    return ["index.html", *(f"{name}.html" for name in files), "genindex.html", "search.html"]
-
-
 PAGES = toc_pages()
 # opened from disk too: the page with the most notation, and one with a bertviz view (require.js, d3, jQuery)
 FROM_DISK = ["chapters/notation.html", "chapters/3_head_roles/3_coreference.html"]
@@ -141,15 +121,11 @@ async def visit_all(chromium: str, targets: dict[str, tuple[str, str]], screensh
     from playwright.async_api import async_playwright
 
     async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=chromium, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-            "--disable-sync", "--no-first-run"])
+        browser = await playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
         sites = {site for site, _ in targets.values()}
-        contexts = {site: await browser.new_context() for site in sites}
-        for site, context in contexts.items():
+        contexts = {site: await offline_context(browser, site) for site in sites}
+        for context in contexts.values():
             await context.add_init_script(FIRST_VISIT)
-            await context.route(lambda url, site=site: not url.startswith((site, "data:", "blob:")),
-                                lambda route: route.abort())
         slots = asyncio.Semaphore(AT_ONCE)
 
         async def one(site, url):
