@@ -1,0 +1,170 @@
+"""The website for every reader: axe-core finds no serious or critical problem on any page, in the light and in the
+dark colour mode, and no page is wider than a phone's screen.
+
+Headless Chromium opens each page of the site that ``built_site`` (conftest.py) builds, served on 127.0.0.1 with
+every request to another host aborted, once in each colour mode (the theme reads the reader's choice from
+localStorage ``mode`` and sets ``data-theme`` on ``<html>``). Once the page has drawn its views, axe-core (the npm
+package, from package-lock.json, put into the page by the test only: the site does not ship it) checks it with its
+default rules (WCAG 2.0 and 2.1, A and AA, and best practices) at 1280 x 800. Then the page shrinks to a phone's
+390 x 844, where it must not pan sideways and, in the light mode, axe checks again that whatever now scrolls is
+reached by keyboard. The whole page is checked, the book's own views included; a failure lists each problem's
+rule, impact, screen and elements, the views' (inside ``.mha-view``) apart from the rest.
+"""
+
+import asyncio
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from conftest import CHROMIUM_ARGS, offline_context, toc_pages
+
+ROOT = Path(__file__).resolve().parents[1]
+AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
+PAGES = toc_pages()
+MODES = ("light", "dark")
+LAPTOP = {"width": 1280, "height": 800}
+PHONE = {"width": 390, "height": 844}
+SERIOUS = ("serious", "critical")  # axe's impacts, from minor to critical, that fail a page
+AT_ONCE = 3  # pages open together
+SECONDS = 1000  # Playwright counts milliseconds
+
+# The page is ready once every view says so and bertviz has drawn, and the theme has made each code block or
+# notebook output that scrolls a tab stop, and no other (its script does so 300 ms after a change or a resize;
+# these are the elements it looks at).
+DRAWN = """() => [...document.querySelectorAll('.mha-view')].every((view) => view.dataset.ready)
+  && [...document.querySelectorAll("[id^='bertviz-']")].every((view) => view.querySelector('svg'))"""
+TAB_STOPS = """() => [...document.querySelectorAll(
+    'pre, .nboutput > .output_area, .cell_output > .output, .jp-RenderedHTMLCommon, .pst-scrollable-table-container')]
+  .every((el) => (el.scrollWidth > el.clientWidth || el.scrollHeight > el.clientHeight) === (el.tabIndex === 0))"""
+# What axe checks (its run options): all its default rules, on a laptop's screen in each colour mode; then, on a
+# phone, what the narrower page changes: what now scrolls must be reached by keyboard, whatever the colours, so
+# in one mode.
+LAPTOP_RULES = {}
+PHONE_RULES = {"runOnly": {"type": "rule", "values": ["scrollable-region-focusable"]}}
+PHONE_AXE_MODE = "light"
+# axe's verdict: each violation with its rule, impact, and the elements it names, each marked as inside a view
+AUDIT = """async (options) => {
+  const result = await axe.run(document, {...options, resultTypes: ['violations']});
+  return result.violations.map((rule) => ({
+    rule: rule.id, impact: rule.impact, help: rule.help,
+    nodes: rule.nodes.map((node) => ({
+      target: node.target.join(' '), impact: node.impact || rule.impact,
+      in_view: !!document.querySelector(node.target[0])?.closest('.mha-view'),
+    })),
+  }));
+}"""
+WIDTH = "() => document.documentElement.scrollWidth"
+
+
+@dataclass
+class Audit:
+    """What axe found on one page in one colour mode, at each screen size, and how wide the page was on a phone."""
+
+    mode: str = ""
+    violations: dict[str, list[dict]] = field(default_factory=dict)  # screen ("laptop", "phone") -> axe's list
+    phone_width: int = 0
+    problems: list[str] = field(default_factory=list)  # the page did not load, or not in its colour mode
+
+
+async def settled(page) -> None:
+    """Wait until the theme has set the tab stops of what scrolls (see TAB_STOPS); axe then says what it missed."""
+    from playwright.async_api import Error as PlaywrightError
+
+    try:
+        await page.wait_for_function(TAB_STOPS, timeout=5 * SECONDS)
+    except PlaywrightError:
+        pass
+
+
+async def audit(context, url: str, mode: str, axe: str) -> Audit:
+    """Open url in a context set to mode, run axe's LAPTOP_RULES at a laptop's size, then measure the page on a
+    phone and, in PHONE_AXE_MODE, run the PHONE_RULES there."""
+    from playwright.async_api import Error as PlaywrightError
+
+    seen = Audit(mode=mode)
+    page = await context.new_page()
+    try:
+        await page.goto(url, wait_until="load", timeout=30 * SECONDS)
+        if url.endswith("/index.html") and "/chapters/" not in url:  # the site's root redirects to the landing page
+            await page.wait_for_url("**/chapters/index.html", timeout=10 * SECONDS)
+            await page.wait_for_load_state("load")
+        await page.wait_for_function(DRAWN, timeout=15 * SECONDS)
+        await settled(page)
+        shown = await page.evaluate("() => document.documentElement.dataset.theme")
+        if shown != mode:
+            seen.problems.append(f"the page shows the {shown!r} colour mode, not {mode!r}")
+        await page.add_script_tag(content=axe)
+        seen.violations["laptop"] = await page.evaluate(AUDIT, LAPTOP_RULES)
+        await page.set_viewport_size(PHONE)
+        await settled(page)
+        seen.phone_width = await page.evaluate(WIDTH)
+        if mode == PHONE_AXE_MODE:
+            seen.violations["phone"] = await page.evaluate(AUDIT, PHONE_RULES)
+    except PlaywrightError as error:
+        seen.problems.append(f"the page did not load, or its views were not drawn: {error}")
+    await page.close()
+    return seen
+
+
+async def audit_all(chromium: str, site: str) -> dict[tuple[str, str], Audit]:
+    """Every page in every colour mode, AT_ONCE at a time, in one browser."""
+    from playwright.async_api import async_playwright
+
+    axe = AXE.read_text(encoding="utf-8")
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        contexts = {}
+        for mode in MODES:
+            contexts[mode] = await offline_context(browser, site, viewport=LAPTOP, color_scheme=mode)
+            await contexts[mode].add_init_script(f"try {{ localStorage.setItem('mode', '{mode}'); }} catch (e) {{}}")
+        slots = asyncio.Semaphore(AT_ONCE)
+
+        async def one(path, mode):
+            async with slots:
+                return await audit(contexts[mode], site + path, mode, axe)
+
+        keys = [(path, mode) for path in PAGES for mode in MODES]
+        audits = await asyncio.gather(*(one(path, mode) for path, mode in keys))
+        await browser.close()
+    return dict(zip(keys, audits))
+
+
+@pytest.fixture(scope="module")
+def audits(built_site, site_address, chromium) -> dict[tuple[str, str], Audit]:
+    assert AXE.exists(), "axe-core is missing from node_modules/: run `npm ci` (make book does)"
+    return asyncio.run(audit_all(chromium, site_address))
+
+
+def serious(audit: Audit) -> list[str]:
+    """Each serious or critical violation, one line per element: the views' first, then the rest of the page."""
+    lines = []
+    for screen, violations in audit.violations.items():
+        for rule in violations:
+            for node in rule["nodes"]:
+                if node["impact"] in SERIOUS:
+                    where = "inside a view (.mha-view)" if node["in_view"] else "on the page"
+                    lines.append(f"{where}: {rule['rule']} ({node['impact']}, {screen}): {node['target']}"
+                                 f" -- {rule['help']}")
+    return sorted(dict.fromkeys(lines))
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("path", PAGES)
+def test_page_has_no_serious_accessibility_problem(audits, path, mode):
+    seen = audits[path, mode]
+    assert not seen.problems, f"{path} ({mode}):\n" + "\n".join(seen.problems)
+    assert "laptop" in seen.violations and ("phone" in seen.violations or mode != PHONE_AXE_MODE), \
+        f"{path} ({mode}) was not checked at every size"
+    problems = serious(seen)
+    assert not problems, f"axe-core on {path} in the {mode} mode:\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_page_fits_a_phone_screen(audits, path):
+    """No page pans sideways on a 390 px wide phone: a wide formula, table or view scrolls inside itself."""
+    for mode in MODES:
+        seen = audits[path, mode]
+        assert not seen.problems, f"{path} ({mode}):\n" + "\n".join(seen.problems)
+        assert 0 < seen.phone_width <= PHONE["width"], \
+            f"{path} ({mode}) is {seen.phone_width} px wide on a {PHONE['width']} px phone screen"
