@@ -80,3 +80,52 @@ def test_bad_input_is_explained():
         familywise_p_values(np.ones((4, 2)), np.ones((10, 3)))
     with pytest.raises(ValueError, match="one label per item"):
         mean_by_unit(np.ones((3, 2)), ["a"])
+
+
+def test_head_statistics_is_each_test_per_head_in_one_table():
+    from scipy.stats import ttest_1samp
+
+    from mha.analysis.statistics import head_statistics
+
+    d = np.random.default_rng(4).normal(loc=0.2, size=(12, 2, 3))  # (units, layers, heads)
+    names = ["L0H0", "L0H1", "L0H2", "L1H0", "L1H1", "L1H2"]
+    table = head_statistics(d, names, n_permutations=200, seed=1)
+    flat = d.reshape(12, 6)
+    assert list(table["head"]) == names
+    assert np.allclose(table["mean difference"], flat.mean(axis=0))
+    assert np.allclose(table["t"], ttest_1samp(flat, 0.0).statistic)
+    # family-wise p by hand: each relabelling's largest |t| over heads, against each head's own |t|
+    signs = np.random.default_rng(1).choice(np.array([-1.0, 1.0]), size=(200, 12))
+    null_max = np.array([np.abs(ttest_1samp(s[:, None] * flat, 0.0).statistic).max() for s in signs])
+    observed = np.abs(ttest_1samp(flat, 0.0).statistic)
+    assert np.allclose(table["family-wise p"], [(1 + (null_max >= t - 1e-12).sum()) / 201 for t in observed])
+    # the percentile interval of 2,000 resampled means, by hand
+    picks = np.random.default_rng(1).integers(0, 12, size=(2000, 12))
+    means = flat[picks].mean(axis=1)
+    assert np.allclose(table["95% low"], np.quantile(means, 0.025, axis=0))
+    assert np.allclose(table["95% high"], np.quantile(means, 0.975, axis=0))
+    with pytest.raises(ValueError, match="one name per head"):
+        head_statistics(d, names[:5])
+
+
+def test_percentile_of_heads_ranks_the_chosen_heads_against_random_sets():
+    from scipy.stats import rankdata
+
+    from mha.analysis.statistics import percentile_of_heads
+
+    rng = np.random.default_rng(5)
+    values = rng.normal(size=20)
+    values[3] = values[7]                                      # a tie: broken in flat order
+    chosen = np.zeros(20, dtype=bool)
+    chosen[[0, 3, 7, 11]] = True
+    draws = np.array([rng.permutation(20)[:4] for _ in range(300)])
+    result = percentile_of_heads(values, chosen, draws)
+    percentile = (rankdata(values, method="ordinal") - 0.5) / 20 * 100   # ordinal rank 1..20, half a step in
+    observed = percentile[chosen].mean()
+    null = np.array([percentile[d].mean() for d in draws])
+    extreme = sum(abs(m - 50) >= abs(observed - 50) for m in null)
+    assert result.chosen == pytest.approx(observed)
+    assert result.others == pytest.approx(percentile[~chosen].mean())
+    assert result.p_value == pytest.approx((1 + extreme) / 301)
+    with pytest.raises(ValueError, match="one row per draw"):
+        percentile_of_heads(values, chosen, draws[:, :3])

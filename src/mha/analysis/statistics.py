@@ -17,6 +17,9 @@ module gives the tools to say how good is good:
   sign; one random sign per ITEM, shared by all heads, keeps the correlation
   between heads, and comparing each head with the null distribution of the
   MAXIMUM over heads controls the chance that any head is called by luck;
+* :func:`head_statistics`: all of the above for every head, as one table (3.4);
+* :func:`percentile_of_heads`: whether a chosen set of heads ranks higher than random sets of the same size
+  (4.2);
 * :func:`held_out_best`: pick the best head on half of the items and score
   it on the other half, many times over random halves;
 * :func:`bootstrap_counts` draws resamples of whole sentences once, as counts, and :func:`resampled_means`,
@@ -40,10 +43,11 @@ import numbers
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 __all__ = ["mean_by_unit", "paired_t", "bootstrap_interval", "bootstrap_counts", "resampled_means", "resampled_ratios",
            "percentile_interval", "bootstrap_ratio_interval", "sign_flip_signs",
-           "familywise_p_values", "HeldOutResult", "held_out_best", "smallest_detectable_count", "detection_power"]
+           "familywise_p_values", "head_statistics", "PercentileTest", "percentile_of_heads", "HeldOutResult", "held_out_best", "smallest_detectable_count", "detection_power"]
 
 
 def _as_differences(differences) -> np.ndarray:
@@ -164,6 +168,54 @@ def familywise_p_values(differences, signs, *, statistic: str = "t") -> tuple[np
     exceed = (null_max[:, None] >= np.abs(observed)[None, :] - 1e-12).sum(axis=0)  # (heads,)
     p_values = (1 + exceed) / (1 + len(null_max))
     return p_values.reshape(differences.shape[1:]), null_max
+
+
+def head_statistics(differences, head_names, *, n_permutations: int = 5000, seed: int = 0) -> pd.DataFrame:
+    """A table of every head's mean difference, 95% interval, t and family-wise p (chapter 3, "Content and rare words").
+
+    ``differences`` (units, layers, heads) are paired differences, one row per unit. The table has one row per head,
+    in flat order ``layer * n_heads + head``, named by ``head_names`` (one name per head). The interval is :func:`bootstrap_interval` with ``seed``; the p-value is :func:`familywise_p_values` (max-T) over
+    ``n_permutations`` relabellings from :func:`sign_flip_signs` with the same ``seed``.
+    """
+    differences = np.asarray(differences)  # the means in the input's own precision
+    n_cells = int(np.prod(_as_differences(differences).shape[1:]))
+    if len(head_names) != n_cells:
+        raise ValueError(f"head_names has {len(head_names)} names for {n_cells} heads: give one name per head, in "
+                         "flat order (mha.book.head_labels(n_layers, n_heads)).")
+    low, high = bootstrap_interval(differences, seed=seed)
+    p_values, _ = familywise_p_values(differences, sign_flip_signs(len(differences), n_permutations, seed=seed))
+    return pd.DataFrame({"head": list(head_names),
+                         "mean difference": differences.mean(axis=0).ravel(), "95% low": low.ravel(),
+                         "95% high": high.ravel(), "t": paired_t(differences).ravel(),
+                         "family-wise p": p_values.ravel()})
+
+
+@dataclass(frozen=True)
+class PercentileTest:
+    """What :func:`percentile_of_heads` found: mean percentiles (0 = least) and the two-sided p (chapter 4)."""
+
+    chosen: float
+    others: float
+    p_value: float
+
+
+def percentile_of_heads(values, chosen, random_sets) -> PercentileTest:
+    """Mean percentile of a set of heads against random sets of its size (chapter 4, "Redundancy and pruning").
+
+    ``values`` (heads,) ranks every head (ties in flat order); head ``i`` sits at percentile ``(rank + 0.5) / heads *
+    100``. ``chosen`` (heads,) is a boolean mask, ``random_sets`` (draws, size) holds head indices, one random set of
+    ``chosen.sum()`` heads per row. The p-value is two-sided around 50, the mean of any set under the null:
+    ``(1 + #{|null - 50| >= |observed - 50|}) / (1 + draws)``.
+    """
+    values, chosen, random_sets = np.asarray(values).ravel(), np.asarray(chosen, dtype=bool), np.asarray(random_sets)
+    if chosen.shape != values.shape or random_sets.ndim != 2 or random_sets.shape[1] != chosen.sum():
+        raise ValueError(f"values {values.shape} and chosen {chosen.shape} need one entry per head, and random_sets "
+                         f"{random_sets.shape} one row per draw of {int(chosen.sum())} head indices.")
+    percentile = (np.argsort(np.argsort(values, kind="stable"), kind="stable") + 0.5) / len(values) * 100
+    observed = percentile[chosen].mean()
+    null = percentile[random_sets].mean(axis=1)  # (draws,)
+    p_value = (1 + (np.abs(null - 50) >= abs(observed - 50)).sum()) / (1 + len(null))
+    return PercentileTest(chosen=observed, others=percentile[~chosen].mean(), p_value=p_value)
 
 
 @dataclass(frozen=True)
