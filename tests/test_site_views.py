@@ -208,8 +208,7 @@ def test_every_control_redraws_the_view_with_the_packages_numbers(open_page, pat
             recipe = view.get_attribute("data-mha-recipe")
             explorer = explorer_for(recipe)
             controls = payload_controls(page, index)
-            if view.locator(".mha-tile").count():  # a view that opens on every head: open one map first
-                view.locator(".mha-tile").first.click()
+            open_one_map(view)
             before = page.read(index)
             for control in controls:
                 name = control["name"]
@@ -324,6 +323,12 @@ READ_FIGURES = "(root) => root.mhaView.figures.map((f) => ({title: f.map.title, 
                "columns: f.map.columns, hundredths: Array.from(f.map.hundredths), scale: f.map.scale}))"
 
 
+def open_one_map(view) -> None:
+    """A view that opens on its grid of every head: open the first map, as a reader would."""
+    if view.locator(".mha-tile").count():
+        view.locator(".mha-tile").first.click()
+
+
 def package_view(page: Page, index: int = 0, **changes):
     """The package's own view for the page's view ``index`` at its current setting, with ``changes`` made."""
     view = page.views.nth(index)
@@ -337,10 +342,8 @@ def test_every_map_shows_its_labelled_colour_scale(open_page, path):
     page = open_page(path)
 
     def test():
-        for index in range(page.views.count()):  # a view that opens on its grid of heads: open one map
-            tiles = page.views.nth(index).locator(".mha-tile")
-            if tiles.count():
-                tiles.first.click()
+        for index in range(page.views.count()):
+            open_one_map(page.views.nth(index))
         scales = page.page.evaluate("""() => [...document.querySelectorAll('.mha-view svg.mha-map:not(.mha-curve)')].map((svg) => {
             const scale = svg.querySelector('.mha-scale');
             return scale ? [...scale.querySelectorAll('text')].map((t) => t.textContent) : null; })""")
@@ -356,6 +359,7 @@ def test_the_readout_reads_any_cell_by_keyboard_and_pointer(open_page):
     view = page.views.first
 
     def test():
+        open_one_map(view)
         expected = package_view(page).attention_map
         picture = view.locator(".mha-picture")
         picture.focus()
@@ -505,6 +509,9 @@ def test_the_map_exports_as_svg_png_and_csv(open_page):
     def test():
         import xml.etree.ElementTree as ElementTree
 
+        assert view.get_by_role("button", name="download the map as SVG").is_disabled() == \
+            (view.locator(".mha-tile").count() > 0), "a grid has no one map to download"
+        open_one_map(view)
         shown = page.read(0)
         files = {}
         for format in ("SVG", "PNG", "CSV"):

@@ -63,11 +63,11 @@ def shares_table_html(shares: np.ndarray) -> str:
         rows.append(f"<tr><td>head {head}</td><td style='text-align:right'>{fact:.2f}</td>"
                     f"<td style='text-align:right'>{previous:.2f}</td><td style='text-align:right'>{elsewhere:.2f}</td>"
                     f"<td>{bar}</td><td>{head_role(fact, previous)}</td></tr>")
-    key = " ".join(f"<span style='background:{colour};padding:0 6px'>{part}</span>"
+    key = " ".join(f"<span style='background:{colour};color:#000;padding:0 6px'>{part}</span>"
                    for part, colour in _ROLE_COLOURS.items())
     return ("<div><b>Where each head looks from the ask positions</b> (mean over 256 held-out sequences)<br>"
             f"<small>{key}</small><table style='font-size:11px'><tr><th>head</th><th>fact</th><th>previous</th>"
-            f"<th>elsewhere</th><th></th><th>role</th></tr>{''.join(rows)}</table></div>")
+            f"<th>elsewhere</th><th>shares</th><th>role</th></tr>{''.join(rows)}</table></div>")
 
 
 class CurveLine(NamedTuple):

@@ -253,15 +253,15 @@
     const title = makeSvg("text", { x: left + (cell * nColumns) / 2, y: 14, "text-anchor": "middle",
       class: "mha-map-title" });
     svg.append(title);
-    const cells = [];
     const group = makeSvg("g", { class: "mha-cells" });
+    const rects = [];
     for (let row = 0; row < nRows; row += 1) {
       for (let column = 0; column < nColumns; column += 1) {
-        const rect = makeSvg("rect", { x: left + column * cell, y: top + row * cell, width: cell, height: cell });
-        group.append(rect);
-        cells.push(rect);
+        rects.push(`<rect x="${left + column * cell}" y="${top + row * cell}" width="${cell}" height="${cell}"/>`);
       }
     }
+    group.innerHTML = rects.join("");  /* numbers only, written here: one parse instead of a node per cell */
+    const cells = Array.from(group.children);
     svg.append(group);
     const rings = makeSvg("g", { class: "mha-rings" });
     const bands = makeSvg("g", { class: "mha-bands" });
@@ -380,24 +380,38 @@
     if (!quiet) figure.view.root.dataset.focus = `${row},${column}`;
   }
 
-  /* The table of a map's numbers, for screen readers. */
-  function numbersTable(map, palette) {
-    const caption = make("caption", {}, make("b", {}, map.title), make("br"),
-      "rows: query, the position attending FROM · columns: key, the position attended TO");
-    const header = make("tr", {}, make("th", { scope: "col" }, "query \\ key"));
-    for (const key of map.columns) header.append(make("th", { scope: "col", class: "mha-key" }, key));
-    const element = make("table", { class: "mha-numbers" }, caption, make("thead", {}, header));
-    const body = make("tbody");
-    map.rows.forEach((query, row) => {
-      const line = make("tr", {}, make("th", { scope: "row" }, query));
-      for (let column = 0; column < map.columns.length; column += 1) {
-        const hundredths = map.hundredths[row * map.columns.length + column];
-        const [background, text] = cellColour(palette, map.scale, hundredths);
-        line.append(make("td", { style: `background:${background};color:${text}` }, hundredthsText(hundredths)));
-      }
-      body.append(line);
+  /* The table of a map's numbers, for screen readers: built once per layout, its numbers rewritten for each map. */
+  function numbersTable(view, map) {
+    const layout = labelLayout(map);
+    if (!view.numbers || view.numbers.layout !== layout) {
+      const title = make("b", {}, map.title);
+      const caption = make("caption", {}, title, make("br"),
+        "rows: query, the position attending FROM · columns: key, the position attended TO");
+      const header = make("tr", {}, make("th", { scope: "col" }, "query \\ key"));
+      for (const key of map.columns) header.append(make("th", { scope: "col", class: "mha-key" }, key));
+      const element = make("table", { class: "mha-numbers" }, caption, make("thead", {}, header));
+      const body = make("tbody");
+      const cells = [];
+      map.rows.forEach((query) => {
+        const line = make("tr", {}, make("th", { scope: "row" }, query));
+        for (let column = 0; column < map.columns.length; column += 1) {
+          const td = make("td");
+          cells.push(td);
+          line.append(td);
+        }
+        body.append(line);
+      });
+      element.append(body);
+      view.numbers = { layout, element, title, cells };
+    }
+    const { element, title, cells } = view.numbers;
+    title.textContent = map.title;
+    cells.forEach((td, index) => {
+      const [background, text] = cellColour(view.payload.palette, map.scale, map.hundredths[index]);
+      td.textContent = hundredthsText(map.hundredths[index]);
+      td.style.background = background;
+      td.style.color = text;
     });
-    element.append(body);
     return element;
   }
 
@@ -474,7 +488,7 @@
       "aria-label": "attention map: use the arrow keys to move between cells" });
     const table = make("div", { class: "mha-table" });
     const numbers = make("details", { class: "mha-details" }, make("summary", {}, NUMBERS_TITLE), table);
-    const panels = make("div", { class: "mha-panels" });
+    const panels = make("div", { class: "mha-panels", tabindex: "0", role: "region", "aria-label": "more about this view" });
     const parts = [guide, controls, tools, address, message,
       make("div", { class: "mha-body" }, make("div", { class: "mha-main" }, picture, readout, numbers), panels)];
     if (payload.note) parts.push(make("p", { class: "mha-note" }, payload.note));
@@ -484,7 +498,7 @@
     const view = { root, id: options.hosted ? id : root.id, hosted: Boolean(options.hosted), payload, controls, tools, message, address, readout, picture, table, panels,
       panelParts: {}, figures: [], mode: "single", compareWith: null };
     view.primaryFigure = () => view.figures[view.figures.length - 1] || null;
-    picture.addEventListener("keydown", (event) => moveFocus(view, event));
+    picture.addEventListener("keydown", timed(view, (event) => moveFocus(view, event)));
     return view;
   }
 
@@ -574,17 +588,17 @@
   function addTools(view) {
     const tools = view.tools;
     if (view.gridNames && view.gridNames.length) {
-      view.gridButton = button(tools, "All heads", "show every head of this layer at once", () => {
-        view.mode = view.mode === "grid" ? "single" : "grid";
+      view.gridButton = button(tools, "All heads", "All heads: show every head of this layer at once", timed(view, () => {
+        view.mode = view.mode === "grid" && !view.gridAll ? "single" : "grid";
         view.gridAll = false;
         view.redraw();
-      });
+      }));
       if (view.gridNames.length > 1) {
-        view.gridAllButton = button(tools, "All layers", "show every head of every layer at once", () => {
+        view.gridAllButton = button(tools, "All layers", "All layers: show every head of every layer at once", timed(view, () => {
           view.mode = view.mode === "grid" && view.gridAll ? "single" : "grid";
           view.gridAll = view.mode === "grid";
           view.redraw();
-        });
+        }));
       }
     }
     if (view.compareName) {
@@ -603,9 +617,8 @@
     }
     const exports = make("span", { class: "mha-export", role: "group", "aria-label": "download the map" },
       make("span", {}, "Download the map: "));
-    for (const format of ["svg", "png", "csv"]) {
-      button(exports, format.toUpperCase(), `download the map as ${format.toUpperCase()}`, () => exportMap(view, format));
-    }
+    view.exportButtons = ["svg", "png", "csv"].map((format) => button(exports, format.toUpperCase(),
+      `download the map as ${format.toUpperCase()}`, () => exportMap(view, format)));
     tools.append(exports);
     const link = make("a", { class: "mha-link", href: `#${view.id}` }, "Link to this view");
     if (!view.hosted) tools.append(link);  /* in Jupyter the notebook's address is not the view's */
@@ -707,7 +720,8 @@
     view.picture.classList.toggle("mha-compare", maps.length > 1);
     const focused = view.figures[0].focus;
     if (focused) focusCell(view, ...focused, true);
-    view.table.replaceChildren(numbersTable(map, view.payload.palette));
+    const table = numbersTable(view, map);
+    if (view.table.firstChild !== table) view.table.replaceChildren(table);
   }
 
   /* --- the address: #view-N?name=value&... ------------------------------------------------------------------- */
@@ -824,6 +838,7 @@
 
   /* Mark the grid and comparison buttons as pressed or not. */
   function markTools(view) {
+    for (const node of view.exportButtons || []) node.disabled = view.mode === "grid";  /* open one map to download it */
     if (view.gridButton) view.gridButton.setAttribute("aria-pressed", String(view.mode === "grid" && !view.gridAll));
     if (view.gridAllButton) view.gridAllButton.setAttribute("aria-pressed", String(view.mode === "grid" && view.gridAll));
   }
