@@ -622,3 +622,19 @@ def test_the_training_timeline_scrubs_the_run_and_matches_its_checkpoints(open_p
         assert not page.problems, "\n".join(page.problems)
 
     checked(page, test)
+
+
+def test_the_claims_page_links_each_verdict_to_the_view_state_that_shows_it(open_page, built_site):
+    """Every link of the claims page into a view opens that view in the state the address names, with no problem."""
+    links = re.findall(r'href="([^"]+\.html)#(view-\d+\?[^"]*)"', (built_site / "chapters" / "claims.html").read_text())
+    assert len(links) >= 5, links
+    for target, state in links:
+        address = f"chapters/{target}#{html.unescape(state)}"
+        page = open_page(address)
+        view = page.views.first
+        assert view.locator(".mha-address").inner_text() == "", f"{address}: {view.locator('.mha-address').inner_text()}"
+        written = dict(part.split("=") for part in page.page.evaluate("location.hash").split("?", 1)[1].split("&"))
+        asked = dict(part.split("=") for part in html.unescape(state).split("?", 1)[1].split("&"))
+        assert asked.items() <= written.items(), f"{address}: the view shows {written}, not {asked}"
+        assert not page.problems, page.problems
+        page.close()
