@@ -5,9 +5,10 @@ Headless Chromium opens each page of the site that ``built_site`` (conftest.py) 
 every request to another host aborted, once in each colour mode (the theme reads the reader's choice from
 localStorage ``mode`` and sets ``data-theme`` on ``<html>``). Once the page has drawn its views, axe-core (the npm
 package, from package-lock.json, put into the page by the test only: the site does not ship it) checks it with its
-default rules (WCAG 2.0 and 2.1, A and AA, and best practices) at 1280 x 800. Then the page shrinks to a phone's
-390 x 844, where it must not pan sideways and, in the light mode, axe checks again that whatever now scrolls is
-reached by keyboard. The whole page is checked, the book's own views included; a failure lists each problem's
+default rules (WCAG 2.0 and 2.1, A and AA, and best practices) at 1280 x 800 in the light mode, and for colour
+contrast in the dark one. Then, in the light mode, the page shrinks to a phone's 390 x 844, where it must not pan
+sideways, no part of a view may stick out or show text under 11 px, and axe checks again that whatever now scrolls
+is reached by keyboard. The whole page is checked, the book's own views included; a failure lists each problem's
 rule, impact, screen and elements, the views' (inside ``.mha-view``) apart from the rest.
 """
 
@@ -37,12 +38,24 @@ DRAWN = """() => [...document.querySelectorAll('.mha-view')].every((view) => vie
 TAB_STOPS = """() => [...document.querySelectorAll(
     'pre, .nboutput > .output_area, .cell_output > .output, .jp-RenderedHTMLCommon, .pst-scrollable-table-container')]
   .every((el) => (el.scrollWidth > el.clientWidth || el.scrollHeight > el.clientHeight) === (el.tabIndex === 0))"""
-# What axe checks (its run options): all its default rules, on a laptop's screen in each colour mode; then, on a
-# phone, what the narrower page changes: what now scrolls must be reached by keyboard, whatever the colours, so
-# in one mode.
-LAPTOP_RULES = {}
+# What axe checks (its run options): all its default rules on a laptop's screen in the light mode, and in the dark
+# mode what the colours change, their contrast; then, on a phone, what the narrower page changes: what now scrolls
+# must be reached by keyboard. The page's width does not depend on its colours, so the phone is measured in one mode.
+LAPTOP_RULES = {"light": {}, "dark": {"runOnly": {"type": "rule", "values": ["color-contrast"]}}}
 PHONE_RULES = {"runOnly": {"type": "rule", "values": ["scrollable-region-focusable"]}}
-PHONE_AXE_MODE = "light"
+PHONE_MODE = "light"
+# On a phone, a view's own parts: none sticks out past the screen (wide maps scroll inside their area), and no text
+# is smaller than 11 px
+VIEW_ON_A_PHONE = """() => {
+  const views = [...document.querySelectorAll('.mha-view')];
+  const sizes = views.flatMap((v) => [...v.querySelectorAll('svg.mha-map text, label, button, select, p')]
+    .filter((node) => node.getClientRects().length).map((node) => parseFloat(getComputedStyle(node).fontSize)));
+  const wide = views.flatMap((v) => [...v.querySelectorAll('*')])
+    .filter((node) => node.getBoundingClientRect().right > innerWidth + 1
+      && !node.closest('.mha-picture, .mha-table, .mha-panels'))
+    .map((node) => `${node.tagName.toLowerCase()}.${node.className.baseVal ?? node.className}`);
+  return {smallest: sizes.length ? Math.min(...sizes) : null, wide: [...new Set(wide)].slice(0, 5)};
+}"""
 # axe's verdict: each violation with its rule, impact, and the elements it names, each marked as inside a view
 AUDIT = """async (options) => {
   const result = await axe.run(document, {...options, resultTypes: ['violations']});
@@ -64,6 +77,7 @@ class Audit:
     mode: str = ""
     violations: dict[str, list[dict]] = field(default_factory=dict)  # screen ("laptop", "phone") -> axe's list
     phone_width: int = 0
+    views_on_a_phone: dict = field(default_factory=dict)  # VIEW_ON_A_PHONE's answer
     problems: list[str] = field(default_factory=list)  # the page did not load, or not in its colour mode
 
 
@@ -78,8 +92,8 @@ async def settled(page) -> None:
 
 
 async def audit(context, url: str, mode: str, axe: str) -> Audit:
-    """Open url in a context set to mode, run axe's LAPTOP_RULES at a laptop's size, then measure the page on a
-    phone and, in PHONE_AXE_MODE, run the PHONE_RULES there."""
+    """Open url in a context set to mode and run axe's LAPTOP_RULES for that mode at a laptop's size; in PHONE_MODE,
+    then measure the page and its views on a phone and run the PHONE_RULES there."""
     from playwright.async_api import Error as PlaywrightError
 
     seen = Audit(mode=mode)
@@ -95,11 +109,12 @@ async def audit(context, url: str, mode: str, axe: str) -> Audit:
         if shown != mode:
             seen.problems.append(f"the page shows the {shown!r} colour mode, not {mode!r}")
         await page.add_script_tag(content=axe)
-        seen.violations["laptop"] = await page.evaluate(AUDIT, LAPTOP_RULES)
-        await page.set_viewport_size(PHONE)
-        await settled(page)
-        seen.phone_width = await page.evaluate(WIDTH)
-        if mode == PHONE_AXE_MODE:
+        seen.violations["laptop"] = await page.evaluate(AUDIT, LAPTOP_RULES[mode])
+        if mode == PHONE_MODE:
+            await page.set_viewport_size(PHONE)
+            await settled(page)
+            seen.phone_width = await page.evaluate(WIDTH)
+            seen.views_on_a_phone = await page.evaluate(VIEW_ON_A_PHONE)
             seen.violations["phone"] = await page.evaluate(AUDIT, PHONE_RULES)
     except PlaywrightError as error:
         seen.problems.append(f"the page did not load, or its views were not drawn: {error}")
@@ -154,7 +169,7 @@ def serious(audit: Audit) -> list[str]:
 def test_page_has_no_serious_accessibility_problem(audits, path, mode):
     seen = audits[path, mode]
     assert not seen.problems, f"{path} ({mode}):\n" + "\n".join(seen.problems)
-    assert "laptop" in seen.violations and ("phone" in seen.violations or mode != PHONE_AXE_MODE), \
+    assert "laptop" in seen.violations and ("phone" in seen.violations or mode != PHONE_MODE), \
         f"{path} ({mode}) was not checked at every size"
     problems = serious(seen)
     assert not problems, f"axe-core on {path} in the {mode} mode:\n" + "\n".join(problems)
@@ -162,9 +177,13 @@ def test_page_has_no_serious_accessibility_problem(audits, path, mode):
 
 @pytest.mark.parametrize("path", PAGES)
 def test_page_fits_a_phone_screen(audits, path):
-    """No page pans sideways on a 390 px wide phone: a wide formula, table or view scrolls inside itself."""
-    for mode in MODES:
-        seen = audits[path, mode]
-        assert not seen.problems, f"{path} ({mode}):\n" + "\n".join(seen.problems)
-        assert 0 < seen.phone_width <= PHONE["width"], \
-            f"{path} ({mode}) is {seen.phone_width} px wide on a {PHONE['width']} px phone screen"
+    """No page pans sideways on a 390 px wide phone: a wide formula, table or map scrolls inside itself; no part of
+    a view sticks out, and a view's text is at least 11 px."""
+    seen = audits[path, PHONE_MODE]
+    assert not seen.problems, f"{path}:\n" + "\n".join(seen.problems)
+    assert 0 < seen.phone_width <= PHONE["width"], \
+        f"{path} is {seen.phone_width} px wide on a {PHONE['width']} px phone screen"
+    views = seen.views_on_a_phone
+    assert views.get("wide") == [], f"{path}: parts of a view stick out past a phone's screen: {views.get('wide')}"
+    assert views.get("smallest") is None or views["smallest"] >= 11, \
+        f"{path}: a view's text is {views['smallest']} px on a phone"

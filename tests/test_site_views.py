@@ -555,30 +555,6 @@ def test_a_payload_that_fails_its_schema_gets_a_message(open_page):
     checked(page, test)
 
 
-@pytest.mark.parametrize("path", PAGES)
-def test_a_view_fits_a_phone_screen(browser, site_address, path):
-    context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True, is_mobile=True)
-    try:
-        page = context.new_page()
-        page.goto(site_address + path, wait_until="load")
-        page.wait_for_function("() => [...document.querySelectorAll('.mha-view')].every((v) => v.dataset.ready)")
-        found = page.evaluate("""() => {
-            const views = [...document.querySelectorAll('.mha-view')];
-            const sizes = views.flatMap((v) => [...v.querySelectorAll('svg.mha-map text, label, button, select, p')]
-              .filter((node) => node.getClientRects().length)
-              .map((node) => parseFloat(getComputedStyle(node).fontSize)));
-            const wide = views.flatMap((v) => [...v.querySelectorAll('*')])
-              .filter((node) => node.getBoundingClientRect().right > innerWidth + 1
-                && !node.closest('.mha-picture, .mha-table, .mha-panels'))
-              .map((node) => node.tagName + '.' + node.className);
-            return {smallest: Math.min(...sizes), wide};
-        }""")
-        assert found["wide"] == [], f"{path}: parts of a view stick out past the screen: {found['wide'][:5]}"
-        assert found["smallest"] >= 11, f"{path}: a view's text is {found['smallest']} px on a phone"
-    finally:
-        context.close()
-
-
 def test_the_training_timeline_scrubs_the_run_and_matches_its_checkpoints(open_page):
     """Each frame's maps equal the stored checkpoint of that step, run here on the same sequence (to a hundredth)."""
     import torch
