@@ -2,8 +2,8 @@
 dark colour mode, and no page is wider than a phone's screen.
 
 Headless Chromium opens each page of the site that ``built_site`` (conftest.py) builds, served on 127.0.0.1 with
-every request to another host aborted, once in each colour mode (the theme reads the reader's choice from
-localStorage ``mode`` and sets ``data-theme`` on ``<html>``). Once the page has drawn its views, axe-core (the npm
+every request to another host aborted, once, and checks it in each colour mode (the theme keeps the reader's choice
+in localStorage ``mode`` and shows it as ``data-theme`` on ``<html>``, which its stylesheets follow). Once the page has drawn its views, axe-core (the npm
 package, from package-lock.json, put into the page by the test only: the site does not ship it) checks it with its
 default rules (WCAG 2.0 and 2.1, A and AA, and best practices) at 1280 x 800 in the light mode, and for colour
 contrast in the dark one. Then, in the light mode, the page shrinks to a phone's 390 x 844, where it must not pan
@@ -91,12 +91,13 @@ async def settled(page) -> None:
         pass
 
 
-async def audit(context, url: str, mode: str, axe: str) -> Audit:
-    """Open url in a context set to mode and run axe's LAPTOP_RULES for that mode at a laptop's size; in PHONE_MODE,
-    then measure the page and its views on a phone and run the PHONE_RULES there."""
+async def audit(context, url: str, axe: str) -> dict[str, Audit]:
+    """Open url once, in the light mode: run axe's LAPTOP_RULES for it at a laptop's size, then switch the page to the
+    dark mode as the theme's own button does (``data-theme`` on ``<html>``) and run the dark mode's; then, on a
+    phone, measure the page and its views and run the PHONE_RULES there. One Audit per colour mode."""
     from playwright.async_api import Error as PlaywrightError
 
-    seen = Audit(mode=mode)
+    seen = {mode: Audit(mode=mode) for mode in MODES}
     page = await context.new_page()
     try:
         await page.goto(url, wait_until="load", timeout=30 * SECONDS)
@@ -105,44 +106,49 @@ async def audit(context, url: str, mode: str, axe: str) -> Audit:
             await page.wait_for_load_state("load")
         await page.wait_for_function(DRAWN, timeout=15 * SECONDS)
         await settled(page)
-        shown = await page.evaluate("() => document.documentElement.dataset.theme")
-        if shown != mode:
-            seen.problems.append(f"the page shows the {shown!r} colour mode, not {mode!r}")
         await page.add_script_tag(content=axe)
-        seen.violations["laptop"] = await page.evaluate(AUDIT, LAPTOP_RULES[mode])
-        if mode == PHONE_MODE:
-            await page.set_viewport_size(PHONE)
-            await settled(page)
-            seen.phone_width = await page.evaluate(WIDTH)
-            seen.views_on_a_phone = await page.evaluate(VIEW_ON_A_PHONE)
-            seen.violations["phone"] = await page.evaluate(AUDIT, PHONE_RULES)
+        # colours are measured as they end, not halfway through the theme's transition between the modes
+        await page.add_style_tag(content="*, *::before, *::after { transition: none !important; }")
+        for mode in MODES:
+            await page.evaluate("(mode) => { document.documentElement.dataset.theme = mode; "
+                                "try { localStorage.setItem('mode', mode); } catch (e) {} }", mode)
+            await page.evaluate("() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))")
+            shown = await page.evaluate("() => document.documentElement.dataset.theme")
+            if shown != mode:
+                seen[mode].problems.append(f"the page shows the {shown!r} colour mode, not {mode!r}")
+            seen[mode].violations["laptop"] = await page.evaluate(AUDIT, LAPTOP_RULES[mode])
+        await page.evaluate("(mode) => { document.documentElement.dataset.theme = mode; }", PHONE_MODE)
+        phone = seen[PHONE_MODE]
+        await page.set_viewport_size(PHONE)
+        await settled(page)
+        phone.phone_width = await page.evaluate(WIDTH)
+        phone.views_on_a_phone = await page.evaluate(VIEW_ON_A_PHONE)
+        phone.violations["phone"] = await page.evaluate(AUDIT, PHONE_RULES)
     except PlaywrightError as error:
-        seen.problems.append(f"the page did not load, or its views were not drawn: {error}")
+        for mode in MODES:
+            seen[mode].problems.append(f"the page did not load, or its views were not drawn: {error}")
     await page.close()
     return seen
 
 
 async def audit_all(chromium: str, site: str) -> dict[tuple[str, str], Audit]:
-    """Every page in every colour mode, AT_ONCE at a time, in one browser."""
+    """Every page in every colour mode, AT_ONCE pages at a time, in one browser."""
     from playwright.async_api import async_playwright
 
     axe = AXE.read_text(encoding="utf-8")
     async with async_playwright() as playwright:
         browser = await playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        contexts = {}
-        for mode in MODES:
-            contexts[mode] = await offline_context(browser, site, viewport=LAPTOP, color_scheme=mode)
-            await contexts[mode].add_init_script(f"try {{ localStorage.setItem('mode', '{mode}'); }} catch (e) {{}}")
+        context = await offline_context(browser, site, viewport=LAPTOP, color_scheme="light")
+        await context.add_init_script("try { localStorage.setItem('mode', 'light'); } catch (e) {}")
         slots = asyncio.Semaphore(AT_ONCE)
 
-        async def one(path, mode):
+        async def one(path):
             async with slots:
-                return await audit(contexts[mode], site + path, mode, axe)
+                return await audit(context, site + path, axe)
 
-        keys = [(path, mode) for path in PAGES for mode in MODES]
-        audits = await asyncio.gather(*(one(path, mode) for path, mode in keys))
+        found = await asyncio.gather(*(one(path) for path in PAGES))
         await browser.close()
-    return dict(zip(keys, audits))
+    return {(path, mode): audits[mode] for path, audits in zip(PAGES, found) for mode in MODES}
 
 
 @pytest.fixture(scope="module")

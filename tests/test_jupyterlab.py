@@ -164,28 +164,6 @@ def jupyterlab(tmp_path: Path, notebooks: dict[str, str]):
         log.close()
 
 
-def test_jupyterlab_shows_glued_numbers_and_citations_before_any_cell_runs(tmp_path, chromium):
-    """A reader opens 1.1 in JupyterLab: the prose shows the numbers and "Author et al. [year]", never a raw role."""
-    from playwright.sync_api import sync_playwright
-
-    with jupyterlab(tmp_path, {SHOWN_IN_THE_BROWSER.name: SHOWN_IN_THE_BROWSER.read_text()}) as address:
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=chromium)
-            page = browser.new_page()
-            page.goto(f"{address}/lab/tree/{SHOWN_IN_THE_BROWSER.name}")
-            page.wait_for_selector(".jp-MarkdownCell .myst:has-text('Summary')", timeout=90_000)
-            page.wait_for_timeout(1500)
-            shown = page.evaluate("() => Array.from(document.querySelectorAll('.jp-MarkdownCell .myst'))"
-                                  ".map(e => e.innerText).join('\\n')")
-            not_found = page.locator("[title='Citation Not Found']").count()
-            browser.close()
-    texts = stored_results(SHOWN_IN_THE_BROWSER)
-    missing = [f"{expression} -> {text}" for expression, text in texts.items() if text not in shown]
-    assert not missing, f"JupyterLab does not show: {missing}"
-    assert not_found == 0 and "glue.text(" not in shown and "glue.cite" not in shown
-    assert "[Bahdanau et al., 2015, Vaswani et al., 2017]" in shown
-
-
 VIEWS_NOTEBOOK = [
     "from mha.views.head_explorer import HeadExplorer\n"
     "from mha.views.model_explorer import ModelHeadExplorer\n"
@@ -194,43 +172,71 @@ VIEWS_NOTEBOOK = [
 ]
 
 
-def test_jupyterlab_draws_the_views_with_the_websites_module_and_the_kernel_adds_a_typed_sentence(tmp_path, chromium):
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """One JupyterLab for this file's browser tests, serving 1.1 and a notebook that shows two views."""
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code) for code in VIEWS_NOTEBOOK])
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    notebooks = {SHOWN_IN_THE_BROWSER.name: SHOWN_IN_THE_BROWSER.read_text(), "views.ipynb": nbformat.writes(notebook)}
+    with jupyterlab(tmp_path_factory.mktemp("jupyterlab"), notebooks) as address:
+        yield address
+
+
+def test_jupyterlab_shows_glued_numbers_and_citations_before_any_cell_runs(lab, chromium):
+    """A reader opens 1.1 in JupyterLab: the prose shows the numbers and "Author et al. [year]", never a raw role."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium)
+        page = browser.new_page()
+        page.goto(f"{lab}/lab/tree/{SHOWN_IN_THE_BROWSER.name}?reset")
+        page.wait_for_selector(".jp-MarkdownCell .myst:has-text('Summary')", timeout=90_000)
+        page.wait_for_timeout(1500)
+        shown = page.evaluate("() => Array.from(document.querySelectorAll('.jp-MarkdownCell .myst'))"
+                              ".map(e => e.innerText).join('\\n')")
+        not_found = page.locator("[title='Citation Not Found']").count()
+        browser.close()
+    texts = stored_results(SHOWN_IN_THE_BROWSER)
+    missing = [f"{expression} -> {text}" for expression, text in texts.items() if text not in shown]
+    assert not missing, f"JupyterLab does not show: {missing}"
+    assert not_found == 0 and "glue.text(" not in shown and "glue.cite" not in shown
+    assert "[Bahdanau et al., 2015, Vaswani et al., 2017]" in shown
+
+
+def test_jupyterlab_draws_the_views_with_the_websites_module_and_the_kernel_adds_a_typed_sentence(lab, chromium):
     """The views run in JupyterLab through anywidget with views.js itself: the map and its scale are drawn, a slider
     and the keyboard readout answer, and a sentence typed in the kernel's box joins the view's menu."""
     from playwright.sync_api import sync_playwright
 
-    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code) for code in VIEWS_NOTEBOOK])
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    with jupyterlab(tmp_path, {"views.ipynb": nbformat.writes(notebook)}) as address:
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=chromium)
-            page = browser.new_page(viewport={"width": 1300, "height": 1000})
-            problems = []
-            page.on("pageerror", lambda error: problems.append(str(error)))
-            page.goto(f"{address}/lab/tree/views.ipynb")
-            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
-            page.wait_for_selector("text=Python 3 (ipykernel) | Idle", timeout=90_000)  # the kernel is ready
-            page.locator(".jp-Cell").first.click()
-            page.keyboard.press("Shift+Enter")
-            page.keyboard.press("Shift+Enter")
-            views = page.locator(".jp-OutputArea .mha-view[data-ready='true']")
-            views.nth(1).wait_for(timeout=120_000)
-            first, second = views.nth(0), views.nth(1)
-            assert first.locator("svg.mha-map .mha-scale").count() == 1
-            assert "4 heads × d_head = 6" in first.locator(".mha-message").inner_text()
-            first.locator("[name='head']").fill("2")
-            assert "showing head 2" in first.locator(".mha-message").inner_text()
-            first.locator(".mha-picture").focus()
-            page.keyboard.press("ArrowDown")
-            assert first.locator(".mha-readout").inner_text().startswith("Row 0 “The” (query) → column 0")
-            assert second.locator("select[name=sentence] option").count() == 2
-            box = page.locator(".jp-OutputArea input[placeholder='type a sentence, then press Enter']")
-            box.fill("Where did the little bird go ?")
-            box.press("Enter")
-            second = page.locator(".jp-OutputArea .mha-view[data-ready='true']").nth(1)
-            page.wait_for_function("() => [...document.querySelectorAll('.jp-OutputArea select[name=sentence] option')]"
-                                   ".some((o) => o.textContent.startsWith('Where did'))", timeout=60_000)
-            assert "L1H3" in second.locator(".mha-message").inner_text()
-            assert "little" in second.locator("table.mha-numbers").text_content()
-            browser.close()
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium)
+        page = browser.new_page(viewport={"width": 1300, "height": 1000})
+        problems = []
+        page.on("pageerror", lambda error: problems.append(str(error)))
+        page.goto(f"{lab}/lab/tree/views.ipynb?reset")  # a fresh workspace: only this notebook open
+        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
+        page.wait_for_selector("text=Python 3 (ipykernel) | Idle", timeout=90_000)  # the kernel is ready
+        page.locator(".jp-Cell").first.click()
+        page.keyboard.press("Shift+Enter")
+        page.keyboard.press("Shift+Enter")
+        views = page.locator(".jp-OutputArea .mha-view[data-ready='true']")
+        views.nth(1).wait_for(timeout=120_000)
+        first, second = views.nth(0), views.nth(1)
+        assert first.locator("svg.mha-map .mha-scale").count() == 1
+        assert "4 heads × d_head = 6" in first.locator(".mha-message").inner_text()
+        first.locator("[name='head']").fill("2")
+        assert "showing head 2" in first.locator(".mha-message").inner_text()
+        first.locator(".mha-picture").focus()
+        page.keyboard.press("ArrowDown")
+        assert first.locator(".mha-readout").inner_text().startswith("Row 0 “The” (query) → column 0")
+        assert second.locator("select[name=sentence] option").count() == 2
+        box = page.locator(".jp-OutputArea input[placeholder='type a sentence, then press Enter']")
+        box.fill("Where did the little bird go ?")
+        box.press("Enter")
+        second = page.locator(".jp-OutputArea .mha-view[data-ready='true']").nth(1)
+        page.wait_for_function("() => [...document.querySelectorAll('.jp-OutputArea select[name=sentence] option')]"
+                               ".some((o) => o.textContent.startsWith('Where did'))", timeout=60_000)
+        assert "L1H3" in second.locator(".mha-message").inner_text()
+        assert "little" in second.locator("table.mha-numbers").text_content()
+        browser.close()
     assert not problems, problems

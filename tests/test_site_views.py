@@ -209,6 +209,7 @@ def test_every_control_redraws_the_view_with_the_packages_numbers(open_page, pat
             explorer = explorer_for(recipe)
             controls = payload_controls(page, index)
             open_one_map(view)
+            assert_every_map_has_its_scale(page)
             before = page.read(index)
             for control in controls:
                 name = control["name"]
@@ -337,18 +338,26 @@ def package_view(page: Page, index: int = 0, **changes):
     return explorer.view_data(**explorer.site_arguments(values))
 
 
-@pytest.mark.parametrize("path", PAGES)
+SCALES = """() => [...document.querySelectorAll('.mha-view svg.mha-map:not(.mha-curve)')].map((svg) => {
+    const scale = svg.querySelector('.mha-scale');
+    return scale ? [...scale.querySelectorAll('text')].map((t) => t.textContent) : null; })"""
+
+
+def assert_every_map_has_its_scale(page: Page) -> None:
+    """Each map on the page shows its colour scale, labelled 0, 0.5 and 1, named "weight"."""
+    scales = page.page.evaluate(SCALES)
+    assert scales, f"{page.path}: no map drawn"
+    assert all(scale == ["1", "0.5", "0", "weight"] for scale in scales), f"{page.path}: {scales}"
+
+
+@pytest.mark.parametrize("path", [CHAPTER_1, TIMELINE])  # the other pages: in the test of their controls
 def test_every_map_shows_its_labelled_colour_scale(open_page, path):
     page = open_page(path)
 
     def test():
         for index in range(page.views.count()):
             open_one_map(page.views.nth(index))
-        scales = page.page.evaluate("""() => [...document.querySelectorAll('.mha-view svg.mha-map:not(.mha-curve)')].map((svg) => {
-            const scale = svg.querySelector('.mha-scale');
-            return scale ? [...scale.querySelectorAll('text')].map((t) => t.textContent) : null; })""")
-        assert scales, f"{path}: no map drawn"
-        assert all(scale == ["1", "0.5", "0", "weight"] for scale in scales), f"{path}: {scales}"
+        assert_every_map_has_its_scale(page)
         assert not page.problems, "\n".join(page.problems)
 
     checked(page, test)
