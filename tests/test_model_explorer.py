@@ -201,3 +201,19 @@ def test_a_sentence_that_cannot_be_drawn_leaves_the_view_on_screen_as_it_was(enc
     assert explorer.view_widget.payload == sent
     explorer.own_sentence.value = "A good one again ."  # the next good sentence clears the problem
     assert explorer.typing_problem.value == "" and explorer.typed_sentences[-1] == "A good one again ."
+
+
+def test_the_payload_runs_each_sentence_once_per_level_and_changes_nothing(encoder, monkeypatch):
+    """The website's payload reads every sentence at both levels from the model once each (the cache holds the
+    sentence being written), and leaves the explorer as it was."""
+    import mha.views.model_explorer as model_explorer
+
+    explorer = ModelHeadExplorer(SENTENCES, encoder=encoder)
+    explorer._cache.clear()
+    calls = []
+    real = model_explorer.sentence_attention
+    monkeypatch.setattr(model_explorer, "sentence_attention",
+                        lambda enc, sentence, **kw: calls.append((sentence, kw["word_level"])) or real(enc, sentence, **kw))
+    explorer.site_payload()
+    assert sorted(calls) == sorted((sentence, level) for sentence in SENTENCES for level in (False, True))
+    assert explorer.cache_size == CACHED_SENTENCES

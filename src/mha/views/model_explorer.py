@@ -196,8 +196,3 @@ class ModelHeadExplorer(Explorer):
     def site_arguments(self, values: dict[str, object]) -> dict[str, object]:
         # every sentence of the payload's menu (typed ones too) is read by its text, whatever it says
         return {**values, "sentence": TYPE_YOUR_OWN, "typed": values["sentence"]}
-
-    def site_payload(self) -> dict:
-        # every sentence, both levels, once
-        self.cache_size = max(self.cache_size, 2 * (len(self.menu_sentences) + len(self.typed_sentences)))
-        return super().site_payload()

@@ -344,7 +344,7 @@
       }
     }
     rings.replaceChildren(...circles);
-    if (figure.focus) focusFigure(figure, ...figure.focus, true);
+    if (figure.focus) focusFigure(figure, ...figure.focus);
   }
 
   function pointAt(figure, event) {
@@ -361,7 +361,7 @@
   }
 
   /* Highlight a cell's row and column and ring the cell itself. */
-  function focusFigure(figure, row, column, quiet) {
+  function focusFigure(figure, row, column) {
     if (!figure.drawn || !figure.map) return;
     const { bands, rowBand, columnBand, focusRing, left, top, cell, rowLabels, columnLabels } = figure.drawn;
     if (row === null || row >= figure.map.rows.length || column >= figure.map.columns.length) {
@@ -377,7 +377,6 @@
     focusRing.setAttribute("y", top + row * cell);
     rowLabels.forEach((label, index) => label && label.classList.toggle("mha-lit", index === row));
     columnLabels.forEach((label, index) => label && label.classList.toggle("mha-lit", index === column));
-    if (!quiet) figure.view.root.dataset.focus = `${row},${column}`;
   }
 
   /* The table of a map's numbers, for screen readers: built once per layout, its numbers rewritten for each map. */
@@ -836,6 +835,15 @@
     return view;
   }
 
+  /* What every view does once its state is set: draw the grid or the map (with its comparison), mark the tools,
+     and write the state into the address. */
+  function showState(view, map) {
+    if (view.mode === "grid") drawGrid(view);
+    else if (map) drawMaps(view, map);
+    markTools(view);
+    view.writeAddress();
+  }
+
   /* Mark the grid and comparison buttons as pressed or not. */
   function markTools(view) {
     for (const node of view.exportButtons || []) node.disabled = view.mode === "grid";  /* open one map to download it */
@@ -939,11 +947,7 @@
         }
         setHtml(view.panelParts[name], strings[index]);
       }
-      const map = mapOf(drawn);
-      if (view.mode === "grid" && map) drawGrid(view);
-      else if (map) drawMaps(view, map);
-      markTools(view);
-      view.writeAddress();
+      showState(view, mapOf(drawn));
     };
 
     for (const part of inputs) {
@@ -1122,10 +1126,7 @@
       view.message.replaceChildren(
         `${nHeads} head${nHeads > 1 ? "s" : ""} × d_head = ${payload.d_model / nHeads} features each (d_model = ` +
         `${payload.d_model}); showing head ${shown}. Tokens: `, make("code", {}, tokens.join(" | ")));
-      if (view.mode === "grid") drawGrid(view);
-      else drawMaps(view, mapFor(view.state));
-      markTools(view);
-      view.writeAddress();
+      showState(view, mapFor(view.state));
     };
 
     box.addEventListener("change", timed(view, () => view.redraw()));
@@ -1281,10 +1282,7 @@
         `repeat loss ${loss === null ? "–" : loss.toFixed(2)} nats (chance ${payload.chance_loss.toFixed(2)}).`);
       curve.moveTo(payload.steps[at]);
       scores.replaceChildren(scoreTable(at));
-      if (view.mode === "grid") drawGrid(view);
-      else drawMaps(view, mapFor(view.state));
-      markTools(view);
-      view.writeAddress();
+      showState(view, mapFor(view.state));
     };
 
     step.input.addEventListener("input", timed(view, () => view.redraw()));
