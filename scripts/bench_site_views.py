@@ -45,14 +45,15 @@ def _timed(page, view, act) -> float:
     return float(view.get_attribute("data-paint-ms"))
 
 
-def inputs_of(page, view, moves: int) -> list[float]:
-    """Every input a reader makes on ``view``: its controls, the grid and the readout; their paint times, in ms."""
+def inputs_of(page, view, moves: int) -> list[tuple[str, float]]:
+    """Every input a reader makes on ``view``: its controls, the grid and the readout; (input, paint time in ms)."""
     times = []
     tiles = view.locator(".mha-tile")
     if tiles.count():  # a view that opens on its grid: open one map, then move the controls
-        times.append(_timed(page, view, tiles.first.click))
+        times.append(("open a map from the grid", _timed(page, view, tiles.first.click)))
     for element in view.locator(".mha-controls input, .mha-controls select, select[name=compare]").all():
         kind = element.evaluate("(e) => e.type")
+        name = element.evaluate("(e) => e.name || e.getAttribute('aria-label') || e.type")
         for step in range(moves):
             if kind == "range":
                 top = int(element.get_attribute("max"))
@@ -66,20 +67,20 @@ def inputs_of(page, view, moves: int) -> list[float]:
                 def act(text=["The cat sat on the mat .", "It's a dog's life, isn't it?"][step % 2]):
                     element.fill(text)
                     element.press("Enter")
-            times.append(_timed(page, view, act))
+            times.append((f"{name} {step + 1}", _timed(page, view, act)))
     compare = view.locator("select[name=compare]")
     if compare.count():
         compare.select_option(index=0)
     for name in ("show every head of every layer at once", "show every head of this layer at once"):
         grid = view.get_by_role("button", name=name)
         if grid.count():
-            times.append(_timed(page, view, grid.click))
+            times.append((name.removeprefix("show "), _timed(page, view, grid.click)))
             if view.locator(".mha-tile").count():
-                times.append(_timed(page, view, view.locator(".mha-tile").last.click))
+                times.append(("open a map from the grid", _timed(page, view, view.locator(".mha-tile").last.click)))
     picture = view.locator(".mha-picture")
     picture.focus()
     for key in ["ArrowRight", "ArrowDown", "ArrowDown", "ArrowRight", "ArrowLeft", "ArrowUp"][:moves]:
-        times.append(_timed(page, view, functools.partial(picture.press, key)))
+        times.append((key, _timed(page, view, functools.partial(picture.press, key))))
     return times
 
 
@@ -121,12 +122,14 @@ def main() -> int:
                 page.wait_for_function("() => [...document.querySelectorAll('.mha-view')].every((v) => v.dataset.ready)")
                 views = page.locator(".mha-view")
                 for index in range(views.count()):
-                    times = inputs_of(page, views.nth(index), args.moves)
+                    named = inputs_of(page, views.nth(index), args.moves)
+                    times = [ms for _, ms in named]
                     median, worst = statistics.median(times), max(times)
+                    slowest = max(named, key=lambda pair: pair[1])[0]
                     ok = median <= median_budget and worst <= worst_budget
                     over += not ok
                     print(f"{profile:<7} {path + f', view {index}':<56} {len(times):>6} {median:>10.1f} {worst:>9.1f}  "
-                          f"{'yes' if ok else 'NO'}", flush=True)
+                          f"{'yes' if ok else 'NO'}  (slowest: {slowest})", flush=True)
                 page.close()
             context.close()
         browser.close()

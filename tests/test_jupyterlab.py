@@ -237,6 +237,7 @@ def test_jupyterlab_draws_the_views_with_the_websites_module_and_the_kernel_adds
         page.wait_for_function("() => [...document.querySelectorAll('.jp-OutputArea select[name=sentence] option')]"
                                ".some((o) => o.textContent.startsWith('Where did'))", timeout=60_000)
         assert "L1H3" in second.locator(".mha-message").inner_text()
+        second.locator("details.mha-details > summary").click()  # the table of numbers is written when opened
         assert "little" in second.locator("table.mha-numbers").text_content()
         browser.close()
     assert not problems, problems

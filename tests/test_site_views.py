@@ -37,7 +37,13 @@ TYPED = ["The animal did not cross the street because it was too tired .",
          "It's a dog's life, isn't it?", "Café naïve: 3 émigrés met 12 señoras in São Paulo!", "Hello"]
 
 # what a view shows, read in the page: message, map title, row and column labels, and every number of its table
-READ_VIEW = """(root) => {
+READ_VIEW = """async (root) => {
+  const details = root.querySelector("details.mha-details");
+  if (details && !details.open) {  // the table is written when a reader opens it
+    const opened = new Promise((resolve) => details.addEventListener("toggle", resolve, { once: true }));
+    details.open = true;
+    await opened;
+  }
   const table = root.querySelector("table.mha-numbers");
   const text = (node) => node ? node.innerText.replace(/\\s+/g, " ").trim() : "";
   return {
@@ -383,9 +389,10 @@ def test_the_readout_reads_any_cell_by_keyboard_and_pointer(open_page):
         assert lit == [expected.query_labels[row], expected.key_labels[column]], lit
         assert view.locator("svg .mha-bands").first.evaluate("(g) => g.style.display") == ""
         # a pointer (mouse or touch) on a cell reads that cell
-        cells = view.locator("svg.mha-map .mha-cells rect")
-        n = len(expected.key_labels)
-        cells.nth(2 * n + 3).click()
+        cells = view.locator("svg.mha-map .mha-cells canvas").first
+        box = cells.bounding_box()
+        n_rows, n_columns = len(expected.query_labels), len(expected.key_labels)
+        cells.click(position={"x": (3 + 0.5) * box["width"] / n_columns, "y": (2 + 0.5) * box["height"] / n_rows})
         readout = view.locator(".mha-readout").inner_text()
         assert readout.startswith("Row 2 ") and "column 3 " in readout, readout
         assert readout.endswith(f": {weight_hundredths(expected.weights)[2, 3] / 100:.2f}."), readout
@@ -405,8 +412,13 @@ def test_the_grid_shows_every_head_of_a_layer_and_of_the_model_and_opens_one(ope
         titles = [tiles.nth(head).inner_text() for head in range(12)]
         assert titles == [package_view(page, head=head).attention_map.title for head in range(12)]
         # each tile's pixels are the package's weights on the palette
-        pixels = tiles.nth(7).locator("canvas").evaluate(
-            "(c) => Array.from(c.getContext('2d').getImageData(0, 0, c.width, c.height).data)")
+        pixels = tiles.nth(7).locator("img").evaluate("""(picture) => {
+            const canvas = document.createElement("canvas");
+            [canvas.width, canvas.height] = [picture.naturalWidth, picture.naturalHeight];
+            const context = canvas.getContext("2d");
+            context.drawImage(picture, 0, 0);
+            return Array.from(context.getImageData(0, 0, canvas.width, canvas.height).data);
+        }""")
         palette = view.evaluate("(root) => root.mhaView.payload.palette")
         weights = weight_hundredths(package_view(page, head=7).attention_map.weights)
         expected = [palette[round(h / 100 * 255)][0] for h in weights.ravel()]

@@ -211,6 +211,30 @@
     return palette[Math.max(0, Math.min(255, Math.round((hundredths / 100) * 255)))];
   }
 
+  /* Paint a map onto a canvas of one pixel per cell: map.hundredths is (rows × columns), row-major. */
+  function paintCells(canvas, palette, map) {
+    const [nRows, nColumns] = [map.rows.length, map.columns.length];
+    if (canvas.width !== nColumns) canvas.width = nColumns;
+    if (canvas.height !== nRows) canvas.height = nRows;
+    const context = canvas.getContext("2d");
+    const image = context.createImageData(nColumns, nRows);
+    const rgbOf = new Map();
+    for (let index = 0; index < nRows * nColumns; index += 1) {
+      const value = map.hundredths[index];
+      let rgb = rgbOf.get(value);
+      if (rgb === undefined) {
+        const hex = parseInt(cellColour(palette, map.scale, value)[0].slice(1), 16);
+        rgb = [(hex >> 16) & 255, (hex >> 8) & 255, hex & 255];
+        rgbOf.set(value, rgb);
+      }
+      image.data[index * 4] = rgb[0];
+      image.data[index * 4 + 1] = rgb[1];
+      image.data[index * 4 + 2] = rgb[2];
+      image.data[index * 4 + 3] = 255;
+    }
+    context.putImageData(image, 0, 0);
+  }
+
   /* --- one map: SVG picture with colour scale, focus cell and readout ------------------------------------------ */
 
   const FONT = 11;  /* px: the smallest text a map draws, legible on a phone */
@@ -253,16 +277,13 @@
     const title = makeSvg("text", { x: left + (cell * nColumns) / 2, y: 14, "text-anchor": "middle",
       class: "mha-map-title" });
     svg.append(title);
-    const group = makeSvg("g", { class: "mha-cells" });
-    const rects = [];
-    for (let row = 0; row < nRows; row += 1) {
-      for (let column = 0; column < nColumns; column += 1) {
-        rects.push(`<rect x="${left + column * cell}" y="${top + row * cell}" width="${cell}" height="${cell}"/>`);
-      }
-    }
-    group.innerHTML = rects.join("");  /* numbers only, written here: one parse instead of a node per cell */
-    const cells = Array.from(group.children);
-    svg.append(group);
+    /* The cells are one canvas, a pixel per cell, scaled up without smoothing: one paint per map instead of a node
+       per cell. The export writes them out as rectangles. */
+    const cells = makeSvg("foreignObject", { x: left, y: top, width: cell * nColumns, height: cell * nRows,
+      class: "mha-cells" });
+    const canvas = make("canvas", { width: nColumns, height: nRows, "aria-hidden": "true" });
+    cells.append(canvas);
+    svg.append(cells);
     const rings = makeSvg("g", { class: "mha-rings" });
     const bands = makeSvg("g", { class: "mha-bands" });
     const rowBand = makeSvg("rect", { x: left, width: cell * nColumns, height: cell, class: "mha-band" });
@@ -294,7 +315,7 @@
       transform: `rotate(-90 11 ${middle})` }, axes.query));
     svg.append(colourScale(figure.view.payload.palette, map.scale, left + cell * nColumns + 14, top,
       Math.max(90, Math.min(cell * nRows, 220))));
-    figure.drawn = { layout, svg, title, cells, rings, bands, rowBand, columnBand, focusRing, left, top, cell,
+    figure.drawn = { layout, svg, title, canvas, rings, bands, rowBand, columnBand, focusRing, left, top, cell,
       rowLabels, columnLabels };
     figure.focus = null;
     svg.addEventListener("pointerdown", (event) => pointAt(figure, event));
@@ -328,14 +349,12 @@
 
   function paintFigure(figure, map) {
     const palette = figure.view.payload.palette;
-    const { svg, title, cells, rings, left, top, cell } = figure.drawn;
+    const { svg, title, canvas, rings, left, top, cell } = figure.drawn;
     title.textContent = map.title;
     svg.setAttribute("aria-label", `${map.title}: attention ${map.scale.kind === "difference" ? "difference " : ""}map, ` +
       `${map.rows.length} queries by ${map.columns.length} keys, colour scale ${map.scale.kind === "difference"
         ? `from ${hundredthsText(-map.scale.limit)} to +${hundredthsText(map.scale.limit)}` : "from 0 to 1"}`);
-    for (let index = 0; index < cells.length; index += 1) {
-      cells[index].setAttribute("fill", cellColour(palette, map.scale, map.hundredths[index])[0]);
-    }
+    paintCells(canvas, palette, map);
     const circles = [];
     for (const [query, key] of map.marked) {
       for (const [colour, strokeWidth] of [["black", 2.2], ["white", 0.9]]) {
@@ -446,6 +465,18 @@
       getComputedStyle(document.body).backgroundColor || "#fff"}`);
     copy.querySelectorAll("text").forEach((text) => text.setAttribute("fill", colour));
     copy.querySelector(".mha-bands").remove();
+    const { left, top, cell } = figure.drawn;
+    const map = figure.map;
+    const rects = [];
+    for (let row = 0; row < map.rows.length; row += 1) {
+      for (let column = 0; column < map.columns.length; column += 1) {
+        const fill = cellColour(figure.view.payload.palette, map.scale, map.hundredths[row * map.columns.length + column])[0];
+        rects.push(`<rect x="${left + column * cell}" y="${top + row * cell}" width="${cell}" height="${cell}" fill="${fill}"/>`);
+      }
+    }
+    const cells = document.createElementNS(SVG, "g");
+    cells.innerHTML = rects.join("");  /* numbers and colours only, written here */
+    copy.querySelector(".mha-cells").replaceWith(cells);
     return new XMLSerializer().serializeToString(copy);
   }
 
@@ -494,8 +525,10 @@
     root.replaceChildren(...parts);
     root.setAttribute("data-ready", "true");
     root.classList.add("mha-view-live");
-    const view = { root, id: options.hosted ? id : root.id, hosted: Boolean(options.hosted), payload, controls, tools, message, address, readout, picture, table, panels,
-      panelParts: {}, figures: [], mode: "single", compareWith: null };
+    const view = { root, id: options.hosted ? id : root.id, hosted: Boolean(options.hosted), payload, controls, tools,
+      message, address, readout, picture, table, details: numbers, tableMap: null, panels, panelParts: {}, figures: [],
+      mode: "single", compareWith: null };
+    numbers.addEventListener("toggle", () => showNumbers(view));
     view.primaryFigure = () => view.figures[view.figures.length - 1] || null;
     picture.addEventListener("keydown", timed(view, (event) => moveFocus(view, event)));
     return view;
@@ -625,19 +658,17 @@
   }
 
   /* One small map of a grid: a button showing the map as a picture, which opens it. */
+  let scratch = null;
+
   function gridTile(view, map, label, open) {
     const [nRows, nColumns] = [map.rows.length, map.columns.length];
-    const canvas = make("canvas", { width: nColumns, height: nRows, class: "mha-tile-map", "aria-hidden": "true" });
-    const context = canvas.getContext("2d");
-    const image = context.createImageData(nColumns, nRows);
-    for (let index = 0; index < nRows * nColumns; index += 1) {
-      const hex = cellColour(view.payload.palette, map.scale, map.hundredths[index])[0];
-      const value = parseInt(hex.slice(1), 16);
-      image.data.set([(value >> 16) & 255, (value >> 8) & 255, value & 255, 255], index * 4);
-    }
-    context.putImageData(image, 0, 0);
+    /* A picture rather than a canvas per tile: 72 canvases cost the browser several times more to paint. */
+    scratch = scratch || make("canvas");
+    paintCells(scratch, view.payload.palette, map);
+    const picture = make("img", { class: "mha-tile-map", alt: "", decoding: "sync", width: nColumns, height: nRows,
+      src: scratch.toDataURL("image/png") });
     const tile = make("button", { type: "button", class: "mha-tile", "aria-label": `${label}: open this map` },
-      canvas, make("span", {}, label));
+      picture, make("span", {}, label));
     tile.addEventListener("click", timed(view, open));
     return tile;
   }
@@ -671,6 +702,7 @@
     view.readout.textContent = `${grid.children.length} maps, one per head, on the same colour scale (0 to 1). ` +
       "Click a map, or focus it and press Enter, to open it.";
     view.readout.dataset.grid = "true";
+    view.tableMap = null;
     view.table.replaceChildren(make("p", {}, "Open one map to read its numbers."));
   }
 
@@ -719,7 +751,14 @@
     view.picture.classList.toggle("mha-compare", maps.length > 1);
     const focused = view.figures[0].focus;
     if (focused) focusCell(view, ...focused, true);
-    const table = numbersTable(view, map);
+    view.tableMap = map;
+    showNumbers(view);
+  }
+
+  /* The table of numbers is written when it is open: a closed one would cost every redraw a cell per number. */
+  function showNumbers(view) {
+    if (!view.details.open || !view.tableMap) return;
+    const table = numbersTable(view, view.tableMap);
     if (view.table.firstChild !== table) view.table.replaceChildren(table);
   }
 
