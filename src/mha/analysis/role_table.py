@@ -597,6 +597,8 @@ SENTENCE_SCORES: dict[str, str] = {
     "self_share": "mean over content rows of the weight a word piece puts on itself (copying, 3.1)",
     "self_argmax_rate": "share of content rows whose largest weight is on the token itself",
     "neighbour_share": "mean over content rows of the weight on the previous plus the next token",
+    "previous_share": "mean over content rows of the weight on the token just before (a previous-token head, 3.1)",
+    "strongest_link": "the largest weight from one word's piece to a piece of a different word ([CLS], [SEP] left out)",
     "rows": "(sentences,) number of rows (tokens, [CLS] and [SEP] included): the weight of an all-rows score",
     "content_rows": "(sentences,) number of content rows: the weight of a content-row score",
 }
@@ -637,6 +639,13 @@ def sentence_head_scores(records: Iterable[RecordLike], *, cls_token: str = "[CL
         neighbours[..., 1:] += np.diagonal(attention, offset=-1, axis1=-2, axis2=-1)  # row i, column i - 1
         neighbours[..., :-1] += np.diagonal(attention, offset=1, axis1=-2, axis2=-1)  # row i, column i + 1
         scores["neighbour_share"].append(neighbours[..., content].mean(-1))
+        previous = np.zeros_like(diagonal)
+        previous[..., 1:] = np.diagonal(attention, offset=-1, axis1=-2, axis2=-1)  # row i, column i - 1
+        scores["previous_share"].append(previous[..., content].mean(-1))
+        words = np.array([-1 if w is None else w for w in record.word_ids])  # (seq,)
+        between = content[:, None] & content[None, :] & (words[:, None] != words[None, :])  # (seq, seq)
+        scores["strongest_link"].append(np.where(between, attention, 0.0).max(axis=(-2, -1)) if between.any()
+                                        else np.zeros(attention.shape[:2]))
         scores["rows"].append(np.array(seq))
         scores["content_rows"].append(np.array(content.sum()))
     return {name: np.stack(values) for name, values in scores.items()}
