@@ -11,4 +11,6 @@
 - :mod:`~mha.pretrained.interventions`: interventions resumed from a stored layer: heads removed (3.3
   "Coreference, honestly", 4.2 "Redundancy and pruning"), one key removed from one head, heads given other weights
   (4.1 "Attention is not explanation").
+- :mod:`~mha.pretrained.web_export`: the model written as small gzip parts for the pages, which run it in
+  JavaScript (3.1 "A tour of all 72 heads").
 """
