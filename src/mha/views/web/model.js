@@ -22,7 +22,7 @@
  *     removed heads have their output z_h set to 0 before W_O, as MiniLMEncoder's head_mask does.
  *     Loads (and keeps) the word-embedding chunks the ids fall in.
  *   model.config  {n_layers, n_heads, d_model, d_head, d_mlp, vocab_size, max_positions, layer_norm_eps, ...}
- *   model.backend "wasm-simd" or "js"; model.bytesLoaded: bytes of .bin read so far.
+ *   model.backend "wasm-simd" or "js"; model.bytesLoaded: bytes of .bin read so far, the manifest's included.
  * Everything is computed in float32 (weights are stored as float16). The two backends give identical numbers.
  */
 (function () {
@@ -205,7 +205,9 @@
     function stop() { inner.abort(); }
     if (outer) { if (outer.aborted) return Promise.reject(cancelled()); outer.addEventListener("abort", stop, { once: true }); }
     var signal = inner.signal;
+    var manifestBytes = 0;
     return abortable(Promise.resolve(readPart("manifest", signal)), signal).then(function (bytes) {
+      manifestBytes = bytes.byteLength;
       return abortable(gunzip(bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes)), signal);
     }).then(function (raw) {
       var manifest = JSON.parse(new TextDecoder().decode(raw));
@@ -223,7 +225,7 @@
         });
       })).then(function (raws) {
         if (signal.aborted) throw cancelled();
-        return new Model(manifest, byName, raws, readPart, options.simd !== false, loaded);
+        return new Model(manifest, byName, raws, readPart, options.simd !== false, manifestBytes + loaded);
       });
     }).catch(function (error) {
       stop();
@@ -282,6 +284,7 @@
     }
     this._scratch = {};
     for (var key in scratch) this._scratch[key] = take(scratch[key]);
+    this._warmUp();
   }
 
   // Write the matrices `sources` (d_in, cols_s each), side by side, into F at `at` in panels of 8 columns.
@@ -316,6 +319,17 @@
       }
     }
   }
+
+  // Run each matrix product a few times on the (zeroed) scratch rows, so that the engine has compiled the kernel
+  // fully before the first sentence comes.
+  Model.prototype._warmUp = function () {
+    var d = this.config.d_model, dm = this.config.d_mlp, s = this._scratch, layer = this._layers[0];
+    for (var r = 0; r < 3; r++) {
+      this._matmul(s.x, layer.qkv, layer.bqkv, s.qkv, 9, d, 3 * d);
+      this._matmul(s.x, layer.in, layer.bin, s.h, 9, d, dm);
+      this._matmul(s.h, layer.out, layer.bout, s.tmp, 9, dm, d);
+    }
+  };
 
   Model.prototype._matmul = function (x, w, b, out, n, dIn, dOut) {
     if (this._kernel) this._kernel(4 * x, 4 * w, 4 * b, 4 * out, n, dIn, dOut);
