@@ -73,7 +73,7 @@ def node_times(folder: Path, runs: int) -> dict:
     with tempfile.TemporaryDirectory() as out:
         request = Path(out) / "request.json"
         request.write_text(json.dumps({"sentences": [{"text": SENTENCE, "run": True}], "time_runs": runs}))
-        subprocess.run(["node", str(ROOT / "tests" / "web_model_node.js"), str(folder), str(request), out], check=True)
+        subprocess.run(["node", str(ROOT / "site" / "model_in_node.js"), str(folder), str(request), out], check=True)
         return json.loads((Path(out) / "results.json").read_text())
 
 

@@ -11,6 +11,10 @@ For each page that holds one, this extension
 2. adds ``views.js`` and ``views.css`` (the package's ``mha/views/web/``, the same module Jupyter runs, copied to ``_build/html/_vendor/mha/``) to that page only,
    so pages without a view load nothing more. They inflate the payload with the browser's DecompressionStream and
    draw the view; nothing is fetched, so the page works opened from disk (file://).
+3. writes the pretrained model for the page (``mha.pretrained.web_export``) to ``_vendor/mha/model/``, with
+   ``model.js`` beside views.js: a chapter-3 view loads them only when the reader types a sentence. Each such view's
+   payload states how closely the page's model agrees with the package's encoder on the view's own sentences,
+   measured here by running model.js under Node.js on the files just written.
 
 myst-nb is told to prefer the placeholder's HTML to the widget (``nb_mime_priority_overrides`` in _config.yml).
 A view that cannot be rebuilt fails the build with a warning that names the page. Payloads are kept for the
@@ -22,6 +26,9 @@ from __future__ import annotations
 import html
 import json
 import re
+import shutil
+import subprocess
+import tempfile
 from pathlib import Path
 
 from sphinx.util import logging
@@ -29,7 +36,8 @@ from sphinx.util import logging
 logger = logging.getLogger(__name__)
 
 SERVED = "_vendor/mha"  # in the built site; Jupyter Book 1 would add anything under _static/ to every page
-FILES = ("views.js", "views.css")
+FILES = ("views.js", "views.css", "model.js")  # model.js is not linked from any page: views.js adds it when asked
+MODEL_IN_NODE = Path(__file__).resolve().parent / "model_in_node.js"
 PLACEHOLDER = re.compile(r"""<div class=['"]mha-view['"] data-mha-recipe="([^"]*)">""")
 _PAYLOADS: dict[str, str] = {}  # recipe -> encoded payload, for one build
 
@@ -44,6 +52,42 @@ def copy_view_files(app) -> None:
 
     for name in FILES:
         (target / name).write_text(web_file(name), encoding="utf-8")
+    from mha.pretrained.web_export import export_web_model
+
+    export_web_model(target / "model")
+
+
+def page_fidelity(app, sentences: list[str]) -> dict:
+    """How far the page's model (model.js on the parts in the build) is from the package's encoder on ``sentences``:
+    the largest difference of any attention weight, and the share of rows whose most-attended token is the same."""
+    import numpy as np
+
+    from mha.pretrained.encoder import MiniLMEncoder
+
+    node = shutil.which("node")
+    if node is None:
+        raise RuntimeError("measuring the page's model needs Node.js (apt install nodejs)")
+    with tempfile.TemporaryDirectory() as work:
+        request = Path(work) / "request.json"
+        request.write_text(json.dumps({"sentences": [{"text": text} for text in sentences]}))
+        ran = subprocess.run([node, str(MODEL_IN_NODE), str(Path(app.outdir) / SERVED / "model"), str(request), work],
+                             capture_output=True, text=True, timeout=300)
+        if ran.returncode != 0:
+            raise RuntimeError(f"model.js failed under Node: {ran.stderr[-2000:]}")
+        report = json.loads((Path(work) / "results.json").read_text())
+        if report["open_error"]:
+            raise RuntimeError(f"model.js could not open the model: {report['open_error']}")
+        encoder = MiniLMEncoder.load()
+        largest, same, rows = 0.0, 0, 0
+        for index, (text, result) in enumerate(zip(sentences, report["results"])):
+            if result["error"]:
+                raise RuntimeError(f"model.js refused {text!r}: {result['error']}")
+            expected = encoder.trace(text).sentence().attention  # (layers, heads, n, n)
+            found = np.fromfile(Path(work) / f"{index}.attention.f32", dtype=np.float32).reshape(expected.shape)
+            largest = max(largest, float(np.abs(found - expected).max()))
+            same += int((found.argmax(-1) == expected.argmax(-1)).sum())
+            rows += expected.shape[0] * expected.shape[1] * expected.shape[2]
+    return {"sentences": len(sentences), "max_difference": largest, "same_argmax": same / rows}
 
 
 def _payload(app, recipe_text: str) -> str:
@@ -52,7 +96,10 @@ def _payload(app, recipe_text: str) -> str:
         from mha.views.static_form import encode_payload, site_payload, view_from_recipe
 
         explorer = view_from_recipe(json.loads(recipe_text))
-        _PAYLOADS[recipe_text] = encode_payload(site_payload(explorer))
+        payload = site_payload(explorer)
+        if "page_model" in payload:  # measured on the view's own sentences, with the files the page will load
+            payload["page_model"]["fidelity"] = page_fidelity(app, list(explorer.menu_sentences))
+        _PAYLOADS[recipe_text] = encode_payload(payload)
     return _PAYLOADS[recipe_text]
 
 

@@ -51,6 +51,7 @@ def real():
     return {"head-explorer": content(site_payload(HeadExplorer("It's <i>a</i> cat .", n_heads=3))),
             "table": content(site_payload(InductionLabExplorer(["induction_2layer_seed0"], n_sequences=2))),
             "table, typed in Jupyter": content(site_payload(model, hosted=True)),
+            "table, typed in the website's page": content(site_payload(model)),
             "timeline": content(site_payload(TrainingTimelineView()))}
 
 

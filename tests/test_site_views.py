@@ -635,3 +635,151 @@ def test_the_claims_page_links_each_verdict_to_the_view_state_that_shows_it(open
         assert asked.items() <= written.items(), f"{address}: the view shows {written}, not {asked}"
         assert not page.problems, page.problems
         page.close()
+
+
+# --- a sentence of the reader's own, run through all-MiniLM-L6-v2 in the page (model.js) ---------------------------
+
+MODEL_FILES = "/_vendor/mha/model/"
+TYPED_RUNS = "([v, n]) => Number(v.dataset.typedRuns || 0) > n"
+
+
+def submit(page: Page, view, text: str) -> None:
+    """Type ``text`` into the view's box and press Enter; wait until the view has answered (a map or a message)."""
+    runs = int(view.get_attribute("data-typed-runs") or 0)
+    box = view.locator("input[name=typed]")
+    box.fill(text)
+    box.press("Enter")
+    page.page.wait_for_function(TYPED_RUNS, arg=[view.element_handle(), runs], timeout=90 * SECONDS)
+
+
+def selected_sentence(view) -> str:
+    return view.locator("select[name=sentence]").evaluate("(s) => s.options[s.selectedIndex].textContent")
+
+
+def open_map(page: Page, view, layer: int, head: int) -> None:
+    """Leave the grid (if the view shows it) and set the layer and head sliders."""
+    if view.locator(".mha-tile").count():
+        view.locator(".mha-tile").first.click()
+    for name, value in (("layer", layer), ("head", head)):
+        view.locator(f"input[name={name}]").fill(str(value))
+
+
+def assert_model_map(page: Page, text: str, layer: int, head: int) -> None:
+    """The map on show is the package's encoder on ``text``, token by token, every weight within one hundredth."""
+    from mha.pretrained.encoder import MiniLMEncoder
+
+    traced = MiniLMEncoder.load().trace(text).sentence()
+    shown = page.read(0)
+    assert shown["title"] == f"L{layer}H{head}", shown["title"]
+    assert shown["rows"] == list(traced.tokens) and shown["columns"] == list(traced.tokens), shown["rows"]
+    in_page = np.rint(np.array([[float(v) for v in row] for row in shown["numbers"]]) * 100)
+    expected = weight_hundredths(traced.attention[layer, head])
+    assert np.abs(in_page - expected).max() <= 1, "the page's model differs from the package's by more than 0.01"
+
+
+def test_a_typed_sentence_runs_the_model_in_the_page_with_every_tool(open_page):
+    page = open_page(TOUR)
+    view = page.views.first
+    model_bytes: list[int] = []
+    page.page.on("requestfinished", lambda request: model_bytes.append(request.sizes()["responseBodySize"])
+                 if MODEL_FILES in request.url else None)
+
+    def test():
+        assert view.locator("input[name=typed]").count() == 1
+        assert not model_bytes, "the model loaded with the page"
+        submit(page, view, "   ")
+        assert "the box is empty" in view.locator(".mha-message").inner_text()
+        assert not model_bytes, "an empty box loaded the model"
+        text = "The nurse said that she would call the doctor tomorrow ."
+        submit(page, view, text)
+        assert selected_sentence(view) == f"{text} (typed)"
+        assert 0 < sum(model_bytes) <= 25e6, f"the first sentence downloaded {sum(model_bytes) / 1e6:.1f} MB"
+        # 3.1's view opens on all 72 heads: the typed sentence's grid, then one map against the package
+        assert view.locator(".mha-tile").count() == 72
+        open_map(page, view, 3, 7)
+        assert_model_map(page, text, 3, 7)
+        assert "text=" in page.page.url and "The+nurse" in page.page.url, page.page.url
+        # the head's scores on this sentence against the treebank's spread
+        assert view.locator(".mha-scores tbody tr").count() == 4
+        assert "L3H7 on this sentence (run in your page)" in view.locator(".mha-scores caption").inner_text()
+        assert "within" in view.locator(".mha-fidelity").inner_text()
+        # switch the head off: the view compares the sentence with and without it, from the next layer on
+        view.get_by_role("button", name="Switch this head off").click()
+        page.page.wait_for_function("(v) => v.mhaView.figures.length === 3", arg=view.element_handle(),
+                                    timeout=30 * SECONDS)
+        assert "1 − cos" in view.locator(".mha-message").inner_text()
+        assert "L4H7" in view.locator(".mha-map-title").first.text_content()
+        assert "compare_off=3.7" in page.page.url, page.page.url
+        # typed HTML stays text; a sentence too long to read as a map, and one over the model's 512, are refused
+        submit(page, view, HOSTILE[0] + " is here")
+        assert selected_sentence(view).startswith(HOSTILE[0]) and not page.dialogs
+        submit(page, view, " ".join(["word"] * 45))
+        assert "has 47 tokens" in view.locator(".mha-message").inner_text()
+        submit(page, view, "word " * 600)
+        assert "602" in view.locator(".mha-message").inner_text() and "512" in view.locator(".mha-message").inner_text()
+        assert not page.problems, "\n".join(page.problems)
+
+    checked(page, test)
+
+
+def test_a_typed_sentence_runs_from_disk_and_from_a_link(open_page, built_site):
+    """From file:// the model's parts arrive as classic scripts; a link with text= runs the model on opening."""
+    page = open_page(TOUR, site=built_site.as_uri() + "/")
+    view = page.views.first
+
+    def test():
+        text = "Paris is the capital of France ."
+        submit(page, view, text)
+        assert selected_sentence(view) == f"{text} (typed)"
+        open_map(page, view, 0, 1)
+        assert_model_map(page, text, 0, 1)
+        assert not page.problems, "\n".join(page.problems)
+
+    checked(page, test)
+    linked = open_page(TOUR + "#view-1?layer=2&head=5&text=A+short+linked+sentence+.")
+    view = linked.views.first
+
+    def test_link():
+        linked.page.wait_for_function("(v) => v.querySelector('select[name=sentence]').selectedOptions[0]"
+                                      ".textContent.endsWith('(typed)')", arg=view.element_handle(),
+                                      timeout=90 * SECONDS)
+        assert_model_map(linked, "A short linked sentence .", 2, 5)
+        assert not linked.problems, "\n".join(linked.problems)
+
+    checked(linked, test_link)
+
+
+def test_a_failed_or_cancelled_load_says_why_and_keeps_the_stored_sentences(open_page):
+    page = open_page(TOUR)
+    view = page.views.first
+    held = []
+
+    def tampered(route):
+        body = bytearray(route.fetch().body())
+        body[len(body) // 2] ^= 0xFF
+        route.fulfill(body=bytes(body), content_type="application/octet-stream")
+
+    def test():
+        page.context.route("**/_vendor/mha/model/layer-2.bin", tampered)
+        submit(page, view, "A sentence for a broken model .")
+        message = view.locator(".mha-message").inner_text()
+        assert "layer-2" in message and "stored sentences still work" in message, message
+        page.context.unroute("**/_vendor/mha/model/layer-2.bin")
+        # a load held up in the network, then cancelled
+        page.context.route("**/_vendor/mha/model/layer-4.bin", lambda route: held.append(route))
+        runs = int(view.get_attribute("data-typed-runs") or 0)
+        view.locator("input[name=typed]").fill("A sentence never run .")
+        view.locator("input[name=typed]").press("Enter")
+        page.page.wait_for_function("() => document.querySelector('.mha-loading progress').value > 0",
+                                    timeout=60 * SECONDS)
+        assert "Loading the model" in view.locator(".mha-loading").inner_text()
+        view.get_by_role("button", name="Cancel").click()
+        page.page.wait_for_function(TYPED_RUNS, arg=[view.element_handle(), runs], timeout=30 * SECONDS)
+        assert "cancel" in view.locator(".mha-message").inner_text().lower()
+        assert view.locator(".mha-loading").is_hidden()
+        # the stored sentences still answer
+        view.locator("select[name=sentence]").select_option(index=1)
+        assert "Cannot" not in view.locator(".mha-message").inner_text()
+        assert not [p for p in page.problems if "layer-" not in p], "\n".join(page.problems)
+
+    checked(page, test)

@@ -27,7 +27,7 @@ from mha.pretrained.web_export import export_web_model
 
 ROOT = Path(__file__).resolve().parents[1]
 WEB = ROOT / "src" / "mha" / "views" / "web"
-NODE_HELPER = ROOT / "tests" / "web_model_node.js"
+NODE_HELPER = ROOT / "site" / "model_in_node.js"
 NODE = shutil.which("node")
 pytestmark = pytest.mark.skipif(NODE is None, reason="needs Node.js (apt install nodejs)")
 
@@ -50,7 +50,7 @@ AWKWARD = [
 
 
 def run_node(folder: Path, sentences: list[dict], out: Path, *, simd: bool = True, time_runs: int = 0) -> dict:
-    """Run tests/web_model_node.js on ``sentences``; returns its report with each run's arrays read back."""
+    """Run site/model_in_node.js on ``sentences``; returns its report with each run's arrays read back."""
     out.mkdir(parents=True, exist_ok=True)
     request = out / "request.json"
     request.write_text(json.dumps({"simd": simd, "sentences": sentences, "time_runs": time_runs}))

@@ -177,6 +177,11 @@ class Explorer:
         """What the website's form needs (default: every reachable view, :func:`static_form.table_payload`)."""
         return static_form.table_payload(self)
 
+    def page_model(self) -> dict | None:
+        """What the website needs to run a model in the reader's page for this view, or None (the default): only
+        the website's form uses it; in Jupyter the kernel runs the model."""
+        return None
+
     def guidance(self) -> str:
         """What to try and what to notice, as plain text."""
         return f"Try: {self.what_to_try} Notice: {self.what_to_notice}"

@@ -11,6 +11,7 @@ screen; typed text is HTML-escaped before it is shown. The maps of the last
 
 from __future__ import annotations
 
+import functools
 import html
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -18,6 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 from ipywidgets import HTML, Checkbox, Dropdown, IntSlider, Layout, Text, Widget
 
+from mha.analysis.score_spread import treebank_score_spread
 from mha.book import head_label
 from mha.pretrained.encoder import MiniLMEncoder
 from mha.pretrained.word_maps import word_attention, word_strings
@@ -73,6 +75,12 @@ def strongest_link(weights: np.ndarray) -> tuple[int, int] | None:
     return int(query) + 1, int(key) + 1
 
 
+@functools.lru_cache(maxsize=2)
+def _treebank_spread(encoder: MiniLMEncoder) -> dict:
+    """The score spread of ``encoder``, computed once per encoder (every chapter-3 view of a build shares one)."""
+    return treebank_score_spread(encoder)
+
+
 class ModelHeadExplorer(Explorer):
     """Widgets to pick a layer, a head and a sentence of all-MiniLM-L6-v2 and see that head's map.
 
@@ -89,8 +97,8 @@ class ModelHeadExplorer(Explorer):
                       "heads link two different words: the strongest link is named under the controls. A bright "
                       "cell says where a head looks, not what the model does with it.")
 
-    site_note = ("On the website the view shows the sentences of its menu. To type your own, run a chapter-3 page as "
-                 "a notebook (its launch buttons), where a box under the view adds any sentence to the menu.")
+    site_note = ("On the website, a sentence you type runs through the model in your page: its weights, about "
+                 "19 MB, load the first time you press Enter, and nothing leaves your computer.")
 
     def __init__(self, sentences: Sequence[str], *, layer: int = 0, head: int = 0, word_level: bool = False,
                  encoder: MiniLMEncoder | None = None, what_to_try: str | None = None,
@@ -192,6 +200,12 @@ class ModelHeadExplorer(Explorer):
 
     def site_values(self) -> dict[str, object]:
         return {**self.values(), "sentence": self.sentence}
+
+    def page_model(self) -> dict:
+        """The website runs all-MiniLM-L6-v2 in the page on a typed sentence; it needs the longest map it draws and,
+        to read the sentence's scores against, their spread over treebank sentences
+        (:func:`~mha.analysis.score_spread.treebank_score_spread`)."""
+        return {"max_tokens": MAX_VIEW_TOKENS, "spread": _treebank_spread(self.encoder)}
 
     def site_arguments(self, values: dict[str, object]) -> dict[str, object]:
         # every sentence of the payload's menu (typed ones too) is read by its text, whatever it says

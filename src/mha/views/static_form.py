@@ -96,6 +96,9 @@ def site_payload(explorer: Explorer, *, hosted: bool = False) -> dict:
     out.
     """
     payload = explorer.site_payload()
+    model = None if hosted or not hasattr(explorer, "page_model") else explorer.page_model()  # the timeline has none
+    if model is not None:
+        payload["page_model"] = model
     return check_payload({"version": PAYLOAD_VERSION,
                           "guidance": {"try": explorer.what_to_try, "notice": explorer.what_to_notice},
                           "note": "" if hosted else explorer.site_note, "opening": explorer.opening, "axes": {"key": KEY_AXIS, "query": QUERY_AXIS, "colormap": COLORMAP},

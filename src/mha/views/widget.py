@@ -24,7 +24,7 @@ import traitlets
 
 __all__ = ["PAYLOAD_SCHEMA", "web_file", "payload_schema", "check_payload", "ViewWidget"]
 
-WEB_FILES = ("views.js", "views.css")
+WEB_FILES = ("views.js", "views.css", "model.js")
 _SCHEMA_BLOCK = re.compile(r"/\* schema-begin \*/(.*?)/\* schema-end \*/", re.DOTALL)
 
 _ESM_ENTRY = """
@@ -42,7 +42,7 @@ export default {
 
 @cache
 def web_file(name: str) -> str:
-    """The text of one of the views' web files (``views.js`` or ``views.css``), from the installed package."""
+    """The text of one of the views' web files (``views.js``, ``views.css`` or ``model.js``), from the installed package."""
     if name not in WEB_FILES:
         raise ValueError(f"{name!r} is not one of the views' web files ({', '.join(WEB_FILES)}).")
     return (files("mha.views") / "web" / name).read_text(encoding="utf-8")

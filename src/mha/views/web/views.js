@@ -78,6 +78,12 @@
       "sequences": {"type": "array", "minItems": 1, "items": {
         "type": "object", "required": ["labels", "marked", "title"],
         "properties": {"labels": {"type": "array", "items": {"type": "string"}}, "title": {"type": "string"}}}},
+      "page_model": {"type": "object", "required": ["max_tokens", "spread"], "properties": {
+        "max_tokens": {"type": "integer", "minimum": 3},
+        "spread": {"type": "object", "required": ["quantiles", "sentences", "scores", "source"], "properties": {
+          "quantiles": {"type": "array", "minItems": 2, "items": {"type": "number"}},
+          "sentences": {"type": "integer", "minimum": 1}, "scores": {"type": "object"}, "source": {"type": "string"}}},
+        "fidelity": {"type": "object"}}},
       "n_layers": {"type": "integer", "minimum": 1},
       "n_heads": {"type": "integer", "minimum": 1},
       "seq_len": {"type": "integer", "minimum": 1}
@@ -771,6 +777,7 @@
     if (view.compareWith !== null) parts.set("compare", String(view.compareWith));
     const focus = view.figures[0] && view.figures[0].focus;
     if (focus && view.mode !== "grid") parts.set("cell", `${focus[0]}.${focus[1]}`);
+    if (view.addressParts) view.addressParts(view.state, parts);
     return `${view.id}?${parts.toString()}`;
   }
 
@@ -809,6 +816,7 @@
     let gridAll = false;
     let compare = null;
     let cell = null;
+    const runs = {};
     if (location.hash.length > MAX_ADDRESS) {
       problems.push(`the address is ${location.hash.length} characters long, more than the ${MAX_ADDRESS} a view reads`);
     } else {
@@ -817,6 +825,8 @@
         try {
           if (view.stateNames.includes(name)) {
             state[name] = view.valueOf(name, text);
+          } else if (view.runNames && view.runNames.includes(name)) {
+            runs[name] = text;
           } else if (name === "grid" && view.gridNames && view.gridNames.length) {
             if (!["heads", "layers"].includes(text)) throw new Error(`grid should be “heads” or “layers”, not “${text.slice(0, 40)}”`);
             mode = "grid";
@@ -829,7 +839,7 @@
             cell = [Number(match[1]), Number(match[2])];
           } else {
             throw new Error(`this view has no setting “${name.slice(0, 40)}” (it has ${[...view.stateNames, "grid",
-              "compare", "cell"].join(", ")})`);
+              "compare", "cell", ...(view.runNames || [])].join(", ")})`);
           }
         } catch (error) {
           problems.push(error.message);
@@ -842,19 +852,45 @@
     view.compareWith = compare;
     if (view.compareInput) view.compareInput.value = compare === null ? "" : String(compare);
     view.apply(state);
-    if (cell && view.figures[0] && view.figures[0].map) {
+    if (cell && runs.text === undefined && view.figures[0] && view.figures[0].map) {
       const map = view.figures[0].map;
       if (cell[0] < map.rows.length && cell[1] < map.columns.length) focusCell(view, cell[0], cell[1], true);
       else problems.push(`cell ${cell[0]}.${cell[1]} is outside this ${map.rows.length} × ${map.columns.length} map`);
     }
+    const report = () => {
+      if (problems.length) {
+        view.address.replaceChildren(make("b", { class: "mha-problem" }, "The address asked for something this view " +
+          "cannot show:"), ` ${problems.join("; ")}. The rest of it is shown.`);
+      } else {
+        view.address.replaceChildren();
+      }
+    };
+    if (Object.keys(runs).length && runs.text === undefined) {
+      problems.push(`${Object.keys(runs).join(" and ")} need a text= to run the model on`);
+    } else if (runs.text !== undefined) {  /* a sentence run in the page: load the model, then show it */
+      view.started = true;
+      report();
+      view.readRuns(runs).then(({ index, compared }) => {
+        view.compareWith = compared;
+        if (view.compareInput) view.compareInput.value = compared === null ? "" : String(compared);
+        view.apply({ ...state, sentence: index });
+        if (cell && view.figures[0] && view.figures[0].map) {
+          const map = view.figures[0].map;
+          if (cell[0] < map.rows.length && cell[1] < map.columns.length) focusCell(view, cell[0], cell[1], true);
+        }
+      }).catch((error) => {
+        problems.push(error.message);
+        view.runFailed(error);
+      }).finally(() => {
+        view.restoring = false;
+        report();
+        view.writeAddress();
+      });
+      return;
+    }
     view.restoring = false;
     view.started = true;
-    if (problems.length) {
-      view.address.replaceChildren(make("b", { class: "mha-problem" }, "The address asked for something this view " +
-        "cannot show:"), ` ${problems.join("; ")}. The rest of it is shown.`);
-    } else {
-      view.address.replaceChildren();
-    }
+    report();
     view.writeAddress();
   }
 
@@ -890,6 +926,393 @@
     if (view.gridAllButton) view.gridAllButton.setAttribute("aria-pressed", String(view.mode === "grid" && view.gridAll));
   }
 
+  /* --- typed sentences: all-MiniLM-L6-v2 run in the reader's page --------------------------------------------------
+
+     A chapter-3 view whose payload has a "page_model" part takes any sentence the reader types. model.js (beside this
+     file) and the model's weights (its model/ folder) load only when the reader first asks, with a progress bar and
+     a cancel; the stored sentences keep working whatever happens. model.js's API: mhaModel.open(readPart, {onProgress,
+     signal}) -> model; model.tokenize(text) -> {ids, tokens}; model.run(ids, {removed: [[layer, head]]}) ->
+     {attention: Float32Array (layers, heads, n, n), sentenceVector: Float32Array (d_model)}. */
+
+  const SCRIPT_URL = typeof document !== "undefined" && document.currentScript ? document.currentScript.src : null;
+  let modelLoad = null;  /* {promise, controller, listeners}: one load per page, shared by its views */
+
+  function addScript(source) {
+    return new Promise((resolve, reject) => {
+      const script = make("script", { src: source });
+      script.addEventListener("load", resolve);
+      script.addEventListener("error", () => reject(new Error(`could not read ${source.split("/").pop()}`)));
+      document.head.append(script);
+    });
+  }
+
+  function openModel(onProgress) {
+    if (!modelLoad) {
+      const controller = new AbortController();
+      const listeners = new Set();
+      const promise = (async () => {
+        if (!SCRIPT_URL) throw new Error("this page does not say where the model's files are");
+        if (!globalThis.mhaModel) await addScript(new URL("model.js", SCRIPT_URL).href);
+        const folder = new URL("model/", SCRIPT_URL).href;
+        const reader = location.protocol === "file:" ? globalThis.mhaModel.scriptReader(folder)
+          : globalThis.mhaModel.fetchReader(folder);
+        return globalThis.mhaModel.open(reader, { signal: controller.signal,
+          onProgress: (progress) => listeners.forEach((listener) => listener(progress)) });
+      })();
+      modelLoad = { promise, controller, listeners };
+      promise.catch(() => { modelLoad = null; });  /* a failed or cancelled load can be tried again */
+    }
+    modelLoad.listeners.add(onProgress);
+    return modelLoad;
+  }
+
+  function escapeHtml(text) {
+    return String(text).replace(/[&<>"']/g, (character) => `&#${character.charCodeAt(0)};`);
+  }
+
+  function headLabel(layer, head) {
+    return `L${layer}H${head}`;
+  }
+
+  /* Word-level units of a tokenised sentence, as mha.pretrained.word_maps does with [CLS] and [SEP] kept: a piece
+     starting with ## continues the word before it. Returns {ids: word id per token (-1 for [CLS] and [SEP]),
+     units: token positions per unit, labels: one per unit}. */
+  function wordsOf(tokens) {
+    const ids = [];
+    const units = [];
+    const labels = [];
+    let word = -1;
+    tokens.forEach((token, position) => {
+      const special = position === 0 || position === tokens.length - 1;
+      if (special) {
+        ids.push(-1);
+        units.push([position]);
+        labels.push(token);
+      } else if (token.startsWith("##") && word >= 0) {
+        ids.push(word);
+        units[units.length - 1].push(position);
+        labels[labels.length - 1] += token.slice(2);
+      } else {
+        word += 1;
+        ids.push(word);
+        units.push([position]);
+        labels.push(token);
+      }
+    });
+    return { ids, units, labels };
+  }
+
+  /* One head's map (n, n) merged into word units: the weight a unit receives is the sum over its tokens' columns,
+     the weight it sends the mean over its tokens' rows (mha.pretrained.word_maps.word_attention). */
+  function wordWeights(weights, n, units) {
+    const m = units.length;
+    const merged = new Float64Array(m * m);
+    units.forEach((rows, u) => {
+      units.forEach((columns, v) => {
+        let total = 0;
+        for (const row of rows) for (const column of columns) total += weights[row * n + column];
+        merged[u * m + v] = total / rows.length;
+      });
+    });
+    return merged;
+  }
+
+  /* Four scores of one head on one sentence (mha.analysis.role_table.sentence_head_scores): weights (n, n) with
+     [CLS] first and [SEP] last, wordIds from wordsOf. */
+  function sentenceScores(weights, n, wordIds) {
+    const content = [];
+    for (let position = 1; position < n - 1; position += 1) content.push(position);
+    const mean = (values) => values.reduce((total, value) => total + value, 0) / values.length;
+    let link = 0;
+    for (const query of content) {
+      for (const key of content) {
+        if (wordIds[query] !== wordIds[key]) link = Math.max(link, weights[query * n + key]);
+      }
+    }
+    const rows = Array.from({ length: n }, (_, row) => row);
+    return {
+      previous_share: mean(content.map((row) => weights[row * n + row - 1])),
+      cls_share: mean(rows.map((row) => weights[row * n])),
+      self_share: mean(content.map((row) => weights[row * n + row])),
+      strongest_link: link,
+    };
+  }
+
+  const SCORE_NAMES = { previous_share: "weight on the previous token", cls_share: "weight on [CLS]",
+    self_share: "weight on the token itself", strongest_link: "strongest link between two different words" };
+
+  /* Where value falls among the treebank's sentences: the share below it, read off the stored quantiles. */
+  function shareBelow(value, levels, quantiles) {
+    if (value <= quantiles[0]) return 0;
+    if (value >= quantiles[quantiles.length - 1]) return 1;
+    let index = 0;
+    while (quantiles[index + 1] < value) index += 1;
+    const width = quantiles[index + 1] - quantiles[index];
+    return levels[index] + (width > 0 ? (value - quantiles[index]) / width : 0) * (levels[index + 1] - levels[index]);
+  }
+
+  function scoreTable(spread, scores, layer, head, where) {
+    const levels = spread.quantiles;
+    const at = (level) => levels.findIndex((value) => Math.abs(value - level) < 1e-9);
+    const header = make("tr", {}, ...["score", "this sentence", "treebank median", "treebank, middle 90%",
+      "treebank sentences below"].map((text) => make("th", { scope: "col" }, text)));
+    const lines = Object.keys(SCORE_NAMES).map((name) => {
+      const quantiles = spread.scores[name][layer][head];
+      const value = scores[name];
+      return make("tr", {}, make("th", { scope: "row" }, SCORE_NAMES[name]), make("td", {}, value.toFixed(2)),
+        make("td", {}, quantiles[at(0.5)].toFixed(2)),
+        make("td", {}, `${quantiles[at(0.05)].toFixed(2)}–${quantiles[at(0.95)].toFixed(2)}`),
+        make("td", {}, `${Math.round(100 * shareBelow(value, levels, quantiles))}%`));
+    });
+    return make("table", { class: "mha-scores" },
+      make("caption", {}, `${headLabel(layer, head)} on this sentence (${where}), against ${spread.sentences} ` +
+        `treebank sentences: ${spread.source}.`),
+      make("thead", {}, header), make("tbody", {}, ...lines));
+  }
+
+  /* The typing part of a chapter-3 view: the box, the progress bar, the fidelity note, the scores and the switch. */
+  function typing(view, payload, byName) {
+    const model = payload.page_model;
+    const sentence = byName.sentence;
+    const stored = sentence.control.values.length;
+    const nLayers = byName.layer.control.values.length;
+    const nHeads = byName.head.control.values.length;
+    const entries = [];  /* typed or switched-off runs: {text, removed, tokens, attention, vector, words, label} */
+    const box = make("input", { type: "text", id: `${view.id}-typed`, name: "typed", maxlength: 10000,
+      autocomplete: "off", spellcheck: "false", placeholder: "type a sentence, then press Enter" });
+    const form = make("form", { class: "mha-typed", role: "search", "aria-label": "run the model on your own sentence" },
+      make("label", { for: box.id }, "Your own sentence"), box, make("button", { type: "submit", class: "mha-button" },
+        "Run the model"));
+    const bar = make("progress", { max: 100, value: 0, "aria-label": "model loaded" });
+    const status = make("span", { class: "mha-loading-text", "aria-live": "polite" });
+    const cancel = make("button", { type: "button", class: "mha-button" }, "Cancel");
+    const loading = make("div", { class: "mha-loading", hidden: "" }, bar, status, cancel);
+    const switchOff = make("button", { type: "button", class: "mha-button mha-switch" }, "Switch this head off");
+    const fidelity = model.fidelity;
+    const about = make("p", { class: "mha-fidelity" }, make("b", {}, "In your page: "),
+      "the model runs here, in JavaScript, from its own weights stored as 16-bit floats and computed in 32-bit. " +
+      (fidelity ? `On ${fidelity.sentences} sentences every attention weight is within ` +
+        `${fidelity.max_difference.toFixed(4)} of the book's PyTorch encoder. ` : "") +
+      "It loads when you first press Enter; nothing leaves your computer.");
+    view.controls.after(form, loading, about);
+    cancel.addEventListener("click", () => { if (modelLoad) modelLoad.controller.abort(); });
+
+    const say = (...parts) => view.message.replaceChildren(...parts);
+    const isWords = (state) => Boolean(byName.word_level) &&
+      byName.word_level.control.values[state.word_level] === true;
+
+    function labelOf(entry) {
+      const text = entry.text.length > 60 ? `${entry.text.slice(0, 59)}…` : entry.text;
+      return entry.removed.length ? `${text} (without ${entry.removed.map(([l, h]) => headLabel(l, h)).join(", ")})`
+        : `${text} (typed)`;
+    }
+
+    async function run(text, removed) {
+      const known = entries.findIndex((entry) => entry.text === text &&
+        JSON.stringify(entry.removed) === JSON.stringify(removed));
+      if (known >= 0) return stored + known;
+      const onProgress = ({ loaded, total }) => {
+        bar.value = total ? Math.round((100 * loaded) / total) : 0;
+        status.textContent = `Loading the model: ${(loaded / 1e6).toFixed(1)} of ${(total / 1e6).toFixed(1)} MB ` +
+          `(${bar.value}%)`;
+      };
+      const load = openModel(onProgress);
+      loading.hidden = false;
+      let opened;
+      try {
+        opened = await load.promise;
+      } finally {
+        load.listeners.delete(onProgress);
+        loading.hidden = true;
+      }
+      const { ids, tokens } = opened.tokenize(text);
+      if (tokens.length > model.max_tokens) {
+        throw new Error(`the sentence has ${tokens.length} tokens with [CLS] and [SEP]; a map of more than ` +
+          `${model.max_tokens} cannot be read. Shorten it (the model itself accepts up to 512 tokens).`);
+      }
+      const result = await opened.run(ids, { removed });
+      const entry = { text, removed, tokens, attention: result.attention, vector: result.sentenceVector,
+        words: wordsOf(tokens) };
+      entry.label = labelOf(entry);
+      entries.push(entry);
+      const index = stored + entries.length - 1;
+      sentence.input.append(make("option", { value: index }, entry.label));
+      if (view.compareInput) view.compareInput.append(make("option", { value: index }, entry.label));
+      return index;
+    }
+
+    function failed(error) {
+      say(...problem(`${String(error.message).replace(/\.$/, "")}. The stored sentences still work.`));
+    }
+
+    async function typeSentence(text) {
+      if (typeof text !== "string" || !text.trim()) {
+        say(...problem("the box is empty: type a few words, e.g. “The keys to the cabinet are on the table.”"));
+        return null;
+      }
+      try {
+        const index = await run(text, []);
+        view.compareWith = null;
+        if (view.compareInput) view.compareInput.value = "";
+        view.apply({ ...view.state, sentence: index });  /* the grid stays a grid: every head on the new sentence */
+        return index;
+      } catch (error) {
+        failed(error);
+        return null;
+      }
+    }
+
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      const start = performance.now();
+      typeSentence(box.value).then(() => {
+        view.root.dataset.typedMs = (performance.now() - start).toFixed(1);
+        requestAnimationFrame(() => setTimeout(() => {
+          view.root.dataset.typedPaintMs = (performance.now() - start).toFixed(1);
+          view.root.dataset.typedRuns = String(Number(view.root.dataset.typedRuns || 0) + 1);
+        }, 0));
+      });
+    });
+
+    /* Switch the head on show off: run the sentence with and without it, and compare the two. */
+    async function switchHeadOff(layer, head, sentenceIndex) {
+      const text = sentenceIndex < stored ? String(sentence.control.values[sentenceIndex])
+        : entries[sentenceIndex - stored].text;
+      try {
+        const whole = await run(text, []);
+        const without = await run(text, [[layer, head]]);
+        view.compareWith = without;
+        if (view.compareInput) view.compareInput.value = String(without);
+        view.mode = "single";
+        view.apply({ ...view.state, sentence: whole, layer: Math.min(nLayers - 1, layer + 1) });
+      } catch (error) {
+        failed(error);
+      }
+    }
+    switchOff.addEventListener("click", () => switchHeadOff(view.state.layer, view.state.head, view.state.sentence));
+
+    /* The map and message of a typed or switched-off run, shaped as a stored view is. */
+    function drawnAt(state) {
+      const entry = entries[state.sentence - stored];
+      if (!entry) return null;
+      const n = entry.tokens.length;
+      const offset = (state.layer * nHeads + state.head) * n * n;
+      const tokenWeights = entry.attention.subarray(offset, offset + n * n);
+      const words = isWords(state);
+      const labels = words ? entry.words.labels : entry.tokens;
+      const weights = words ? wordWeights(tokenWeights, n, entry.words.units) : tokenWeights;
+      const m = labels.length;
+      const hundredths = Uint8Array.from(weights, (weight) => Math.max(0, Math.min(100, Math.round(weight * 100))));
+      const unit = words ? "words" : "tokens";
+      let strongest = null;
+      for (let query = 1; query < m - 1; query += 1) {
+        for (let key = 1; key < m - 1; key += 1) {
+          if (query !== key && (!strongest || weights[query * m + key] > weights[strongest[0] * m + strongest[1]])) {
+            strongest = [query, key];
+          }
+        }
+      }
+      const mean = (column) => labels.reduce((total, _, row) => total + weights[row * m + column], 0) / m;
+      const percent = (value) => `${Math.round(100 * value)}%`;
+      let message = `${headLabel(state.layer, state.head)}: ${m} ${unit}; attention to [CLS] ${percent(mean(0))}, to ` +
+        `[SEP] ${percent(mean(m - 1))} (mean over rows). ` + (strongest
+        ? `Strongest link between two different ${unit}: <code>${escapeHtml(labels[strongest[0]])}</code> → ` +
+          `<code>${escapeHtml(labels[strongest[1]])}</code>.`
+        : `There is only one ${unit.slice(0, -1)} between [CLS] and [SEP], so no link between two different ` +
+          `${unit}; type a longer sentence to see one.`);
+      const compared = view.compareWith === null ? null : entries[view.compareWith - stored];
+      const switched = entry.removed.length ? entry
+        : compared && compared.text === entry.text && compared.removed.length ? compared : null;
+      if (switched) {
+        const whole = entries.find((other) => other.text === entry.text && !other.removed.length);
+        if (whole) {
+          let dot = 0;
+          for (let index = 0; index < whole.vector.length; index += 1) dot += whole.vector[index] * switched.vector[index];
+          const [layer] = switched.removed[0];
+          message += ` With ${switched.removed.map(([l, h]) => headLabel(l, h)).join(", ")} switched off, the sentence ` +
+            `vector moves by 1 − cos = ${(1 - dot).toFixed(4)}; every head of layers 0 to ${layer} attends as before` +
+            (layer + 1 < nLayers ? `, from layer ${layer + 1} on the maps can change.` : ".");
+        }
+      }
+      return { message: null, messageHtml: message, panels: {}, top: {}, shown: {},
+        computed: { title: headLabel(state.layer, state.head), rows: labels, columns: labels, hundredths, marked: [],
+          scale: { kind: "weight" } } };
+    }
+
+    /* The scores of the head on show for the sentence on show, from its token map: a run's own weights, or a stored
+       sentence's two-decimal map. */
+    function showScores(state, storedTokenMap) {
+      let weights;
+      let tokens;
+      let where;
+      const entry = entries[state.sentence - stored];
+      if (entry) {
+        const n = entry.tokens.length;
+        const offset = (state.layer * nHeads + state.head) * n * n;
+        weights = entry.attention.subarray(offset, offset + n * n);
+        tokens = entry.tokens;
+        where = "run in your page";
+      } else if (storedTokenMap) {
+        weights = Float64Array.from(storedTokenMap.hundredths, (value) => value / 100);
+        tokens = storedTokenMap.rows;
+        where = "its stored map, to two decimals";
+      }
+      if (!view.panelParts.scores) {
+        view.panelParts.scores = make("div", { class: "mha-panel mha-panel-scores" });
+        view.panels.prepend(view.panelParts.scores);
+      }
+      if (!weights || tokens.length < 3 || view.mode === "grid") {
+        view.panelParts.scores.replaceChildren();
+        return;
+      }
+      const scores = sentenceScores(weights, tokens.length, wordsOf(tokens).ids);
+      view.panelParts.scores.replaceChildren(scoreTable(model.spread, scores, state.layer, state.head, where),
+        switchOff);
+    }
+
+    /* The address of a run: its text, and the heads switched off. */
+    function addressParts(state, parts) {
+      const entry = entries[state.sentence - stored];
+      if (entry) {
+        parts.delete("sentence");
+        parts.set("text", entry.text);
+        if (entry.removed.length) parts.set("off", entry.removed.map(([l, h]) => `${l}.${h}`).join(","));
+      }
+      const compared = view.compareWith === null ? null : entries[view.compareWith - stored];
+      if (compared) {
+        parts.delete("compare");
+        if (compared.text !== (entry && entry.text)) parts.set("compare_text", compared.text);
+        parts.set("compare_off", compared.removed.map(([l, h]) => `${l}.${h}`).join(","));
+      }
+    }
+
+    function heads(text, what) {
+      if (!text) return [];
+      return text.split(",").map((pair) => {
+        const match = /^([0-9]{1,2})\.([0-9]{1,2})$/.exec(pair);
+        if (!match || Number(match[1]) >= nLayers || Number(match[2]) >= nHeads) {
+          throw new Error(`${what} should name heads as layer.head, from 0.0 to ${nLayers - 1}.${nHeads - 1}, not ` +
+            `“${pair.slice(0, 40)}”`);
+        }
+        return [Number(match[1]), Number(match[2])];
+      });
+    }
+
+    /* Runs named in an address: {text, off, compare_text, compare_off}. Loads the model, as typing does. */
+    async function readRuns(found) {
+      const removed = heads(found.off, "off");
+      const index = await run(found.text, removed);
+      let compared = null;
+      if (found.compare_off !== undefined || found.compare_text !== undefined) {
+        compared = await run(found.compare_text || found.text, heads(found.compare_off, "compare_off"));
+      }
+      return { index, compared };
+    }
+
+    return { stored, drawnAt, showScores, addressParts, readRuns, typeSentence, isRun: (state) => state.sentence >= stored,
+      failed };
+  }
+
   /* --- "table": every reachable view stored ---------------------------------------------------------------------- */
 
   function mountTable(root, payload, options) {
@@ -915,11 +1338,15 @@
     const readInput = ({ control, input }) => (control.kind === "checkbox"
       ? control.values.indexOf(input.checked) : Number(input.value));
     const keyOf = (state) => payload.controls.map((control) => state[control.name]).join("|");
+    const typed = payload.page_model && !view.hosted && byName.sentence && byName.layer && byName.head
+      ? typing(view, payload, byName) : null;
     const drawnAt = (state) => {
+      if (typed && typed.isRun(state)) return typed.drawnAt(state);
       const index = payload.views[keyOf(state)];
       return index === undefined ? null : payload.drawn[index];
     };
     const mapOf = (drawn) => {
+      if (drawn && drawn.computed) return drawn.computed;
       if (!drawn || !drawn.map) return null;
       const stored = drawn.map;
       const size = stored.shape[0] * stored.shape[1];
@@ -978,7 +1405,7 @@
         if (part.control.kind === "slider") part.input.setAttribute("aria-valuetext", label);
       }
       view.root.dataset.key = keyOf(state);
-      setHtml(view.message, strings[drawn.message]);
+      setHtml(view.message, drawn.messageHtml !== undefined ? drawn.messageHtml : strings[drawn.message]);
       for (const [name, index] of Object.entries(drawn.panels)) {
         if (!view.panelParts[name]) {
           view.panelParts[name] = make("div", { class: `mha-panel mha-panel-${name}` });
@@ -987,7 +1414,19 @@
         setHtml(view.panelParts[name], strings[index]);
       }
       showState(view, mapOf(drawn));
+      if (typed) {
+        const tokenLevel = byName.word_level ? { ...state, word_level: byName.word_level.control.values.indexOf(false) }
+          : state;
+        typed.showScores(state, typed.isRun(state) ? null : mapOf(drawnAt(tokenLevel)));
+      }
     };
+    if (typed) {
+      view.addressParts = typed.addressParts;
+      view.runNames = ["text", "off", "compare_text", "compare_off"];
+      view.readRuns = typed.readRuns;
+      view.typeSentence = typed.typeSentence;
+      view.runFailed = typed.failed;
+    }
 
     for (const part of inputs) {
       part.input.addEventListener(part.control.kind === "slider" ? "input" : "change", timed(view, () => view.redraw()));
@@ -1360,7 +1799,8 @@
     if (data) await open(root, data.textContent);
   }
 
-  globalThis.mhaViews = { open, readPayload, checkPayload, schemaProblem, PAYLOAD_SCHEMA, PAYLOAD_VERSION };
+  globalThis.mhaViews = { open, readPayload, checkPayload, schemaProblem, PAYLOAD_SCHEMA, PAYLOAD_VERSION,
+    parts: { sentenceScores, wordsOf, wordWeights, shareBelow } };  /* parts: for the tests, against the package */
   if (typeof document !== "undefined" && !globalThis.mhaViewsHostedByWidget) {
     document.querySelectorAll(".mha-view").forEach(start);
   }

@@ -1,5 +1,6 @@
-// Runs src/mha/views/web/model.js under Node for tests/test_web_model.py and scripts/bench_web_model.py.
-// node tests/web_model_node.js MODEL_FOLDER REQUEST.json OUT_FOLDER
+// Runs src/mha/views/web/model.js under Node: for the site build (site/static_views.py measures the page model's
+// agreement with the package), tests/test_web_model.py and scripts/bench_web_model.py.
+// node site/model_in_node.js MODEL_FOLDER REQUEST.json OUT_FOLDER
 // REQUEST: {"simd": true|false, "sentences": [{"text": ..., "removed": [[layer, head], ...], "run": true}],
 //           "time_runs": 0}
 // Writes OUT_FOLDER/results.json ({"backend", "open_error", "results": [{ids, tokens, wordIds, error, n}],
