@@ -40,6 +40,7 @@ FILES = ("views.js", "views.css", "model.js")  # model.js is not linked from any
 MODEL_IN_NODE = Path(__file__).resolve().parent / "model_in_node.js"
 PLACEHOLDER = re.compile(r"""<div class=['"]mha-view['"] data-mha-recipe="([^"]*)">""")
 _PAYLOADS: dict[str, str] = {}  # recipe -> encoded payload, for one build
+_MODEL: dict[str, int] = {}  # what the build wrote of the page's model
 
 
 def copy_view_files(app) -> None:
@@ -54,7 +55,10 @@ def copy_view_files(app) -> None:
         (target / name).write_text(web_file(name), encoding="utf-8")
     from mha.pretrained.web_export import export_web_model
 
-    export_web_model(target / "model")
+    manifest = export_web_model(target / "model")
+    # what the first sentence reads before any row of the word table: manifest, vocabulary, embeddings and layers
+    _MODEL["bytes"] = (target / "model" / "manifest.bin").stat().st_size + sum(
+        part["bin_bytes"] for part in manifest["parts"] if not part["name"].startswith("words-"))
 
 
 def page_fidelity(app, sentences: list[str]) -> dict:
@@ -99,6 +103,7 @@ def _payload(app, recipe_text: str) -> str:
         payload = site_payload(explorer)
         if "page_model" in payload:  # measured on the view's own sentences, with the files the page will load
             payload["page_model"]["fidelity"] = page_fidelity(app, list(explorer.menu_sentences))
+            payload["page_model"]["download_bytes"] = _MODEL["bytes"]
         _PAYLOADS[recipe_text] = encode_payload(payload)
     return _PAYLOADS[recipe_text]
 

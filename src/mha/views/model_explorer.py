@@ -97,8 +97,9 @@ class ModelHeadExplorer(Explorer):
                       "heads link two different words: the strongest link is named under the controls. A bright "
                       "cell says where a head looks, not what the model does with it.")
 
-    site_note = ("On the website, a sentence you type runs through the model in your page: its weights, about "
-                 "19 MB, load the first time you press Enter, and nothing leaves your computer.")
+    site_note = ("On the website, a sentence you type runs through the model in your page, from weights that load "
+                 "the first time you press Enter (the note above the map gives their size); nothing leaves your "
+                 "computer. The stored sentences are the package's own maps, computed when the site was built.")
 
     def __init__(self, sentences: Sequence[str], *, layer: int = 0, head: int = 0, word_level: bool = False,
                  encoder: MiniLMEncoder | None = None, what_to_try: str | None = None,

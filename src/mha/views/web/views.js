@@ -83,7 +83,7 @@
         "spread": {"type": "object", "required": ["quantiles", "sentences", "scores", "source"], "properties": {
           "quantiles": {"type": "array", "minItems": 2, "items": {"type": "number"}},
           "sentences": {"type": "integer", "minimum": 1}, "scores": {"type": "object"}, "source": {"type": "string"}}},
-        "fidelity": {"type": "object"}}},
+        "fidelity": {"type": "object"}, "download_bytes": {"type": "integer", "minimum": 1}}},
       "n_layers": {"type": "integer", "minimum": 1},
       "n_heads": {"type": "integer", "minimum": 1},
       "seq_len": {"type": "integer", "minimum": 1}
@@ -1038,8 +1038,8 @@
     };
   }
 
-  const SCORE_NAMES = { previous_share: "weight on the previous token", cls_share: "weight on [CLS]",
-    self_share: "weight on the token itself", strongest_link: "strongest link between two different words" };
+  const SCORE_NAMES = { previous_share: "on the previous token", cls_share: "on [CLS]",
+    self_share: "on the token itself", strongest_link: "strongest link between two words" };
 
   /* Where value falls among the treebank's sentences: the share below it, read off the stored quantiles. */
   function shareBelow(value, levels, quantiles) {
@@ -1054,8 +1054,8 @@
   function scoreTable(spread, scores, layer, head, where) {
     const levels = spread.quantiles;
     const at = (level) => levels.findIndex((value) => Math.abs(value - level) < 1e-9);
-    const header = make("tr", {}, ...["score", "this sentence", "treebank median", "treebank, middle 90%",
-      "treebank sentences below"].map((text) => make("th", { scope: "col" }, text)));
+    const header = make("tr", {}, ...["weight", "this sentence", "treebank median", "treebank 5–95%", "below it"]
+      .map((text) => make("th", { scope: "col" }, text)));
     const lines = Object.keys(SCORE_NAMES).map((name) => {
       const quantiles = spread.scores[name][layer][head];
       const value = scores[name];
@@ -1064,10 +1064,12 @@
         make("td", {}, `${quantiles[at(0.05)].toFixed(2)}–${quantiles[at(0.95)].toFixed(2)}`),
         make("td", {}, `${Math.round(100 * shareBelow(value, levels, quantiles))}%`));
     });
-    return make("table", { class: "mha-scores" },
-      make("caption", {}, `${headLabel(layer, head)} on this sentence (${where}), against ${spread.sentences} ` +
-        `treebank sentences: ${spread.source}.`),
+    const table = make("table", { class: "mha-scores" },
+      make("caption", {}, `${headLabel(layer, head)} on this sentence (${where}), against ${spread.source}; the last ` +
+        "column is the share of those sentences that score lower."),
       make("thead", {}, header), make("tbody", {}, ...lines));
+    return make("div", { class: "mha-scores-box", tabindex: "0", role: "region",
+      "aria-label": `scores of ${headLabel(layer, head)} on this sentence` }, table);
   }
 
   /* The typing part of a chapter-3 view: the box, the progress bar, the fidelity note, the scores and the switch. */
@@ -1089,11 +1091,14 @@
     const loading = make("div", { class: "mha-loading", hidden: "" }, bar, status, cancel);
     const switchOff = make("button", { type: "button", class: "mha-button mha-switch" }, "Switch this head off");
     const fidelity = model.fidelity;
+    const size = model.download_bytes ? ` (${(model.download_bytes / 1e6).toFixed(1)} MB, and the rows of the word ` +
+      "table your sentence needs)" : "";
     const about = make("p", { class: "mha-fidelity" }, make("b", {}, "In your page: "),
       "the model runs here, in JavaScript, from its own weights stored as 16-bit floats and computed in 32-bit. " +
-      (fidelity ? `On ${fidelity.sentences} sentences every attention weight is within ` +
-        `${fidelity.max_difference.toFixed(4)} of the book's PyTorch encoder. ` : "") +
-      "It loads when you first press Enter; nothing leaves your computer.");
+      (fidelity ? `On this view's ${fidelity.sentences} sentences, every attention weight is within ` +
+        `${fidelity.max_difference.toFixed(4)} of the book's PyTorch encoder, and ` +
+        `${(100 * fidelity.same_argmax).toFixed(2)}% of rows look hardest at the same token. ` : "") +
+      `The weights${size} load the first time you press Enter; nothing leaves your computer.`);
     view.controls.after(form, loading, about);
     cancel.addEventListener("click", () => { if (modelLoad) modelLoad.controller.abort(); });
 
