@@ -34,6 +34,8 @@ import student_edition  # noqa: E402  (the same folder)
 
 POINTS = 3
 HIDDEN_SEEDS = (1, 2)
+TIME_LIMIT = 60  # seconds for each call of a submitted function
+MEMORY_MB = 2048  # what a submitted function may take beyond numpy and torch
 STUB_CHECK = re.compile(r"^(check_\w+)\((my_\w+)", re.M)
 
 
@@ -60,17 +62,26 @@ def takes_seed_of(exercise: dict) -> bool:
 def test_file(exercise: dict) -> str:
     """An otter test file (Python format) for one exercise."""
     seeded = takes_seed_of(exercise)
-    call = f'grade(env, "{exercise["module"]}", "{exercise["check"]}", "{exercise["function"]}"'
-    cases = [("public", False, 1 if seeded else POINTS, f"{call})")]
+    body = "raise AssertionError(LEFT_TO_THE_KERNEL)"
+    cases = [("public", False, 1 if seeded else POINTS, body)]
     if seeded:
-        cases += [(f"hidden_seed_{seed}", True, (POINTS - 1) / len(HIDDEN_SEEDS), f"{call}, seed={seed})")
-                  for seed in HIDDEN_SEEDS]
-    lines = [f'"""{exercise["label"]}: {exercise["check"]}({exercise["function"]}), written by scripts/grading.py."""',
-             "", "from otter.test_files import test_case", "", "from mha.exercises.grading import grade", "",
+        cases += [(f"hidden_seed_{seed}", True, (POINTS - 1) / len(HIDDEN_SEEDS), body) for seed in HIDDEN_SEEDS]
+    lines = [f'"""{exercise["label"]}: {exercise["check"]}({exercise["function"]}), written by scripts/grading.py.',
+             "", "The kernel runs none of the submission's code: mha.exercises.otter_plugin grades each case in a",
+             'fresh process and replaces these results; without the plugin every case fails."""', "",
+             "from otter.test_files import test_case", "",
+             "from mha.exercises.otter_plugin import LEFT_TO_THE_KERNEL", "",
              "OK_FORMAT = False", "", f'name = "{exercise["label"]}"', f"points = {POINTS}", ""]
     for case, hidden, points, body in cases:
         lines += ["", f"@test_case(points={points:g}, hidden={hidden})", f"def {case}(env):", f"    {body}", ""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def otter_config(exercises: list[dict]) -> dict:
+    """otter's configuration: the plugin that grades each exercise outside the kernel, and what it needs to know."""
+    table = {e["label"]: {key: e[key] for key in ("module", "check", "function")} for e in exercises}
+    return {"plugins": [{"mha.exercises.otter_plugin.IsolatedGrading": {
+        "exercises": table, "seconds": TIME_LIMIT, "memory_mb": MEMORY_MB}}]}
 
 
 def key_submission(book: dict) -> dict:
@@ -102,8 +113,10 @@ def write_autograder(path: Path, out: Path) -> Path:
     for exercise in exercises_of(book):
         (tests / f"{exercise['label']}.py").write_text(test_file(exercise))
     (folder / "key.ipynb").write_text(json.dumps(key_submission(book), indent=1, ensure_ascii=False) + "\n")
+    config = folder / "otter_config.json"
+    config.write_text(json.dumps(otter_config(exercises_of(book)), indent=1) + "\n")
     otter = Path(sys.executable).with_name("otter")
-    subprocess.run([str(otter), "generate", "-t", str(tests), "-o", str(folder / "autograder.zip"), "--no-config",
+    subprocess.run([str(otter), "generate", "-t", str(tests), "-o", str(folder / "autograder.zip"), "-c", str(config),
                     "--no-requirements", "--no-environment"], check=True, capture_output=True, cwd=folder)
     return folder
 

@@ -7,7 +7,9 @@ Checks are grouped by chapter: :mod:`~mha.exercises.mechanism` (chapter 1, "The 
 :mod:`~mha.exercises.layers_and_probing` (chapter 4), and
 :mod:`~mha.exercises.background` (the two background pages, the transformer primer and the statistics toolkit).
 The machinery they share is in :mod:`mha.exercises.checking`; :mod:`mha.exercises.grading` runs the same checks
-for an autograder (the instructors' page, "Grading").
+for an autograder (the instructors' page, "Grading"), on the function read from the submitted notebook
+(:mod:`mha.exercises.submission`) and run in a process of its own (:mod:`mha.exercises.sandbox`, which starts
+:mod:`mha.exercises.sandbox_worker`), through otter (:mod:`mha.exercises.otter_plugin`).
 """
 
 from .checking import CheckResult

@@ -379,6 +379,8 @@ def run_check(function: Callable, cases: Iterable[tuple[str, tuple, dict, Any]],
         except NotImplementedError:
             return CheckResult(False, f"✗ Not attempted yet: {name} raises NotImplementedError. "
                                       "Replace that line with your code and run the cell again.")
+        except AnswerError as error:  # an answer the grader's isolated run could not read (mha.exercises.sandbox)
+            return CheckResult(False, f"✗ Case {count} ({label}): {error}")
         except Exception as error:  # the learner's bug, reported rather than raised
             text = f": {error}" if str(error) else " (with no message)"
             return CheckResult(False, f"✗ {name} raised {type(error).__name__} on case {count} ({label}){text}"

@@ -5,16 +5,28 @@ call :func:`grade` on the submission's function. The public case runs the check 
 variants run it on other random inputs, through the check's ``seed=`` argument where it has one. A case that fails
 says why in the check's own words (the :class:`~mha.exercises.checking.CheckResult` message), so the grade report
 gives the student the feedback the notebook would.
+
+That is live feedback only. The grade comes from :func:`grade_exercise`, which runs outside the student's kernel:
+it reads the submitted notebook by :mod:`mha.exercises.submission`'s rule, refuses what the rule refuses, and runs the
+check here on a stand-in for the function (:class:`mha.exercises.sandbox.IsolatedFunction`) that calls the real one
+in a fresh process, with a time and a memory limit. otter's interface stays: :mod:`mha.exercises.otter_plugin`
+replaces each otter test's result with this one.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
 import pkgutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 
-__all__ = ["modules_of_checks", "grade", "takes_seed"]
+from .checking import CheckResult
+from .sandbox import IsolatedFunction, Limits, Stopped
+from .submission import Submission, problem_with, read_submission
+
+__all__ = ["modules_of_checks", "grade", "grade_exercise", "protected_folders", "takes_seed"]
 
 
 def modules_of_checks() -> dict[str, str]:
@@ -46,3 +58,43 @@ def grade(submission: Mapping, module: str, check: str, function: str, seed: int
     result = found(submission[function]) if seed is None else found(submission[function], seed=seed)
     assert result.passed, result.message
     return result.message
+
+
+def protected_folders(*more: str | Path) -> list[str]:
+    """The folders a submission may not read: the book's package, otter, and ``more`` (the autograder's tests)."""
+    import mha
+
+    folders = [Path(mha.__file__).parent, *more]
+    otter = importlib.util.find_spec("otter")  # found, not imported: the package does not depend on otter
+    if otter is not None and otter.origin:
+        folders.append(Path(otter.origin).parent)
+    return [str(Path(folder).resolve()) for folder in folders]
+
+
+def grade_exercise(submission: Submission | dict | str | Path, module: str, check: str, function: str,
+                   seeds: Sequence[int | None] = (None,), notebook_functions: Sequence[str] = (),
+                   limits: Limits = Limits(), protected: Sequence[str] = ()) -> list[CheckResult]:
+    """Grade one exercise of a submitted notebook outside the student's kernel: one :class:`CheckResult` per seed
+    (``None``: the check's public inputs).
+
+    The function runs in its own process (:class:`~mha.exercises.sandbox.IsolatedFunction`), which holds only the
+    submission's definitions; the check computes its expected answers here. A function that is missing, is the
+    book's reference or uses it, or whose process hangs, dies or runs out of memory, fails every seed with one message.
+    """
+    if not isinstance(submission, Submission):
+        submission = read_submission(submission)
+    found = getattr(importlib.import_module(f"mha.exercises.{module}"), check)
+    problem = problem_with(submission, function, check, list(notebook_functions) or [function])
+    if problem:
+        return [CheckResult(False, problem)] * len(seeds)
+    results: list[CheckResult] = []
+    try:
+        with IsolatedFunction(function, submission.setup, submission.modules, protected_folders(*protected),
+                              limits) as stand_in:
+            if stand_in.missing:
+                return [CheckResult(False, f"✗ {function} could not be defined: {stand_in.missing}.")] * len(seeds)
+            for seed in seeds:
+                results.append(found(stand_in) if seed is None else found(stand_in, seed=seed))
+    except Stopped as stopped:
+        results += [CheckResult(False, str(stopped))] * (len(seeds) - len(results))
+    return results

@@ -59,9 +59,11 @@ def check_attention(attention: Callable, seed: int = 0) -> CheckResult:
     return run_check(attention, cases(), compare, "computes scaled dot-product attention")
 
 
-def check_causal_mask(causal_mask: Callable[[int], np.ndarray]) -> CheckResult:
-    """``causal_mask(n)`` -> boolean (n, n), True where query i may attend to key j (j <= i)."""
-    cases = ((f"n = {n}", (n,), {}, np.tril(np.ones((n, n), dtype=bool))) for n in (1, 2, 3, 5, 8))
+def check_causal_mask(causal_mask: Callable[[int], np.ndarray], seed: int = 0) -> CheckResult:
+    """``causal_mask(n)`` -> boolean (n, n), True where query i may attend to key j (j <= i); a seed other than 0
+    draws other sizes."""
+    sizes = (1, 2, 3, 5, 8) if seed == 0 else tuple(np.random.default_rng(seed).integers(1, 40, size=5))
+    cases = ((f"n = {n}", (int(n),), {}, np.tril(np.ones((n, n), dtype=bool))) for n in sizes)
     return run_check(causal_mask, cases, lambda got, want: describe_difference("the mask", got, want), "builds a causal mask")
 
 
@@ -79,11 +81,15 @@ def check_split_heads(split: Callable[[np.ndarray, int], np.ndarray], seed: int 
                      "splits the features into heads")
 
 
-def check_parameter_count(count: Callable[..., int]) -> CheckResult:
-    """``count(d_model, n_heads, bias=True)``: learnable numbers in one multi-head attention layer."""
+def check_parameter_count(count: Callable[..., int], seed: int = 0) -> CheckResult:
+    """``count(d_model, n_heads, bias=True)``: learnable numbers in one multi-head attention layer; a seed other
+    than 0 draws other sizes."""
+    rng = np.random.default_rng(seed)
+    sizes = ((8, 2, True), (8, 4, False), (64, 8, True), (768, 12, True), (384, 12, False)) if seed == 0 else tuple(
+        (int(heads * rng.integers(1, 17)), int(heads), bool(rng.integers(2))) for heads in rng.integers(1, 13, size=5))
 
     def cases() -> Iterator:
-        for d_model, n_heads, bias in ((8, 2, True), (8, 4, False), (64, 8, True), (768, 12, True), (384, 12, False)):
+        for d_model, n_heads, bias in sizes:
             layer = MultiHeadAttention(d_model, n_heads, bias=bias)
             want = sum(p.numel() for p in layer.parameters())  # counted from a real layer
             yield f"d_model = {d_model}, n_heads = {n_heads}, bias = {bias}", (d_model, n_heads), {"bias": bias}, want

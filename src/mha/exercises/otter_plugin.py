@@ -1,0 +1,76 @@
+"""The otter-grader plugin that grades outside the student's kernel (instructors' page, "Grading").
+
+otter runs a submission in a Jupyter kernel and runs the tests there, after the student's own cells, where a cell
+could patch anything. With this plugin (``scripts/grading.py`` names it in each autograder's ``otter_config.json``)
+the kernel runs none of the student's code: :meth:`IsolatedGrading.before_execution` removes the code cells, and
+:meth:`IsolatedGrading.after_grading`, which runs in otter's own process, replaces every test case's result with
+:func:`mha.exercises.grading.grade_exercise` on the submitted file. A test case left to the kernel fails, so an
+autograder that lost its plugin gives no points rather than free ones.
+
+Its configuration: ``exercises`` (each test's name -> ``module``, ``check``, ``function``), and optionally
+``seconds`` (each call's time limit, 60) and ``memory_mb`` (2048).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+from .grading import grade_exercise
+from .sandbox import Limits
+from .submission import read_submission
+
+__all__ = ["IsolatedGrading", "LEFT_TO_THE_KERNEL"]
+
+LEFT_TO_THE_KERNEL = "graded outside the notebook by mha.exercises.otter_plugin, which did not run"
+
+
+def _seed(case: str) -> int | None:
+    found = re.fullmatch(r"hidden_seed_(\d+)", case)
+    return int(found[1]) if found else None
+
+
+class IsolatedGrading:
+    """Grades each exercise in a fresh process instead of the student's kernel (see the module's docstring).
+
+    otter finds a plugin's events by name, so this class needs nothing of otter's (the package does not depend on it).
+    """
+
+    def __init__(self, submission_path, submission_metadata, plugin_config):
+        self.submission_path = submission_path
+        self.submission_metadata = submission_metadata
+        self.plugin_config = plugin_config
+
+    def before_execution(self, submission):
+        """The submission as the kernel runs it: its markdown only, none of its code."""
+        if isinstance(submission, str):
+            return ""
+        submission.cells = [cell for cell in submission.cells if cell.get("cell_type") != "code"]
+        return submission
+
+    def after_grading(self, results):
+        """Every test case's result, from the isolated grader; feedback never quotes a test file."""
+        config = self.plugin_config or {}
+        exercises = config.get("exercises", {})
+        limits = Limits(seconds=float(config.get("seconds", 60)),
+                        memory_bytes=int(config.get("memory_mb", 2048)) * 1024**2)
+        submission = read_submission(Path(self.submission_path))
+        functions = [exercise["function"] for exercise in exercises.values()]
+        for name, test_file in results.results.items():
+            exercise = exercises.get(name)
+            cases = [result.test_case for result in test_file.test_case_results]
+            if exercise is None or not cases:
+                continue
+            tests = Path(test_file.path).resolve().parent
+            graded = grade_exercise(submission, exercise["module"], exercise["check"], exercise["function"],
+                                    seeds=[_seed(case.name) for case in cases], notebook_functions=functions,
+                                    limits=limits, protected=[tests, tests.parent])
+            quoted = [line.strip() for path in tests.glob("*.py") for line in path.read_text().splitlines()
+                      if len(line.strip()) >= 16]
+            test_file.test_case_results = [
+                dataclasses.replace(kernel, passed=result.passed,
+                                    message="✗ This feedback was withheld: it quoted the grader's own files."
+                                    if any(line in result.message for line in quoted) else result.message)
+                for kernel, result in zip(test_file.test_case_results, graded)]
+            test_file._score = None

@@ -1,0 +1,201 @@
+"""What the grader takes from a submitted notebook, and what it refuses (instructors' page, "Grading").
+
+The rule: from every code cell, in order, the grader keeps the ``def`` and ``class`` statements, the imports of
+:data:`ALLOWED_MODULES` and the names set to a plain constant (``n_heads = 4``); everything else is dropped unrun
+(the check calls, prints, plots, a line that patches the grader). A cell that does not parse is dropped whole, and the
+exercises it defines report its SyntaxError. The book's package is never imported: a graded function that uses a name
+the notebook imported from ``mha`` (or ``otter``), or that *is* such a name (``my_softmax = attention_numpy.softmax``),
+scores 0 with a message saying why.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["ALLOWED_MODULES", "REFERENCE_MODULES", "Submission", "read_submission", "problem_with"]
+
+ALLOWED_MODULES = ("math", "numpy", "torch", "scipy", "sklearn", "pandas", "itertools", "functools", "collections",
+                   "statistics", "typing", "dataclasses")
+REFERENCE_MODULES = ("mha", "otter")
+_MAGIC = re.compile(r"^(\s*)[%!].*$", re.M)
+
+
+@dataclass
+class Submission:
+    """A submitted notebook as the grader reads it (:func:`read_submission`)."""
+
+    setup: list = field(default_factory=list)  # (filename, kept source, names it defines) per code cell
+    modules: list[str] = field(default_factory=list)  # the allowed modules its imports name
+    functions: dict[str, ast.FunctionDef] = field(default_factory=dict)  # the last def of each name
+    defined: set[str] = field(default_factory=set)  # every name the kept statements bind
+    references: dict[str, str] = field(default_factory=dict)  # a name bound to the package -> what it is
+    assigned: dict[str, str] = field(default_factory=dict)  # a name bound by a dropped statement -> that statement
+    syntax_errors: list[tuple[str, int, str]] = field(default_factory=list)  # (cell source, line, what)
+    calls: dict[str, list[str]] = field(default_factory=dict)  # check_x -> the functions its cell defines
+    problem: str | None = None  # why the whole file cannot be graded
+
+
+def _root(module: str | None) -> str:
+    return (module or "").split(".")[0]
+
+
+def _bound_by(node: ast.stmt) -> list[str]:
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [node.name]
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return [(alias.asname or alias.name).split(".")[0] for alias in node.names]
+    targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+    return [name.id for target in targets if target is not None for name in ast.walk(target)
+            if isinstance(name, ast.Name)]
+
+
+def _keeps(node: ast.stmt) -> bool:
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return True
+    if isinstance(node, ast.Import):
+        return all(_root(alias.name) in ALLOWED_MODULES for alias in node.names)
+    if isinstance(node, ast.ImportFrom):
+        return node.level == 0 and _root(node.module) in ALLOWED_MODULES
+    if isinstance(node, ast.Assign) and all(isinstance(target, ast.Name) for target in node.targets):
+        try:
+            ast.literal_eval(node.value)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            return False
+        return True
+    return False
+
+
+def read_submission(notebook: dict | str | Path) -> Submission:
+    """Read a submission (a notebook's path, its text or its JSON) by the rule above; never raises."""
+    submission = Submission()
+    try:
+        if isinstance(notebook, Path) or (isinstance(notebook, str) and not notebook.lstrip().startswith("{")):
+            notebook = Path(notebook).read_text(encoding="utf-8")
+        if isinstance(notebook, str):
+            notebook = json.loads(notebook)
+        cells = [cell for cell in notebook["cells"] if cell.get("cell_type") == "code"]
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as error:
+        submission.problem = (f"✗ The submission is not a Jupyter notebook ({type(error).__name__}). Upload the "
+                              ".ipynb file you worked in (File → Save, then that file), not an export or a copy of "
+                              "its text.")
+        return submission
+    for index, cell in enumerate(cells, start=1):
+        raw = cell.get("source", "")
+        source = _MAGIC.sub(lambda match: f"{match[1]}pass", "".join(raw) if isinstance(raw, list) else str(raw))
+        filename = f"<cell {index}>"
+        for call in re.finditer(r"^(check_\w+)\(", source, re.M):
+            submission.calls.setdefault(call[1], []).extend(re.findall(r"^def (\w+)\(", source, re.M))
+        try:
+            tree = ast.parse(source, filename)
+        except (SyntaxError, ValueError) as error:
+            submission.syntax_errors.append((source, getattr(error, "lineno", 0) or 0, getattr(error, "msg", str(error))))
+            continue
+        lines = source.splitlines()
+        kept_lines, names = set(), []
+        for node in tree.body:
+            start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+            span = range(start, node.end_lineno + 1)
+            if _keeps(node):
+                kept_lines.update(span)
+                names += _bound_by(node)
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    submission.functions[node.name] = node
+                if isinstance(node, (ast.Import, ast.ImportFrom)):
+                    for alias in node.names:
+                        module = alias.name if isinstance(node, ast.Import) else node.module
+                        if _root(module) not in submission.modules:
+                            submission.modules.append(_root(module))
+            else:
+                for name in _bound_by(node):
+                    segment = ast.get_source_segment(source, node) or name
+                    submission.assigned[name] = segment.splitlines()[0][:120]
+                    submission.defined.discard(name)
+                if isinstance(node, (ast.Import, ast.ImportFrom)):
+                    for alias in node.names:
+                        module = alias.name if isinstance(node, ast.Import) else f"{node.module}.{alias.name}"
+                        if _root(module if isinstance(node, ast.Import) else node.module) in REFERENCE_MODULES:
+                            submission.references[(alias.asname or alias.name).split(".")[0]] = module
+        dropped = {line for line in range(1, len(lines) + 1) if line not in kept_lines}
+        for node in tree.body:  # a line shared by a kept and a dropped statement is dropped
+            if not _keeps(node):
+                dropped.update(range(node.lineno, node.end_lineno + 1))
+        text = "\n".join("" if number in dropped else line for number, line in enumerate(lines, start=1))
+        for name in names:
+            submission.defined.add(name)
+            submission.references.pop(name, None)
+            submission.assigned.pop(name, None)
+        submission.setup.append((filename, text + "\n", names))
+    return submission
+
+
+def _free_names(function: ast.FunctionDef) -> set[str]:
+    """The names a function reads that it does not bind itself (its globals), and the modules it imports."""
+    local = {arg.arg for arg in ast.walk(function.args) if isinstance(arg, ast.arg)}
+    local |= {node.id for node in ast.walk(function) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)}
+    used = {node.id for node in ast.walk(function) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}
+    imported = {f"import {alias.name}" for node in ast.walk(function) if isinstance(node, ast.Import)
+                for alias in node.names}
+    imported |= {f"import {node.module}" for node in ast.walk(function) if isinstance(node, ast.ImportFrom)}
+    return (used - local) | imported
+
+
+def _uses_the_reference(submission: Submission, name: str) -> tuple[str, str] | None:
+    """(function, reference) where ``name`` or a function it calls reads a name bound to the book's package."""
+    seen, todo = set(), [name]
+    while todo:
+        current = todo.pop()
+        if current in seen or current not in submission.functions:
+            continue
+        seen.add(current)
+        for used in sorted(_free_names(submission.functions[current])):
+            if used.startswith("import ") and _root(used.removeprefix("import ")) in REFERENCE_MODULES:
+                return current, used.removeprefix("import ")
+            if used in submission.references:
+                return current, used
+            todo.append(used)
+    return None
+
+
+def problem_with(submission: Submission, function: str, check: str, notebook_functions: list[str]) -> str | None:
+    """Why ``function`` cannot earn points before it runs (missing, renamed, a SyntaxError, the reference), or None.
+
+    ``notebook_functions`` are all the functions the section's exercises ask for: a notebook that defines none of
+    them is another section's."""
+    if submission.problem:
+        return submission.problem
+    if function in submission.references and function not in submission.defined:
+        return (f"✗ {function} is {submission.references[function]}, the book's own implementation, which this "
+                f"exercise asks you to write yourself: it scores 0. Define it with `def {function}(...)`.")
+    if function in submission.assigned and function not in submission.defined:
+        statement = submission.assigned[function]
+        reference = next((ref for ref in submission.references if re.search(rf"\b{re.escape(ref)}\b", statement)), None)
+        if reference:
+            return (f"✗ {function} is set to the book's own implementation (`{statement}`), which this exercise asks "
+                    f"you to write yourself: it scores 0. Define it with `def {function}(...)`.")
+        return (f"✗ {function} is set with `{statement}`; the grader takes only functions defined with "
+                f"`def {function}(...)` (and the imports and constants they use).")
+    if function not in submission.functions:
+        for source, line, what in submission.syntax_errors:
+            if re.search(rf"\bdef\s+{function}\b", source):
+                return (f"✗ Your cell that defines {function} has a SyntaxError at line {line} ({what}), so it could "
+                        "not be graded. Fix that line and run the cell again.")
+        others = [name for name in submission.calls.get(check, []) if name != function]
+        if others:
+            return (f"✗ {function} is not defined: the cell that calls {check} defines {', '.join(others)} instead. "
+                    f"Keep the name the exercise gives ({function}); the grader looks for it by that name.")
+        known = set(submission.functions) | set(submission.assigned) | set(submission.references)
+        if not known & set(notebook_functions):
+            return (f"✗ This notebook defines none of this section's exercises ({', '.join(notebook_functions)}): is "
+                    "it the submission for another section? Upload the notebook of this section.")
+        return f"✗ {function} is not defined in the submission: write `def {function}(...)` in the exercise's cell."
+    found = _uses_the_reference(submission, function)
+    if found:
+        where, reference = found
+        via = "" if where == function else f" (through {where}, which it calls)"
+        return (f"✗ {function} uses {reference}{via}, from the book's own package, which this exercise asks you to "
+                "replace with your own code: it scores 0. Write the computation with numpy (or torch) instead.")
+    return None
