@@ -1,0 +1,157 @@
+"""Grading that a submission cannot game (mha.exercises.grading.grade_exercise, the path the otter plugin takes):
+adversarial 1.1 submissions, each graded as a notebook file, and the outcome each must get. The submissions import
+numpy only, so each isolated process starts in a fraction of a second; the time limit is cut to a few seconds.
+``scripts/grading.py --check`` grades the same kinds of submission end to end with ``otter run`` in ``.ci/run``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+import mha.exercises.grading
+import mha.exercises.mechanism
+from mha.exercises.grading import grade_exercise
+from mha.exercises.sandbox import Limits
+from conftest import load_script
+
+ROOT = Path(__file__).resolve().parents[1]
+SECTION = ROOT / "chapters" / "1_mechanism" / "1_attention_from_scratch.ipynb"
+LIMITS = Limits(seconds=3, memory_bytes=512 * 1024**2)
+EXERCISES = {"my_softmax": "check_softmax", "my_attention": "check_attention", "my_causal_mask": "check_causal_mask"}
+IMPORTS = ("import numpy as np\nfrom mha.core import attention_numpy\n"
+           "from mha.exercises import check_attention, check_causal_mask, check_softmax\n")
+RIGHT = {
+    "my_softmax": "def my_softmax(scores):\n    e = np.exp(scores - scores.max(axis=-1, keepdims=True))\n"
+                  "    return e / e.sum(axis=-1, keepdims=True)\n",
+    "my_attention": "def my_attention(q, k, v, mask=None):\n    s = q @ k.T / np.sqrt(q.shape[-1])\n"
+                    "    if mask is not None:\n        s = np.where(mask, s, -np.inf)\n    w = my_softmax(s)\n"
+                    "    return w @ v, w\n",
+    "my_causal_mask": "def my_causal_mask(n):\n    return np.tril(np.ones((n, n), dtype=bool))\n",
+}
+
+
+def notebook(tmp_path: Path, answers: dict[str, str], extra: tuple[str, ...] = (), name: str = "submission") -> Path:
+    """A submission: the imports cell, one cell per exercise (its answer and its check call), then ``extra`` cells."""
+    cells = [IMPORTS] + [f"{answers[f]}\n\n{check}({f})\n" for f, check in EXERCISES.items()] + list(extra)
+    path = tmp_path / f"{name}.ipynb"
+    path.write_text(json.dumps({"cells": [{"cell_type": "code", "source": text, "metadata": {}, "outputs": []}
+                                          for text in cells], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    return path
+
+
+def grade(path, function, **options):
+    """(points out of 3, messages) of one exercise: the public case and two hidden seeds, 1 point each."""
+    results = grade_exercise(path, "mechanism", EXERCISES[function], function, seeds=(None, 1, 2),
+                             notebook_functions=list(EXERCISES), limits=options.pop("limits", LIMITS), **options)
+    return sum(result.passed for result in results), [result.message for result in results]
+
+
+def test_a_right_submission_gets_every_point_and_the_reference_or_a_copy_of_it_gets_none(tmp_path):
+    path = notebook(tmp_path, RIGHT)
+    assert [grade(path, f)[0] for f in EXERCISES] == [3, 3, 3]
+    calls = notebook(tmp_path, RIGHT | {"my_softmax": "def my_softmax(scores):\n"
+                                                      "    return attention_numpy.softmax(scores)\n"})
+    points, said = grade(calls, "my_softmax")
+    assert points == 0 and "uses attention_numpy" in said[0] and "book's own package" in said[0]
+    points, said = grade(calls, "my_attention")  # through my_softmax, which it calls
+    assert points == 0 and "through my_softmax" in said[0]
+    is_it = notebook(tmp_path, RIGHT | {"my_softmax": "my_softmax = attention_numpy.softmax\n"})
+    points, said = grade(is_it, "my_softmax")
+    assert points == 0 and "the book's own implementation" in said[0]
+    imported = notebook(tmp_path, RIGHT | {"my_softmax": "from mha.core.attention_numpy import softmax as my_softmax\n"})
+    assert grade(imported, "my_softmax") == (0, ["✗ my_softmax is mha.core.attention_numpy.softmax, the book's own "
+                                                 "implementation, which this exercise asks you to write yourself: it "
+                                                 "scores 0. Define it with `def my_softmax(...)`."] * 3)
+    hidden_import = notebook(tmp_path, RIGHT | {"my_softmax": "def my_softmax(scores):\n"
+                                                              "    return __import__('mha').core.attention_numpy.softmax(scores)\n"})
+    points, said = grade(hidden_import, "my_softmax")
+    assert points == 0 and "without the book's package" in said[0]
+
+
+def test_reading_the_caller_frame_or_an_always_equal_answer_or_printing_gains_nothing(tmp_path):
+    walker = ("def my_softmax(scores):\n    import sys\n    frame = sys._getframe(1)\n    while frame is not None:\n"
+              "        for name in ('expected', 'want'):\n            if name in frame.f_locals:\n"
+              "                return frame.f_locals[name]\n        frame = frame.f_back\n    return scores\n")
+    always = ("class Equal:\n    def __eq__(self, other):\n        return True\n    __array_priority__ = 1000\n\n"
+              "def my_causal_mask(n):\n    return Equal()\n")
+    printing = ("def my_attention(q, k, v, mask=None):\n    print(q @ k.T, v)\n")
+    path = notebook(tmp_path, RIGHT | {"my_softmax": walker, "my_causal_mask": always, "my_attention": printing})
+    points, said = grade(path, "my_softmax")
+    assert points == 0 and "wrong values" in said[0]
+    points, said = grade(path, "my_causal_mask")
+    assert points == 0 and "the answer is an Equal, which the grader does not read" in said[0]
+    points, said = grade(path, "my_attention")
+    assert points == 0 and "printed" in said[0] and "return" in said[0]
+
+
+def test_a_hang_a_crash_or_a_memory_bomb_costs_only_its_own_exercise(tmp_path):
+    hang = "def my_causal_mask(n):\n    while True:\n        pass\n"
+    crash = "def my_attention(q, k, v, mask=None):\n    import os\n    os._exit(3)\n"
+    bomb = "def my_softmax(scores):\n    hoard = []\n    while True:\n        hoard.append(np.ones(10**7))\n"
+    path = notebook(tmp_path, RIGHT | {"my_causal_mask": hang, "my_attention": crash})
+    start = time.monotonic()
+    points, said = grade(path, "my_causal_mask")
+    assert points == 0 and said == ["✗ my_causal_mask did not return within 3 s on its call number 1. Look for a loop "
+                                    "that never ends, or work that grows too fast with the input's size."] * 3
+    assert time.monotonic() - start < 3 + 10, "a hang must be stopped at the limit, once for all its cases"
+    points, said = grade(path, "my_attention")
+    assert points == 0 and "died (exit code 3)" in said[0]
+    assert grade(path, "my_softmax")[0] == 3  # the others are graded
+    points, said = grade(notebook(tmp_path, RIGHT | {"my_softmax": bomb}, name="bomb"), "my_softmax")
+    assert points == 0 and ("ran out of memory" in said[0] or "died" in said[0]), said[0]
+
+
+def test_patching_the_grader_or_reading_its_files_changes_nothing(tmp_path):
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    secret = "SECRET_TEST_SOURCE = 'hidden_seed_1 expects these numbers'"
+    (tests / "ex-stable-softmax.py").write_text(secret + "\n")
+    reader = ("def my_softmax(scores):\n    import glob\n    found = []\n"
+              f"    for path in [{str(tests / 'ex-stable-softmax.py')!r}, {inspect.getfile(mha.exercises.mechanism)!r}]"
+              f" + glob.glob({str(tests)!r} + '/*'):\n        try:\n            found.append(open(path).read())\n"
+              "        except Exception as error:\n            found.append(str(error))\n"
+              "    raise RuntimeError(' '.join(found))\n")
+    patch = ("import mha.exercises.grading, mha.exercises.checking\nmha.exercises.grading.grade_exercise = "
+             "lambda *a, **k: []\nmha.exercises.checking.run_check = lambda *a, **k: True\n"
+             "open(__file__ if '__file__' in dir() else 'patched.txt', 'w').write('x')\n")
+    path = notebook(tmp_path, RIGHT | {"my_softmax": reader}, extra=(patch,))
+    points, said = grade(path, "my_softmax", protected=[str(tests)])
+    assert points == 0 and "not readable from a submission" in said[0]
+    sources = [secret, inspect.getsource(mha.exercises.mechanism), inspect.getsource(mha.exercises.grading)]
+    quoted = [line.strip() for text in sources for line in text.splitlines() if len(line.strip()) >= 16]
+    assert not [line for line in quoted if any(line in message for message in said)]
+    blank = load_script("grading").student_edition.split_notebook(json.loads(SECTION.read_text()))[0]
+    blank["cells"].append({"cell_type": "code", "source": patch, "metadata": {}, "outputs": []})
+    (tmp_path / "blank.ipynb").write_text(json.dumps(blank))
+    start = time.monotonic()
+    totals = [grade(tmp_path / "blank.ipynb", f, limits=Limits())[0] for f in EXERCISES]
+    assert totals == [0, 0, 0] and time.monotonic() - start < 120
+    assert mha.exercises.grading.grade_exercise is grade_exercise  # nothing ran here
+
+
+@pytest.mark.parametrize("answers, expected", [
+    ({"my_softmax": "def my_softmax(scores)\n    return scores\n"},
+     "✗ Your cell that defines my_softmax has a SyntaxError at line 1 (expected ':')"),
+    ({"my_softmax": "def my_soft_max(scores):\n    return scores\n"},
+     "✗ my_softmax is not defined: the cell that calls check_softmax defines my_soft_max instead"),
+])
+def test_a_syntax_error_or_a_renamed_function_says_so_and_costs_only_its_exercise(tmp_path, answers, expected):
+    path = notebook(tmp_path, RIGHT | answers)
+    points, said = grade(path, "my_softmax")
+    assert points == 0 and said[0].startswith(expected), said[0]
+    assert grade(path, "my_causal_mask")[0] == 3
+
+
+def test_a_file_that_is_not_a_notebook_or_another_sections_notebook_gets_a_clear_message(tmp_path):
+    text = tmp_path / "answers.py"
+    text.write_text(RIGHT["my_softmax"])
+    assert "not a Jupyter notebook" in grade(text, "my_softmax")[1][0]
+    other = tmp_path / "other.ipynb"
+    other.write_text(json.dumps({"cells": [{"cell_type": "code", "source": "def my_split_heads(x, n):\n    return x\n",
+                                            "metadata": {}, "outputs": []}], "metadata": {}}))
+    assert "is it the submission for another section?" in grade(other, "my_softmax")[1][0]
