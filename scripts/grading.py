@@ -12,7 +12,8 @@ For every notebook under chapters/, in ``<out>/<notebook>/``:
 
     python scripts/grading.py [--out _build/grading]                 # write the autograders
     python scripts/grading.py --check chapters/1_mechanism/1_attention_from_scratch.ipynb
-        # grade the key (full marks), the untouched student edition (zero) and a typical wrong answer (partial)
+        # grade the key (full marks), the untouched student edition (zero), the student edition with a cell that
+        # patches the grader (zero), a typical wrong answer (partial) and a hang (only its exercise lost, within 2 min)
 
 The student edition itself comes from scripts/student_edition.py (``make student``).
 """
@@ -26,6 +27,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -148,6 +150,15 @@ WRONG_ANSWERS = {
 }
 
 
+# A cell that patches the grader and the checks from the notebook: the kernel never runs it, so it changes nothing.
+PATCH_THE_GRADER = ("import mha.exercises.grading, mha.exercises.checking\n"
+                    "mha.exercises.grading.grade = mha.exercises.grading.grade_exercise = lambda *a, **k: '✓'\n"
+                    "mha.exercises.checking.run_check = lambda *a, **k: True\n")
+# A function that never returns: its exercise fails with the time limit's message, the others keep their points.
+HANGS = {"1_mechanism/1_attention_from_scratch": ("my_causal_mask", "def my_causal_mask(n):\n    while True:\n"
+                                                                      "        pass\n")}
+
+
 def with_answer(submission: dict, function: str, code: str) -> dict:
     """``submission`` with the cell that defines ``function`` replaced by ``code`` (the check call kept)."""
     changed = json.loads(json.dumps(submission))
@@ -175,6 +186,23 @@ def check_grading(path: Path, out: Path) -> list[str]:
         print(f"{name}, {label}: {got:g} / {possible:g}")
         if (wanted == "full" and got != possible) or (wanted == "zero" and got != 0) or possible == 0:
             problems.append(f"{name}: the {label} scored {got:g} of {possible:g}, not {wanted} marks: {table}")
+    patched = json.loads(json.dumps(student))  # the grader patched from the notebook: as blank as before
+    patched["cells"].append({"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+                             "source": PATCH_THE_GRADER})
+    table = scores(run_otter(autograder, patched, "patched"))
+    got = sum(s for s, _, _ in table.values())
+    print(f"{name}, the student edition with a cell that patches the grader: {got:g}")
+    if got != 0:
+        problems.append(f"{name}: patching the grader scored {got:g}, not 0: {table}")
+    if name in HANGS:
+        function, code = HANGS[name]
+        start = time.monotonic()
+        table = scores(run_otter(autograder, with_answer(key, function, code), "hang"))
+        took = time.monotonic() - start
+        lost = {label: said for label, (score, top, said) in table.items() if score < top}
+        print(f"{name}, {function} that never returns: graded in {took:.0f} s, lost {sorted(lost)}")
+        if took > 120 or len(lost) != 1 or "did not return within" not in next(iter(lost.values()), ""):
+            problems.append(f"{name}: a hang in {function} took {took:.0f} s and lost {lost}")
     if name in WRONG_ANSWERS:
         function, code = WRONG_ANSWERS[name]
         table = scores(run_otter(autograder, with_answer(key, function, code), "wrong_answer"))
@@ -194,7 +222,8 @@ def main() -> int:
     out = Path(args.out).resolve()  # otter runs in the notebook's folder
     if args.check:
         problems = [problem for path in args.check for problem in check_grading(Path(path).resolve(), out)]
-        print("\n".join(problems) or "grading works: full marks for the key, zero for the student edition, partial "
+        print("\n".join(problems) or "grading works: full marks for the key, zero for the student edition (patched or "
+                                     "not), a hang costs only its exercise, partial "
                                      "credit with feedback for a wrong answer")
         return 1 if problems else 0
     notebooks = sorted(p for p in (ROOT / "chapters").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
