@@ -24,6 +24,7 @@ import argparse
 import importlib
 import json
 import re
+import secrets
 import subprocess
 import sys
 import tempfile
@@ -82,8 +83,10 @@ def test_file(exercise: dict) -> str:
 def otter_config(exercises: list[dict]) -> dict:
     """otter's configuration: the plugin that grades each exercise outside the kernel, and what it needs to know."""
     table = {e["label"]: {key: e[key] for key in ("module", "check", "function")} for e in exercises}
+    # the seeds the hidden cases really use, drawn afresh for each autograder: the repository's are public
+    seeds = {f"hidden_seed_{seed}": 3 + secrets.randbelow(2**31) for seed in HIDDEN_SEEDS}
     return {"plugins": [{"mha.exercises.otter_plugin.IsolatedGrading": {
-        "exercises": table, "seconds": TIME_LIMIT, "memory_mb": MEMORY_MB}}]}
+        "exercises": table, "seeds": seeds, "seconds": TIME_LIMIT, "memory_mb": MEMORY_MB}}]}
 
 
 def key_submission(book: dict) -> dict:

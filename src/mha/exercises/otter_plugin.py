@@ -8,7 +8,8 @@ the kernel runs none of the student's code: :meth:`IsolatedGrading.before_execut
 autograder that lost its plugin gives no points rather than free ones.
 
 Its configuration: ``exercises`` (each test's name -> ``module``, ``check``, ``function``), and optionally
-``seconds`` (each call's time limit, 60) and ``memory_mb`` (2048).
+``seeds`` (a hidden case's name -> the seed it really uses, drawn when the autograder is written; otherwise the
+number in its name), ``seconds`` (each call's time limit, 60) and ``memory_mb`` (2048).
 """
 
 from __future__ import annotations
@@ -64,7 +65,8 @@ class IsolatedGrading:
                 continue
             tests = Path(test_file.path).resolve().parent
             graded = grade_exercise(submission, exercise["module"], exercise["check"], exercise["function"],
-                                    seeds=[_seed(case.name) for case in cases], notebook_functions=functions,
+                                    seeds=[config.get("seeds", {}).get(case.name, _seed(case.name)) for case in cases],
+                                    notebook_functions=functions,
                                     limits=limits, protected=[tests, tests.parent])
             quoted = [line.strip() for path in tests.glob("*.py") for line in path.read_text().splitlines()
                       if len(line.strip()) >= 16]
