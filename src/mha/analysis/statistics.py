@@ -45,6 +45,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from mha.core.validation import check_seed, check_size, check_whole_number
+
 __all__ = ["mean_by_unit", "paired_t", "bootstrap_interval", "bootstrap_counts", "resampled_means", "resampled_ratios",
            "percentile_interval", "bootstrap_ratio_interval", "sign_flip_signs",
            "familywise_p_values", "head_statistics", "PercentileTest", "percentile_of_heads", "HeldOutResult", "held_out_best", "smallest_detectable_count", "detection_power"]
@@ -111,8 +113,11 @@ def bootstrap_interval(differences, *, n_resamples: int = 2000, level: float = 0
     differences = _as_differences(differences)
     if not 0 < level < 1:
         raise ValueError(f"level must be between 0 and 1 (e.g. 0.95), got {level!r}.")
+    n_resamples = check_whole_number("n_resamples", n_resamples, minimum=1)
     n = differences.shape[0]
-    rng = np.random.default_rng(seed)
+    check_size("the bootstrap's resampled means (n_resamples, items, heads)",
+               (n_resamples, n, math.prod(differences.shape[1:])))
+    rng = np.random.default_rng(check_seed("seed", seed))
     resampled_items = rng.integers(0, n, size=(n_resamples, n))  # (resamples, items)
     flat = differences.reshape(n, -1)  # (items, heads)
     means = flat[resampled_items].mean(axis=1)  # (resamples, heads)
@@ -127,9 +132,10 @@ def sign_flip_signs(n_items: int, n_permutations: int = 5000, seed: int = 0) -> 
     Row ``r`` says, for every item, whether permutation ``r`` swaps its two
     halves (-1) or keeps them (+1). Drawn from ``np.random.default_rng(seed)``.
     """
-    if n_items < 1 or n_permutations < 1:
-        raise ValueError(f"need n_items >= 1 and n_permutations >= 1, got {n_items} and {n_permutations}.")
-    rng = np.random.default_rng(seed)
+    n_items = check_whole_number("n_items", n_items, minimum=1)
+    n_permutations = check_whole_number("n_permutations", n_permutations, minimum=1)
+    check_size("the table of signs (n_permutations, n_items)", (n_permutations, n_items))
+    rng = np.random.default_rng(check_seed("seed", seed))
     return rng.choice(np.array([-1.0, 1.0]), size=(n_permutations, n_items))
 
 
@@ -246,8 +252,10 @@ def held_out_best(scores, *, n_splits: int = 1000, seed: int = 0) -> HeldOutResu
     """
     scores = _as_differences(scores)
     n = scores.shape[0]
+    n_splits = check_whole_number("n_splits", n_splits, minimum=1)
+    check_size("the held-out splits (n_splits, items)", (n_splits, n))
     flat = scores.reshape(n, -1)  # (items, heads)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed))
     chosen, selection, held_out = [], [], []
     for _ in range(n_splits):
         order = rng.permutation(n)
@@ -296,10 +304,10 @@ def bootstrap_counts(n_items: int, n_resamples: int = 1000, seed: int = 0) -> np
     :func:`bootstrap_interval` makes, so intervals computed either way agree. Weighting
     by these counts turns any sum over items into its resampled sums at once (sections 3.2 and 4.3).
     """
-    for name, value in (("n_items", n_items), ("n_resamples", n_resamples)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-            raise ValueError(f"{name} must be a whole number >= 1, got {value!r}.")
-    draws = np.random.default_rng(seed).integers(0, n_items, size=(n_resamples, n_items))  # (resamples, items)
+    n_items = check_whole_number("n_items", n_items, minimum=1)
+    n_resamples = check_whole_number("n_resamples", n_resamples, minimum=1)
+    check_size("the bootstrap counts (n_resamples, n_items)", (n_resamples, n_items))
+    draws = np.random.default_rng(check_seed("seed", seed)).integers(0, n_items, size=(n_resamples, n_items))  # (resamples, items)
     counts = np.zeros((n_resamples, n_items))
     np.add.at(counts, (np.repeat(np.arange(n_resamples), n_items), draws.ravel()), 1.0)
     return counts

@@ -29,7 +29,7 @@ from torch import Tensor, nn
 
 from mha.core.masks import as_mask, check_mask
 from mha.core.validation import (InputError, as_float_tensors, as_tensor, check_attention_shapes, check_head_count,
-                         check_last_dim, check_not_empty, check_rank, check_same_shape, check_whole_number,
+                         check_last_dim, check_seed, check_size, check_not_empty, check_rank, check_same_shape, check_whole_number,
                          warn_if_not_finite)
 
 __all__ = [
@@ -181,10 +181,11 @@ class MultiHeadAttention(nn.Module):
         self.d_head = check_head_count(d_model, n_heads)
         self.d_model, self.n_heads = int(d_model), int(n_heads)
         d_model = self.d_model
+        check_size("each of W_Q, W_K, W_V and W_O (d_model, d_model)", (d_model, d_model))
         if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
             raise InputError(f"dtype must be a floating-point torch dtype such as torch.float32 or torch.float64, "
                              f"got {dtype!r}.")
-        generator = torch.Generator().manual_seed(check_whole_number("seed", seed))
+        generator = torch.Generator().manual_seed(check_seed("seed", seed))
         bound = math.sqrt(6.0 / (d_model + d_model))  # Glorot-uniform: keeps activations' scale
 
         def matrix() -> nn.Parameter:
@@ -230,6 +231,8 @@ class MultiHeadAttention(nn.Module):
             if mask.ndim == 3:
                 mask = mask[:, None]  # (batch, 1, seq_q, seq_k): the same mask for every head
             check_mask(mask, (query.shape[0], self.n_heads, query.shape[1], key.shape[1]))
+        check_size("the attention weights (batch, heads, seq_q, seq_k)",
+                   (query.shape[0], self.n_heads, query.shape[1], key.shape[1]))
 
         # 1. project: every head's queries, keys and values at once
         q = _project(query, self.W_Q, self.b_Q)  # (batch, seq_q, d_model)

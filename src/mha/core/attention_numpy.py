@@ -18,7 +18,7 @@ import numpy as np
 
 from mha.core.masks import as_mask, check_mask
 from mha.core.validation import (InputError, as_float_arrays, check_attention_shapes, check_head_count,
-                         check_not_empty, check_rank, check_whole_number, warn_if_not_finite)
+                         check_not_empty, check_rank, check_size, check_whole_number, warn_if_not_finite)
 
 __all__ = ["softmax", "scaled_dot_product_attention", "multi_head_attention", "NumpyAttentionOutput"]
 
@@ -125,6 +125,7 @@ def multi_head_attention(
         if mask.ndim == 3:
             mask = mask[:, None]  # (batch, 1, seq_q, seq_k)
         check_mask(mask, (batch, n_heads, seq, seq))
+    check_size("the attention weights (batch, heads, seq, seq)", (batch, n_heads, seq, seq))
 
     def split(a: np.ndarray) -> np.ndarray:
         return a.reshape(batch, seq, n_heads, d_head).transpose(0, 2, 1, 3)  # (batch, heads, seq, d_head)

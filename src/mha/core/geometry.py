@@ -31,7 +31,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from mha.core.validation import check_rank
+from mha.core.validation import check_rank, check_seed, check_size, check_whole_number
 
 __all__ = [
     "qk_circuit",
@@ -262,9 +262,13 @@ def random_subspace_angles(d_model: int, d_head: int, n_pairs: int = 200, seed: 
     Gaussian random columns, which are uniformly distributed. Returns
     (n_pairs, d_head). Chapter 2.
     """
-    if not 1 <= d_head <= d_model:
+    d_model = check_whole_number("d_model", d_model, minimum=1)
+    d_head = check_whole_number("d_head", d_head, minimum=1)
+    n_pairs = check_whole_number("n_pairs", n_pairs, minimum=1)
+    if d_head > d_model:
         raise ValueError(f"need 1 <= d_head <= d_model, got d_head = {d_head}, d_model = {d_model}.")
-    generator = torch.Generator().manual_seed(seed)
+    check_size("each set of random bases (n_pairs, d_model, d_head)", (n_pairs, d_model, d_head))
+    generator = torch.Generator().manual_seed(check_seed("seed", seed))
     A = torch.randn(n_pairs, d_model, d_head, generator=generator, dtype=dtype)  # (pairs, d_model, d_head)
     B = torch.randn(n_pairs, d_model, d_head, generator=generator, dtype=dtype)
     return torch.arccos(principal_angle_cosines(A, B))  # (pairs, d_head)

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from mha.core.validation import InputError, as_tensor, check_whole_number
+from mha.core.validation import InputError, as_tensor, check_size, check_whole_number
 
 __all__ = ["causal_mask", "padding_mask", "as_mask", "check_mask"]
 
@@ -25,6 +25,7 @@ __all__ = ["causal_mask", "padding_mask", "as_mask", "check_mask"]
 def causal_mask(seq_len: int, device: torch.device | str | None = None) -> torch.Tensor:
     """Lower-triangular mask of shape ``(seq_len, seq_len)``: query ``i`` may attend to keys ``0..i``."""
     seq_len = check_whole_number("seq_len", seq_len, minimum=1)
+    check_size("the causal mask (seq_len, seq_len)", (seq_len, seq_len))
     try:
         device = None if device is None else torch.device(device)
     except (RuntimeError, TypeError):
@@ -54,6 +55,7 @@ def padding_mask(lengths: Sequence[int] | torch.Tensor, seq_len: int | None = No
     seq_len = longest if seq_len is None else check_whole_number("seq_len", seq_len, minimum=1)
     if seq_len < longest:
         raise InputError(f"seq_len = {seq_len} is shorter than the longest sequence ({longest}); pass seq_len >= {longest}.")
+    check_size("the padding mask (batch, 1, seq_len)", (len(lengths), 1, seq_len))
     positions = torch.arange(seq_len)  # (seq_k,)
     return (positions[None, :] < lengths[:, None])[:, None, :]  # (batch, 1, seq_k)
 

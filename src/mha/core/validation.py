@@ -18,6 +18,10 @@ The rules for what the attention functions accept (chapter 1, "Attention from sc
 * **NaN and inf**: they cannot be fixed here, and softmax spreads a NaN to every
   query that sees it, so a :class:`NonFiniteWarning` names the input (or
   parameter) that holds them. Only the output is scanned on the normal path.
+* **sizes**: a call that would allocate a tensor from its arguments (a layer's
+  weights, a score matrix, a mask, a table of resamples) first checks the count
+  of numbers against :data:`LIMITS` with :func:`check_size`, and refuses with a
+  :class:`SizeLimitError` at once rather than failing in the allocator minutes later.
 """
 
 from __future__ import annotations
@@ -33,8 +37,13 @@ import numpy as np
 import torch
 
 __all__ = [
+    "LIMITS",
+    "LARGEST_D_MODEL_LISTED",
     "InputError",
     "NonFiniteWarning",
+    "SizeLimitError",
+    "check_size",
+    "check_seed",
     "head_counts_that_divide",
     "check_whole_number",
     "check_head_count",
@@ -56,6 +65,52 @@ class InputError(ValueError):
 
     It is a ``ValueError``, so code that catches ``ValueError`` keeps working.
     """
+
+
+class SizeLimitError(InputError):
+    """A call would allocate more than a limit in :data:`LIMITS` allows; the message names the limit and how to raise it."""
+
+
+LIMITS: dict[str, int] = {
+    "elements": 2**28,
+    "layers": 256,
+}
+"""The largest sizes a call may allocate from its arguments; change an entry on purpose to go past it.
+
+``"elements"``: numbers in one tensor, table or model built from a call's arguments (2**28, 1 GiB of float32).
+``"layers"``: layers in one model built from a config (each layer is a module of its own, built one by one).
+"""
+
+_LIMIT_UNITS = {"elements": ("numbers", "numbers in one tensor, table or model; 2**28 is 1 GiB of float32"),
+                "layers": ("layers", "layers in one model built from a config")}
+
+
+def check_size(what: str, shape: Sequence[int], limit: str = "elements") -> int:
+    """The number of entries of ``shape``, or a :class:`SizeLimitError` if it is over ``LIMITS[limit]``.
+
+    Called before allocating, so a huge size is refused at once. ``what`` names the thing that would be built
+    ("the causal mask (seq_len, seq_len)"). The product is exact (Python integers), so no size overflows past it.
+    """
+    count = math.prod(int(size) for size in shape)
+    allowed = LIMITS[limit]
+    if count > allowed:
+        unit, meaning = _LIMIT_UNITS[limit]
+        sizes = " x ".join(f"{int(size):,}" for size in shape) + " = " if len(shape) > 1 else ""
+        raise SizeLimitError(
+            f"{what} would have {sizes}{count:,} {unit}, more than the limit of {allowed:,} "
+            f"(mha.core.validation.LIMITS[{limit!r}]: {meaning}). Use smaller sizes; or, if this machine has the "
+            f"memory and time, raise the limit on purpose first:\n    mha.core.validation.LIMITS[{limit!r}] = {count}"
+        )
+    return count
+
+
+def check_seed(name: str, value) -> int:
+    """``value`` as an ``int`` seed in 0 .. 2**64 - 1, the range that ``torch.Generator.manual_seed`` accepts."""
+    value = check_whole_number(name, value, minimum=0)
+    if value >= 2**64:
+        raise InputError(f"{name} = {value} is too large for a seed: it must be below 2**64. Use a smaller whole "
+                         "number, e.g. 0.")
+    return value
 
 
 class NonFiniteWarning(UserWarning):
@@ -80,10 +135,22 @@ def check_whole_number(name: str, value, minimum: int | None = None) -> int:
     return value
 
 
+_LARGEST_FACTORED = 10**10  # listing its divisors takes sqrt(d_model) = 10**5 steps: a few milliseconds
+LARGEST_D_MODEL_LISTED = 10**6
+"""An error message lists the head counts that divide ``d_model`` only up to this width, so it is built at once."""
+
+
 def head_counts_that_divide(d_model: int) -> list[int]:
-    """Every head count ``h`` for which ``d_model`` splits into equal heads of size ``d_model // h``."""
+    """Every head count ``h`` for which ``d_model`` splits into equal heads of size ``d_model // h`` (chapter 1).
+
+    Found in ``sqrt(d_model)`` steps; a ``d_model`` above 10**10 is refused rather than factored.
+    """
     d_model = check_whole_number("d_model", d_model, minimum=1)
-    return [h for h in range(1, d_model + 1) if d_model % h == 0]
+    if d_model > _LARGEST_FACTORED:
+        raise InputError(f"d_model = {d_model:,} is too large to list its head counts (at most {_LARGEST_FACTORED:,});"
+                         " a model that wide could not be built anyway. Use a d_model such as 64, 384 or 768.")
+    small = [h for h in range(1, math.isqrt(d_model) + 1) if d_model % h == 0]
+    return small + [d_model // h for h in reversed(small) if h * h != d_model]
 
 
 def check_head_count(d_model: int, n_heads: int) -> int:
@@ -96,11 +163,12 @@ def check_head_count(d_model: int, n_heads: int) -> int:
     d_model = check_whole_number("d_model", d_model, minimum=1)
     n_heads = check_whole_number("n_heads", n_heads, minimum=1)
     if d_model % n_heads:
-        options = ", ".join(str(h) for h in head_counts_that_divide(d_model))
+        options = (f" ({', '.join(str(h) for h in head_counts_that_divide(d_model))})"
+                   if d_model <= LARGEST_D_MODEL_LISTED else "")
         raise InputError(
             f"d_model = {d_model} is not divisible by n_heads = {n_heads}: each head needs "
             f"d_model / n_heads = {d_model / n_heads:.3g} features, which is not a whole number. "
-            f"Choose a head count that divides {d_model} ({options}), or change d_model."
+            f"Choose a head count that divides {d_model}{options}, or change d_model."
         )
     return d_model // n_heads
 
@@ -141,7 +209,8 @@ def check_attention_shapes(q_shape: Sequence[int], k_shape: Sequence[int], v_sha
 
     The scores have shape (..., seq_q, seq_k), with the leading axes of ``q``
     and ``k`` broadcast; those of ``v`` must broadcast with them too. There must
-    be at least one query, one key, and one feature in each vector.
+    be at least one query, one key, and one feature in each vector, and no more
+    scores than ``LIMITS["elements"]`` allows.
     """
     q_shape, k_shape, v_shape = tuple(q_shape), tuple(k_shape), tuple(v_shape)
     check_rank("q", q_shape, range(2, 9), "(..., seq_q, d_k)")
@@ -167,7 +236,9 @@ def check_attention_shapes(q_shape: Sequence[int], k_shape: Sequence[int], v_sha
             f"q, k and v have shapes {q_shape}, {k_shape} and {v_shape}; their leading axes (all but the last "
             "two, e.g. batch and heads) must be equal or 1. Give them the same batch size."
         ) from None
-    return (*lead, q_shape[-2], k_shape[-2])
+    scores_shape = (*lead, q_shape[-2], k_shape[-2])
+    check_size("the attention scores (..., seq_q, seq_k)", scores_shape)
+    return scores_shape
 
 
 def as_tensor(name: str, x, device: torch.device | str | None = None) -> torch.Tensor:

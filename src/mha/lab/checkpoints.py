@@ -224,6 +224,8 @@ def _check_entry(entry: object, where: str, fields: dict) -> list[str]:
     if isinstance(entry.get("file"), str) and not _NAME_PATTERN.match(entry["file"]):
         problems.append(f"{where}['file'] is {entry['file']!r}, but it must be a plain file name next to the manifest "
                         f"(letters, digits, '_', '-' and '.'; no folders, no '..', no absolute paths)")
+    if isinstance(entry.get("seed"), int) and not isinstance(entry["seed"], bool) and not 0 <= entry["seed"] < 2**64:
+        problems.append(f"{where}['seed'] is {_describe(entry['seed'])}, but a seed must be in 0 .. 2**64 - 1")
     if isinstance(entry.get("config"), dict):
         try:
             TinyTransformerConfig.from_dict(entry["config"])

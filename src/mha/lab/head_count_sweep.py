@@ -52,7 +52,7 @@ from mha.lab.circuit_scores import attention_to_key_positions
 from mha.lab.tasks import TaskBatch, TwoRelationTask, task_from_dict
 from mha.lab.tiny_model import TinyTransformer, TinyTransformerConfig
 from mha.lab.training import TrainingConfig, TrainingLog, train
-from mha.core.validation import check_rank, head_counts_that_divide
+from mha.core.validation import LARGEST_D_MODEL_LISTED, check_rank, head_counts_that_divide
 
 __all__ = [
     "STUDY_FILE",
@@ -364,9 +364,10 @@ class HeadCountStudy:
                              f"h = {_listing(self.head_counts)}.")
         if n_heads not in self.head_counts:
             divides = n_heads >= 1 and self.d_model % n_heads == 0
+            listing = (f" (the counts that do are {_listing(head_counts_that_divide(self.d_model))})"
+                       if self.d_model <= LARGEST_D_MODEL_LISTED else "")
             why = ("it divides d_model but was not trained" if divides else
-                   f"it does not divide d_model = {self.d_model} (the counts that do are "
-                   f"{_listing(head_counts_that_divide(self.d_model))})")
+                   f"it does not divide d_model = {self.d_model}{listing}")
             raise ValueError(f"there is no run with h = {n_heads} heads: {why}. The study trained "
                              f"h = {_listing(self.head_counts)}.")
         if seed is not None and (isinstance(seed, bool) or seed not in self.seeds):

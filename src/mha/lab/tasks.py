@@ -37,6 +37,8 @@ from typing import NamedTuple, Protocol
 import torch
 from torch import Tensor
 
+from mha.core.validation import check_size
+
 __all__ = [
     "IGNORE_INDEX",
     "INDUCTION_TRAIN_PERIODS",
@@ -93,9 +95,11 @@ def as_generator(generator: torch.Generator | int) -> torch.Generator:
     return torch.Generator().manual_seed(generator)
 
 
-def _check_batch_size(batch_size: int) -> None:
+def _check_batch_size(batch_size: int, *row_widths: int) -> None:
+    """``batch_size`` is a whole number >= 1, and ``batch_size`` rows of the widest of ``row_widths`` fit the limit."""
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a whole number of at least 1, got {batch_size!r}.")
+    check_size("a batch of this task (batch_size, tokens per row)", (batch_size, max(row_widths, default=1)))
 
 
 def _check_positive(**values: int) -> None:
@@ -204,7 +208,7 @@ class InductionTask:
 
     def sample(self, batch_size: int, generator: torch.Generator | int) -> TaskBatch:
         """A batch of ``batch_size`` sequences; see the class docstring for the layout and ``details``."""
-        _check_batch_size(batch_size)
+        _check_batch_size(batch_size, self.seq_len + 1, self.vocab_size if self.distinct_tokens else 1)
         generator = as_generator(generator)
         n_tokens = self.seq_len + 1
         choices = torch.tensor(self.periods)
@@ -305,7 +309,7 @@ class TwoRelationTask:
 
     def sample(self, batch_size: int, generator: torch.Generator | int) -> TaskBatch:
         """A batch of ``batch_size`` sequences; see the class docstring for the layout and ``details``."""
-        _check_batch_size(batch_size)
+        _check_batch_size(batch_size, self.seq_len, self.n_keys)
         generator = as_generator(generator)
         F, Q = self.n_facts, self.n_queries
         keys = torch.rand(batch_size, self.n_keys, generator=generator).argsort(-1)[:, :F]  # (batch, facts) distinct
@@ -361,7 +365,7 @@ class CopyBackTask:
 
     def sample(self, batch_size: int, generator: torch.Generator | int) -> TaskBatch:
         """A batch of ``batch_size`` sequences; targets are the inputs shifted ``distance`` places right."""
-        _check_batch_size(batch_size)
+        _check_batch_size(batch_size, self.seq_len)
         generator = as_generator(generator)
         inputs = torch.randint(0, self.vocab_size, (batch_size, self.seq_len), generator=generator)  # (batch, seq)
         targets = torch.full_like(inputs, IGNORE_INDEX)
@@ -444,7 +448,7 @@ class PairRecallTask:
 
     def sample(self, batch_size: int, generator: torch.Generator | int) -> TaskBatch:
         """A batch of ``batch_size`` sequences; see the class docstring for the layout and ``details``."""
-        _check_batch_size(batch_size)
+        _check_batch_size(batch_size, self.seq_len)
         generator = as_generator(generator)
         S, T = self.n_symbols, self.n_triples
         first = torch.randint(0, S, (batch_size, T), generator=generator)  # (batch, triples)

@@ -27,7 +27,7 @@ from torch import Tensor, nn
 
 from mha.core.attention import HeadWeights, MultiHeadAttention
 from mha.core.masks import causal_mask
-from mha.core.validation import check_head_count, check_rank
+from mha.core.validation import check_head_count, check_rank, check_seed, check_size
 
 __all__ = ["TinyTransformerConfig", "TinyTransformerOutput", "TinyTransformer"]
 
@@ -63,8 +63,20 @@ class TinyTransformerConfig:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a whole number of at least 1, got {value!r}.")
         check_head_count(self.d_model, self.n_heads)
-        if self.d_mlp is not None and (not isinstance(self.d_mlp, int) or self.d_mlp < 1):
+        if self.d_mlp is not None and (isinstance(self.d_mlp, bool) or not isinstance(self.d_mlp, int)
+                                       or self.d_mlp < 1):
             raise ValueError(f"d_mlp must be None (meaning 4 * d_model) or a whole number >= 1, got {self.d_mlp!r}.")
+        check_size("this TinyTransformerConfig's model", (self.n_layers,), limit="layers")
+        check_size("this TinyTransformerConfig's parameters", (self.parameter_count,))
+
+    @property
+    def parameter_count(self) -> int:
+        """How many numbers the model's weights hold, counted from the config before anything is built."""
+        d_model, layer_norm = self.d_model, 2 * self.d_model if self.layer_norm else 0
+        attention = 4 * d_model * d_model + (4 * d_model if self.attention_bias else 0) + layer_norm
+        mlp = 2 * d_model * self.mlp_width + self.mlp_width + d_model + layer_norm if self.use_mlp else 0
+        embeddings = 2 * self.vocab_size * d_model + self.max_seq_len * d_model + layer_norm
+        return embeddings + self.n_layers * (attention + mlp)
 
     @property
     def d_head(self) -> int:
@@ -160,7 +172,7 @@ class TinyTransformer(nn.Module):
     def __init__(self, config: TinyTransformerConfig, seed: int = 0) -> None:
         super().__init__()
         self.config = config
-        generator = torch.Generator().manual_seed(seed)
+        generator = torch.Generator().manual_seed(check_seed("seed", seed))
         d_model = config.d_model
         # embeddings start with entries of size ~1/sqrt(d_model): unit-length rows, like the attention inputs of chapter 1
         scale = 1 / math.sqrt(d_model)

@@ -42,6 +42,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from mha.core.attention import AttentionOutput, HeadWeights, MultiHeadAttention, split_heads
+from mha.core.validation import check_size
 from mha.pretrained.tokenizer import TokenizedBatch, default_model_path, load_tokenizer, tokenize
 
 __all__ = [
@@ -485,6 +486,9 @@ class MiniLMEncoder(nn.Module):
         batch, seq = inputs.input_ids.shape
         if seq > self.config.max_positions:
             raise ValueError(f"the batch is {seq} tokens long but the model has {self.config.max_positions} positions.")
+        config = self.config
+        check_size("the attention weights of every layer (layers, batch, heads, seq, seq), kept for the trace,",
+                   (config.n_layers, batch, config.n_heads, seq, seq))
         head_mask = self._check_head_mask(head_mask, batch)
         device = self.word_embeddings.device
         input_ids = inputs.input_ids.to(device)  # (batch, seq)
