@@ -16,6 +16,7 @@ sentence.
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -88,6 +89,46 @@ class TokenizedBatch:
         return self.input_ids.shape[0]
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+# Where the encoder's tokenizer always splits: whitespace (its own set) and ASCII punctuation, each mark a token
+_BREAKS = " \t\n\r\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000"
+_ASCII_PUNCTUATION = "!-/:-@\\[-`{-~"
+_PIECE = re.compile(f"(?P<mark>[{_ASCII_PUNCTUATION}])|[^{_BREAKS}{_ASCII_PUNCTUATION}]+")
+_LETTER_OR_DIGIT = re.compile(r"[^\W_]")
+_EXACT_COUNT_UP_TO = 4
+"""Text of up to this many times the model's positions is tokenised, to give its exact length when too long."""
+
+
+def _fewest_tokens(text: str, stop: int) -> int:
+    """A lower bound on the wordpieces of ``text`` ([CLS] and [SEP] not counted), counted up to ``stop`` at most.
+
+    The tokenizer splits at whitespace and at every ASCII punctuation mark; each mark is a token, and each piece
+    between them that holds a letter or digit gives at least one (letters and digits are never dropped; control
+    characters and accents may be, so they count for nothing). Linear, and it stops at ``stop``.
+    """
+    count = 0
+    for piece in _PIECE.finditer(text):
+        if piece.lastgroup == "mark" or _LETTER_OR_DIGIT.search(piece.group()):
+            count += 1
+            if count >= stop:
+                break
+    return count
+
+
+def _word_spans(encoding) -> list[tuple[int, int]]:
+    """``encoding.word_to_chars(w)`` for every word ``w``, in one pass over the tokens instead of one per word.
+
+    A word's characters run from the start of its first token to the end of its last (the tokenizer's own rule);
+    word ids rise along the tokens.
+    """
+    spans: dict[int, list[int]] = {}
+    for word, (start, end) in zip(encoding.word_ids, encoding.offsets):
+        if word is not None:
+            spans.setdefault(word, [start, end])[1] = end
+    return [tuple(spans[word]) for word in range(1 + max(spans, default=-1))]
+
+
 def _describe(value: object) -> str:
     text = repr(value)
     return f"{text[:60]}..." if len(text) > 60 else text
@@ -102,15 +143,17 @@ def check_no_lone_surrogates(text: str, where: str = "the text") -> None:
     Plane is cut in half (a paste, a deleted half). The text is not cleaned
     silently: the reader is told which character to delete or retype.
     """
-    for position, character in enumerate(text):
-        if "\ud800" <= character <= "\udfff":
-            context = text[max(position - 10, 0):position]  # no surrogate before the first one
-            raise ValueError(
-                f"{where} holds a broken character at position {position} (U+{ord(character):04X}, "
-                f"after {context!r}): half of a UTF-16 pair, as left behind when an emoji or another "
-                "character is cut in half. It is not a character, so it cannot be read. Delete it, or retype "
-                "that character."
-            )
+    found = _SURROGATE.search(text)  # one pass in C: a pasted document is checked at once
+    if found is None:
+        return
+    position = found.start()
+    context = text[max(position - 10, 0):position]  # no surrogate before the first one
+    raise ValueError(
+        f"{where} holds a broken character at position {position} (U+{ord(found.group()):04X}, "
+        f"after {context!r}): half of a UTF-16 pair, as left behind when an emoji or another "
+        "character is cut in half. It is not a character, so it cannot be read. Delete it, or retype "
+        "that character."
+    )
 
 
 def _as_sentences(text, is_split_into_words: bool) -> tuple[list, bool]:
@@ -165,6 +208,17 @@ def _check_sentence(sentence, index: int, split: bool) -> None:
         check_no_lone_surrogates(word, f"word {position} of {where}")
 
 
+def _check_can_fit(text: str, index: int, max_positions: int) -> None:
+    """Raise if ``text`` is so long that it cannot fit in ``max_positions``, before the tokenizer reads it all."""
+    stop = _EXACT_COUNT_UP_TO * max_positions
+    if _fewest_tokens(text, stop) + 2 > stop:  # shorter text is tokenised, and its exact length given below
+        raise ValueError(
+            f"sentence {index} is more than {stop:,} tokens long ([CLS] and [SEP] included), but the model has only "
+            f"{max_positions} positions. Shorten it or split it into pieces, or pass truncate=True to keep its "
+            f"first {max_positions - 1} tokens and a final [SEP]."
+        )
+
+
 def tokenize(
     text: str | Sequence[str] | Sequence[Sequence[str]],
     *,
@@ -191,12 +245,14 @@ def tokenize(
     """
     tokenizer = load_tokenizer() if tokenizer is None else tokenizer
     sentences, split = _as_sentences(text, is_split_into_words)
+    max_positions = int(tokenizer.model_max_length)
     for index, sentence in enumerate(sentences):
         _check_sentence(sentence, index, split)
+        if not truncate:  # refuse a pasted document before the tokenizer reads all of it
+            _check_can_fit(" ".join(sentence) if split else sentence, index, max_positions)
 
     # verbose=False: lengths are checked below, with an error that says what to do
     encodings = tokenizer(sentences, is_split_into_words=split, add_special_tokens=True, verbose=False).encodings
-    max_positions = int(tokenizer.model_max_length)
     tokens, ids, word_ids, words = [], [], [], []
     for index, (sentence, encoding) in enumerate(zip(sentences, encodings)):
         sentence_word_ids = list(encoding.word_ids)
@@ -210,8 +266,7 @@ def tokenize(
                     "Remove or replace that word."
                 )
         else:
-            n_words = 1 + max((w for w in sentence_word_ids if w is not None), default=-1)
-            sentence_words = [sentence[slice(*encoding.word_to_chars(w))] for w in range(n_words)]
+            sentence_words = [sentence[start:end] for start, end in _word_spans(encoding)]
         if len(encoding.ids) <= 2:
             raise ValueError(
                 f"sentence {index} ({_describe(sentence)}) produced no wordpieces, only [CLS] and [SEP]; "
