@@ -37,10 +37,15 @@ def built_site(tmp_path_factory):
     """
     if os.environ.get("MHA_BUILT_SITE") and os.environ.get("CI") != "true":
         return Path(os.environ["MHA_BUILT_SITE"])
-    from filelock import FileLock
-
     shared = tmp_path_factory.getbasetemp().parent if os.environ.get("PYTEST_XDIST_WORKER") else \
         tmp_path_factory.getbasetemp()
+    return _site_in(shared)
+
+
+def _site_in(shared: Path) -> Path:
+    """The site built in ``shared``/site, built here unless another process built it or is building it (a lock)."""
+    from filelock import FileLock
+
     output = shared / "site"
     with FileLock(str(shared / "site.lock")):
         if (output / "built").exists():
@@ -49,6 +54,45 @@ def built_site(tmp_path_factory):
         html = _build_site(output)
         (output / "built").write_text("ok")
         return html
+
+
+def pytest_sessionstart(session):
+    """On a whole run with workers, start building the site at once, beside them, in the run's shared folder.
+
+    The workers take the test files in turn, and the first to need the site would otherwise build it while the other
+    worker ran on and then waited for it too; started here, the build overlaps the notebooks and unit tests, and the
+    workers' ``built_site`` waits on the same lock. A run of chosen files (pytest tests/test_x.py) builds only if a
+    test asks for the site.
+    """
+    config = session.config
+    whole_run = config.args_source == pytest.Config.ArgsSource.TESTPATHS  # `pytest` with no paths: the whole suite
+    if os.environ.get("PYTEST_XDIST_WORKER") or not getattr(config.option, "numprocesses", None) or not whole_run \
+            or os.environ.get("MHA_BUILT_SITE") and os.environ.get("CI") != "true":
+        return
+    shared = config._tmp_path_factory.getbasetemp()
+    threading.Thread(target=_build_quietly, args=(shared,), daemon=True).start()
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Run the notebooks first, then the tests that need no site, then the files that test the built site.
+
+    The workers take whole files in this order (``--dist loadfile``), so while the site builds (started at session
+    start, above) they execute notebooks instead of waiting for it. Every worker collects the same items and sorts
+    them the same way, as pytest-xdist requires.
+    """
+    def needs_site(item) -> bool:
+        return "built_site" in getattr(item, "fixturenames", ())
+
+    site_files = {item.path for item in items if needs_site(item)}
+    rank = {item.path: (0 if item.path.suffix == ".ipynb" else 2 if item.path in site_files else 1) for item in items}
+    items.sort(key=lambda item: rank[item.path])  # stable: each file's own order is kept
+
+
+def _build_quietly(shared: Path) -> None:
+    try:
+        _site_in(shared)
+    except BaseException:  # noqa: BLE001 - a worker's built_site builds again and reports the failure
+        pass
 
 
 def _build_site(output: Path) -> Path:

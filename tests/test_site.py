@@ -52,6 +52,18 @@ BERTVIZ_DRAWN = """() => [...document.querySelectorAll("[id^='bertviz-']")]
   .every((view) => view.querySelector("svg"))"""
 
 
+# A script put into the page after it loaded, as an injection would: the page's Content-Security-Policy (written by
+# site/content_policy.py) must stop it; returns the policy and whether the script ran
+INJECT = """() => {
+  const meta = document.querySelector('meta[http-equiv="Content-Security-Policy"]');
+  window.mhaInjected = false;
+  const script = document.createElement("script");
+  script.textContent = "window.mhaInjected = true";
+  document.head.append(script);
+  return {policy: meta ? meta.content : null, ran: window.mhaInjected};
+}"""
+
+
 @dataclass
 class Visit:
     """What one page did while it loaded."""
@@ -59,6 +71,8 @@ class Visit:
     problems: list[str] = field(default_factory=list)
     bytes_loaded: int = 0
     formulas: int = 0
+    policy: str | None = None
+    injected_ran: bool | None = None
 
 
 
@@ -74,8 +88,11 @@ async def visit(context, site: str, url: str, screenshots: Path) -> Visit:
     page = await context.new_page()
     page.on("request", lambda request: None if request.url.startswith((site, "data:", "blob:"))
             else outside.append(request.url))
+    injecting = []  # the refusal of the injected script is what the test wants, not a problem
     page.on("console", lambda message: errors.append(f"console error: {message.text} ({message.location})")
-            if message.type == "error" else None)
+            if message.type == "error" and not (injecting and "inline script" in message.text
+                                                and "Content Security Policy" in message.text)
+            else None)
     page.on("pageerror", lambda error: errors.append(f"page error: {error}"))
     page.on("response", lambda response: broken.append(f"{response.status} {response.url}")
             if response.status >= 400 else None)
@@ -102,6 +119,10 @@ async def visit(context, site: str, url: str, screenshots: Path) -> Visit:
         except PlaywrightError:
             pass  # still loading on a busy machine: weigh what has come; test_every_page_... says if it is too much
         seen.bytes_loaded = sum(size for _, size in await page.evaluate(WEIGHTS.RESPONSES))
+        injecting.append(True)
+        injected = await page.evaluate(INJECT)
+        await page.wait_for_timeout(50)  # the refusal's console message arrives after the script is refused
+        seen.policy, seen.injected_ran = injected["policy"], injected["ran"]
     except PlaywrightError as error:
         seen.problems.append(f"the page did not load: {error}")
     seen.problems += some(f"requested from outside the site: {address}" for address in dict.fromkeys(outside))
@@ -158,6 +179,19 @@ def test_page_loads_only_from_the_site_without_errors_and_typesets_its_formulas(
     record_property("bytes_loaded", seen.bytes_loaded)
     assert not seen.problems, f"{path}:\n" + "\n".join(seen.problems)
     assert seen.bytes_loaded > 0, "the page's weight was not measured"
+
+
+@pytest.mark.parametrize("path", [*PAGES, *(f"file:{path}" for path in FROM_DISK)])
+def test_page_carries_a_content_security_policy_that_stops_an_injected_script(visits, path):
+    """Only the site's own scripts run: the policy names no outside host and no 'unsafe-inline', and a script put into
+    the page after it loaded does not run (served, and from disk, where only a meta tag can carry a policy)."""
+    seen = visits[path]
+    assert seen.policy, f"{path} has no Content-Security-Policy"
+    directives = dict(part.strip().split(" ", 1) for part in seen.policy.split(";"))
+    assert directives["object-src"] == "'none'" and directives["base-uri"] == "'none'", seen.policy
+    assert "'unsafe-inline'" not in directives["script-src"] and "'unsafe-eval'" not in directives["script-src"]
+    assert not re.search(r"https?:|\*", directives["script-src"]), directives["script-src"]
+    assert seen.injected_ran is False, f"{path}: a script injected after loading ran"
 
 
 @pytest.mark.parametrize("path", FROM_DISK)

@@ -576,6 +576,40 @@ def test_a_payload_that_fails_its_schema_gets_a_message(open_page):
     checked(page, test)
 
 
+TAMPERED_HTML = ['<img src=x onerror="alert(1)">', '<script>alert(2)</script>', '<a href="javascript:alert(3)">link</a>',
+                 '<b onclick="alert(4)" style="background:url(http://example.com/x.png)">bold</b>',
+                 '<svg><image href="http://example.com/y.png"/><text x="1" onmouseover="alert(5)">svg text</text></svg>']
+
+
+def test_a_tampered_payload_runs_nothing_and_loads_nothing(open_page, built_site):
+    """A payload edited to carry markup in its messages: the view keeps the package's elements, drops the rest."""
+    from mha.views.static_form import decode_payload, encode_payload
+
+    page = open_page(TOUR)
+
+    def test():
+        encoded = re.search(r"class='mha-view-payload'>([^<]*)<", (built_site / TOUR).read_text()).group(1)
+        payload = decode_payload(encoded)
+        for drawn in payload["drawn"]:  # whichever the view opens on
+            payload["strings"][drawn["message"]] = "kept <code>code</code> " + " ".join(TAMPERED_HTML)
+        shown = page.page.evaluate("""async (encoded) => {
+            const root = document.createElement('div'); document.body.append(root);
+            await mhaViews.open(root, encoded);
+            const message = root.querySelector('.mha-message');
+            return {ready: root.dataset.ready, text: message.textContent,
+                    elements: [...message.querySelectorAll('*')].map((e) => e.localName),
+                    attributes: [...message.querySelectorAll('*')].flatMap((e) => [...e.attributes].map((a) => a.name))};
+        }""", encode_payload(payload))
+        assert shown["ready"] == "true", shown
+        assert "kept code" in shown["text"] and "bold" in shown["text"] and "svg text" in shown["text"], shown
+        assert set(shown["elements"]) <= {"code", "b", "svg", "text"}, shown["elements"]
+        assert not {"onerror", "onclick", "onmouseover", "href", "src", "style"} & set(shown["attributes"]), shown
+        page.page.wait_for_timeout(300)  # an image or a handler would have fired by now
+        assert not page.dialogs and not page.problems, (page.dialogs, page.problems)
+
+    checked(page, test)
+
+
 def test_the_training_timeline_scrubs_the_run_and_matches_its_checkpoints(open_page):
     """Each frame's maps equal the stored checkpoint of that step, run here on the same sequence (to a hundredth)."""
     import torch

@@ -175,8 +175,46 @@
     return [make("b", { class: "mha-problem" }, "Cannot draw this:"), " " + text];
   }
 
-  function setHtml(node, written) {  /* HTML the package wrote and escaped; anything else is set as text */
-    node.innerHTML = written;
+  /* What a payload's HTML may hold: the package writes messages and panels with these elements and attributes
+     only. Anything else is unwrapped (its text kept as text) or dropped, so a payload edited to carry a script, an
+     event handler or a link runs nothing and fetches nothing. */
+  const SAFE_ELEMENTS = new Set(["b", "i", "em", "strong", "small", "code", "br", "span", "div", "p", "sub", "sup",
+    "ul", "ol", "li", "table", "caption", "thead", "tbody", "tr", "th", "td", "svg", "g", "text", "line", "polyline",
+    "rect", "circle", "title"]);
+  const SAFE_ATTRIBUTES = new Set(["class", "style", "title", "role", "aria-label", "colspan", "rowspan", "scope",
+    "xmlns", "viewbox", "width", "height", "x", "y", "x1", "x2", "y1", "y2", "cx", "cy", "r", "points", "fill",
+    "stroke", "stroke-width", "text-anchor", "transform", "font-size", "font-family", "font-weight", "opacity"]);
+  const UNSAFE_STYLE = /url\s*\(|image\s*\(|image-set|@import|expression|\\/i;
+  const DROPPED = new Set(["script", "style", "template", "iframe", "object", "embed", "noscript"]);
+
+  function cleaned(parent) {
+    for (const child of Array.from(parent.childNodes)) {
+      if (child.nodeType === 3) continue;  /* text */
+      if (child.nodeType !== 1) {
+        child.remove();  /* comments and the like */
+        continue;
+      }
+      const name = child.localName.toLowerCase();
+      cleaned(child);
+      if (DROPPED.has(name)) {
+        child.remove();
+      } else if (!SAFE_ELEMENTS.has(name)) {
+        child.replaceWith(...Array.from(child.childNodes));  /* unwrapped: its text stays, as text */
+      } else {
+        for (const attribute of Array.from(child.attributes)) {
+          const allowed = SAFE_ATTRIBUTES.has(attribute.name.toLowerCase()) &&
+            !(attribute.name.toLowerCase() === "style" && UNSAFE_STYLE.test(attribute.value));
+          if (!allowed) child.removeAttribute(attribute.name);
+        }
+      }
+    }
+    return parent;
+  }
+
+  function setHtml(node, written) {  /* HTML the package wrote and escaped, kept to SAFE_ELEMENTS */
+    const template = document.createElement("template");
+    template.innerHTML = String(written);  /* a template's content is inert: nothing in it runs or loads */
+    node.replaceChildren(cleaned(template.content));
   }
 
   /* --- the payload ---------------------------------------------------------------------------------------------- */
