@@ -31,6 +31,7 @@ import torch
 
 from mha.core.low_rank_fitting import (REGENERATE_PATTERN_FITS, dense_random_pattern, first_token_pattern,
                                  fit_head_patterns, load_pattern_fits, permutation_pattern, previous_token_pattern)
+from mha.data_files import record_sha256
 
 ROOT = Path(__file__).resolve().parents[1]
 OUTPUT = ROOT / "data" / "pattern_fits.json"
@@ -117,6 +118,8 @@ def main() -> int:
     }
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(dumps(data) + "\n", encoding="utf-8")
+    if args.output.resolve() == OUTPUT.resolve():
+        record_sha256()  # data/SHA256SUMS: the loader checks the book's copy against it
     load_pattern_fits(args.output)  # the file must read back
     print(f"wrote {args.output}")
     return 0

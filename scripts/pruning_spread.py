@@ -27,6 +27,7 @@ import torch
 
 from mha.analysis.ablation import PRUNING_SPREAD_PATH, held_out_pruning_curve
 from mha.corpora.paraphrases import split_triples
+from mha.data_files import record_sha256
 from mha.pretrained.encoder import MiniLMEncoder
 
 SPLIT_SEEDS = (0, 1, 2, 3, 4, 5)
@@ -55,6 +56,7 @@ def main() -> int:
                "measure": "Spearman correlation of the held-out similarities (24 x 48 per half: 12 anchors x 24 "
                           "candidates) with the full model's", "splits": splits}
     PRUNING_SPREAD_PATH.write_text(json.dumps(content, separators=(",", ":")) + "\n")
+    record_sha256()  # data/SHA256SUMS: the loader checks the file against it
     print(f"wrote {PRUNING_SPREAD_PATH} in {time.perf_counter() - started:.0f} s")
     return 0
 

@@ -27,7 +27,7 @@ import nbformat
 from nbclient import NotebookClient
 
 from mha.book import CITATION_LABELS, prose_expression_results
-from mha.data_files import DATA_DIRECTORY
+from mha.data_files import DATA_DIRECTORY, record_sha256
 
 ROOT = Path(__file__).resolve().parents[1]
 TIME_BUDGET_S, MEMORY_BUDGET_MB = 60.0, 1536.0
@@ -54,6 +54,7 @@ def write_citation_labels() -> None:
     """data/citations.json, which glue.cite_t and glue.cite_p read in a notebook's kernel (mha.book)."""
     (DATA_DIRECTORY / CITATION_LABELS).write_text(json.dumps(citation_labels(), indent=1, sort_keys=True) + "\n",
                                                  encoding="utf-8")
+    record_sha256()  # data/SHA256SUMS: citation_text checks the file against it
 
 
 def store_prose_numbers(notebook) -> None:

@@ -63,15 +63,14 @@ def test_a_pasted_document_is_refused_at_once_in_a_capped_process():
         from mha.pretrained.tokenizer import tokenize
         tokenize("warm up")  # the tokenizer loads once, outside the timed cases
     """
-    cases = [
-        Case("a million words", "tokenize('a ' * 10**6)", "ValueError", "more than 2,048 tokens long"),
-        Case("a million marks", "tokenize('!' * 10**6)", "ValueError", "more than 2,048 tokens long"),
-        Case("a document second in a batch", "tokenize(['fine', 'word. ' * 10**5])", "ValueError",
-             "sentence 1 is more than 2,048"),
-        Case("a million pre-split words", "tokenize([['w'] * 10**6], is_split_into_words=True)", "ValueError",
-             "more than 2,048 tokens long"),
-        Case("just too long, counted exactly", "tokenize('word ' * 600)", "ValueError", "602 tokens long"),
-        Case("a surrogate at the end of a long text", "tokenize('a' * 10**6 + '\\ud800')", "ValueError",
-             "position 1000000"),
+    too_long = "more than 2,048 tokens long"
+    rows = [  # name, call, what it must say
+        ("a million words", "tokenize('a ' * 10**6)", too_long),
+        ("a million marks", "tokenize('!' * 10**6)", too_long),
+        ("a document second in a batch", "tokenize(['fine', 'word. ' * 10**5])", "sentence 1 is more than 2,048"),
+        ("a million pre-split words", "tokenize([['w'] * 10**6], is_split_into_words=True)", too_long),
+        ("just too long, counted exactly", "tokenize('word ' * 600)", "602 tokens long"),
+        ("a surrogate at the end of a long text", "tokenize('a' * 10**6 + '\\ud800')", "position 1000000"),
     ]
+    cases = [Case(name, call, "ValueError", words) for name, call, words in rows]
     assert run_cases(setup, cases, per_case_seconds=1.0) == []

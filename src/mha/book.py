@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 import numbers
 import re
+from pathlib import Path
 
 import numpy as np
 
@@ -176,19 +177,28 @@ def glued_text(spec: str) -> str:
     return _format_glued(spec, repr(_GLUED[name]))
 
 
-def citation_text(keys: str, kind: str = "t") -> str:
+def citation_text(keys: str, kind: str = "t", *, labels_path: str | Path | None = None) -> str:
     """How the site cites ``keys`` (comma-separated bibliography keys): ``kind`` "t" gives "Clark et al. [2019]",
-    "p" gives "[Clark et al., 2019]". Reachable as ``glue.cite_t`` and ``glue.cite_p`` for the notebooks' prose."""
-    import json
+    "p" gives "[Clark et al., 2019]". Reachable as ``glue.cite_t`` and ``glue.cite_p`` for the notebooks' prose.
 
-    from mha.data_files import DATA_DIRECTORY
+    The labels come from ``labels_path`` (default: the book's ``citations.json``), checked against
+    ``data/SHA256SUMS``; each entry needs a string ``authors`` and ``year``."""
+    from mha.data_files import DATA_DIRECTORY, how_to_restore, parse_json, read_verified_file
 
     if not isinstance(keys, str) or kind not in ("t", "p"):
         raise ValueError(f"cite {keys!r} with kind 't' or 'p', keys as one comma-separated string.")
-    labels = json.loads((DATA_DIRECTORY / CITATION_LABELS).read_text(encoding="utf-8"))
+    path = DATA_DIRECTORY / CITATION_LABELS if labels_path is None else Path(labels_path)
+    how, what = how_to_restore("python scripts/run_notebooks.py --prose-only", path), "the citation labels"
+    labels = parse_json(read_verified_file(path, what=what, how=how, limit=2**20), what=what, path=path, how=how)
+    if not isinstance(labels, dict):
+        raise ValueError(f"{what} {path} are not a JSON object of bibliography keys. {how}")
     parts = []
     for key in keys.split(","):
         entry = labels.get(key.strip())
+        if entry is not None and not (isinstance(entry, dict) and isinstance(entry.get("authors"), str)
+                                      and isinstance(entry.get("year"), (str, int))):
+            raise ValueError(f"{what} {path} hold a malformed entry for {key.strip()!r}: it needs 'authors' and "
+                             f"'year'. {how}")
         if entry is None:
             raise ValueError(f"{key.strip()!r} is not in the book's bibliography (references.bib); add it there and "
                              "run scripts/run_notebooks.py --prose-only.")

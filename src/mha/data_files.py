@@ -11,18 +11,43 @@ A data file may be missing, replaced by something else, or damaged. :func:`read_
 of bounded size, so a path that names a device such as ``/dev/zero`` or a pipe fails at once instead of hanging, and
 every failure is raised as the caller's own error class with what to do about it (:func:`how_to_restore`: the command
 that regenerates the file in a clone of the repository, and for an installed package, how to reinstall it).
+
+Every file the book reads is verified before it is trusted, by one path: :func:`read_verified_file` reads the bytes
+once and compares their sha256 with the ``SHA256SUMS`` list of the folder that holds them (or of the folder above),
+so nothing can change between the check and the read; a file of :data:`DATA_DIRECTORY` must be listed there
+(``python scripts/record_data_sha256.py`` rewrites the list after a regeneration). :func:`parse_json` bounds the
+nesting of JSON before parsing it. The lab's checkpoints have their own manifest (:mod:`mha.lab.checkpoints`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import importlib.resources
 import json
 import os
+import re
 import stat
 from pathlib import Path
 
-__all__ = ["DATA_DIRECTORY", "how_to_restore", "read_data_file", "repository_root"]
+import numpy as np
+
+__all__ = ["BOOK_DATA_FILES", "DATA_DIRECTORY", "MAX_JSON_DEPTH", "SHA256_LIST", "how_to_restore", "parse_json", "read_data_file",
+           "read_verified_file", "record_sha256", "repository_root"]
+
+SHA256_LIST = "SHA256SUMS"
+"""The file beside the data that lists each file's sha256, in ``sha256sum``'s format (``sha256sum -c`` checks it)."""
+
+MAX_JSON_DEPTH = 64
+"""The deepest nesting of arrays and objects a JSON data file may have (the book's files nest at most 6 deep)."""
+
+BOOK_DATA_FILES = ("citations.json", "pattern_fits.json", "pruning_spread.json", "sample.conllu",
+                   "ud_english_ewt/en_ewt-ud-dev.conllu")
+"""The data files outside ``lab/`` that the book reads, each listed with its sha256 in ``data/SHA256SUMS``."""
+
+RECORD_SHA256 = "python scripts/record_data_sha256.py"
+_MAX_LIST_BYTES = 2**20
+_LIST_LINE = re.compile(r"^([0-9a-f]{64})  ([A-Za-z0-9_][A-Za-z0-9_./-]*)$")
 
 DATA_PACKAGE = "mha.data"
 
@@ -140,3 +165,100 @@ def read_data_file(path: str | os.PathLike, *, what: str, how: str, limit: int,
     if len(data) > limit:
         raise error(f"{what} {path} grew past {limit:,} bytes while it was read. {how}")
     return data
+
+
+def parse_json(data: bytes | str, *, what: str, path: str | os.PathLike, how: str,
+               error: type[Exception] = ValueError):
+    """The JSON value in ``data`` (UTF-8 bytes, or text), nested at most :data:`MAX_JSON_DEPTH` deep, or ``error``.
+
+    The depth is measured before parsing (one vectorised pass over the brackets outside strings), so a file nested
+    100,000 deep gets this message instead of a ``RecursionError`` from the parser.
+    """
+    try:
+        text = data if isinstance(data, str) else bytes(data).decode("utf-8")
+    except UnicodeDecodeError as problem:
+        raise error(f"{what} {path} cannot be read: it is not UTF-8 text ({problem}). {how}") from None
+    depth = _json_depth(text)
+    if depth > MAX_JSON_DEPTH:
+        raise error(f"{what} {path} nests arrays and objects {depth:,} deep, more than the {MAX_JSON_DEPTH} a data "
+                    f"file may have, so it is not parsed. {how}")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as problem:
+        raise error(f"{what} {path} cannot be read as JSON ({problem}). {how}") from None
+
+
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+
+
+def _json_depth(text: str) -> int:
+    """The deepest nesting of ``[`` and ``{`` in JSON text, strings left out."""
+    brackets = np.frombuffer(_JSON_STRING.sub("", text).encode("utf-8", errors="replace"), dtype=np.uint8)
+    steps = np.isin(brackets, (ord("["), ord("{"))).astype(np.int64) - np.isin(brackets, (ord("]"), ord("}")))
+    return int(np.cumsum(steps).max(initial=0))
+
+
+def _sha256_list(folder: Path) -> tuple[Path, dict[str, str]] | None:
+    """The ``SHA256SUMS`` of ``folder`` or of the folder above it, and its entries (paths relative to it), if any."""
+    for candidate in (folder, folder.parent):
+        path = candidate / SHA256_LIST
+        if path.is_file() or path.is_symlink():
+            data = read_data_file(path, what="the list of data sha256s", how=f"Restore it from git, or run "
+                                  f"{RECORD_SHA256}.", limit=_MAX_LIST_BYTES)
+            entries = {}
+            for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
+                match = _LIST_LINE.match(line)
+                if match is None or ".." in match[2].split("/"):
+                    raise ValueError(f"line {number} of {path} is not '<64 hex digits>  <relative path>': {line[:80]!r}."
+                                     f" Restore it from git, or run {RECORD_SHA256}.")
+                entries[match[2]] = match[1]
+            return path, entries
+    return None
+
+
+def read_verified_file(path: str | os.PathLike, *, what: str, how: str, limit: int,
+                       error: type[Exception] = ValueError) -> bytes:
+    """The bytes of data file ``path``, read once and compared with the sha256 that ``SHA256SUMS`` records for them.
+
+    The list is the one in ``path``'s folder or the folder above (``data/SHA256SUMS`` for the book's files); a file
+    inside :data:`DATA_DIRECTORY` must be listed there. A file in a folder without a list (a reader's own treebank)
+    is read with the same bounds but not compared. The hash is of the bytes returned, never of a second read.
+    """
+    path = Path(path)
+    data = read_data_file(path, what=what, how=how, limit=limit, error=error)
+    resolved = path.resolve()
+    try:
+        found = _sha256_list(resolved.parent)
+    except ValueError as problem:
+        raise error(str(problem)) from None
+    inside_book = _inside(resolved, DATA_DIRECTORY)
+    if found is None:
+        if inside_book:
+            raise error(f"{what} {path} is one of the book's data files, but {DATA_DIRECTORY / SHA256_LIST} is "
+                        f"missing, so it cannot be verified. Restore that list from git, or run {RECORD_SHA256}.")
+        return data
+    list_path, entries = found
+    name = resolved.relative_to(list_path.parent.resolve()).as_posix()
+    expected = entries.get(name)
+    if expected is None:
+        if inside_book or entries:
+            raise error(f"{what} {path} is not listed in {list_path}, so it cannot be verified. If it is a new data "
+                        f"file of the book, record it with {RECORD_SHA256}.")
+        return data
+    actual = hashlib.sha256(data).hexdigest()
+    if actual != expected:
+        raise error(f"{what} {path} is damaged, tampered with or out of date: its sha256 is {actual}, but {list_path} "
+                    f"records {expected}. {how} If you regenerated it on purpose, record it with {RECORD_SHA256}.")
+    return data
+
+
+def record_sha256(folder: str | os.PathLike = DATA_DIRECTORY, names: tuple[str, ...] = BOOK_DATA_FILES) -> Path:
+    """Write ``folder/SHA256SUMS`` listing the sha256 of each of ``names`` (paths relative to ``folder``).
+
+    The scripts that regenerate a data file call it after writing, so the list follows them.
+    """
+    folder = Path(folder)
+    lines = [f"{hashlib.sha256((folder / name).read_bytes()).hexdigest()}  {name}" for name in sorted(names)]
+    path = folder / SHA256_LIST
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path

@@ -29,6 +29,7 @@ is the analysis on top:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
@@ -170,15 +171,25 @@ PRUNING_SPREAD_PATH = DATA_DIRECTORY / "pruning_spread.json"
 """Pruning curves over several held-out splits, written by ``scripts/pruning_spread.py`` (chapter 4)."""
 
 
-def load_pruning_spread() -> dict:
-    """The stored pruning curves of ``scripts/pruning_spread.py``: ``counts``, and per split its ``ranking_kept`` by order."""
-    import json
+def load_pruning_spread(path: str | Path = PRUNING_SPREAD_PATH) -> dict:
+    """The stored pruning curves of ``scripts/pruning_spread.py``: ``counts``, and per split its ``ranking_kept`` by order.
 
-    from mha.data_files import how_to_restore, read_data_file
+    Read from ``path`` (default: the book's ``pruning_spread.json``), checked against ``data/SHA256SUMS`` and its
+    shape checked: a missing, tampered or malformed file raises ``ValueError`` with the command that regenerates it
+    (chapter 4).
+    """
+    from mha.data_files import how_to_restore, parse_json, read_verified_file
 
-    how = how_to_restore("python scripts/pruning_spread.py", DATA_DIRECTORY)
-    data = read_data_file(PRUNING_SPREAD_PATH, what="the stored pruning curves", how=how, limit=10_000_000)
-    return json.loads(data.decode("utf-8"))
+    how = how_to_restore("python scripts/pruning_spread.py", path)
+    what = "the stored pruning curves"
+    content = parse_json(read_verified_file(path, what=what, how=how, limit=10_000_000), what=what, path=path, how=how)
+    counts = content.get("counts") if isinstance(content, dict) else None
+    splits = content.get("splits") if isinstance(content, dict) else None
+    if not (isinstance(counts, list) and counts and all(type(c) is int and c >= 0 for c in counts)
+            and isinstance(splits, list) and splits and all(isinstance(split, dict) for split in splits)):
+        raise ValueError(f"{what} {path} are malformed: they need 'counts' (a list of whole numbers of heads removed) "
+                         f"and 'splits' (a list of objects, one per held-out split). {how}")
+    return content
 
 
 def removable_at_thresholds(counts: Sequence[int], ranking_kept: npt.ArrayLike,

@@ -28,7 +28,6 @@ to), rows summing to 1, as everywhere in :mod:`mha`.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Sequence
@@ -38,7 +37,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from mha.data_files import DATA_DIRECTORY, how_to_restore, read_data_file
+from mha.data_files import DATA_DIRECTORY, how_to_restore, parse_json, read_verified_file
 from mha.core.geometry import numerical_rank
 from mha.core.validation import check_rank
 
@@ -364,13 +363,10 @@ def load_pattern_fits(path: str | os.PathLike | None = None) -> StoredPatternFit
     command that regenerates it.
     """
     path = PATTERN_FITS_PATH if path is None else Path(path)
-    raw = read_data_file(path, what="the stored pattern fits", how=_how_to_regenerate(path),
-                         limit=_MAX_PATTERN_FITS_BYTES, error=PatternFitsError)
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise PatternFitsError(f"the stored pattern fits {path} cannot be read as JSON ({error}). "
-                               f"{_how_to_regenerate(path)}") from error
+    how = _how_to_regenerate(path)
+    raw = read_verified_file(path, what="the stored pattern fits", how=how, limit=_MAX_PATTERN_FITS_BYTES,
+                             error=PatternFitsError)
+    data = parse_json(raw, what="the stored pattern fits", path=path, how=how, error=PatternFitsError)
     try:
         return _parse_pattern_fits(data, path)
     except ValueError as error:

@@ -41,12 +41,17 @@ The book ships a small hand-annotated sample, :data:`SAMPLE_TREEBANK_PATH` (pack
 development split of UD English-EWT, :data:`EWT_DEV_PATH`, the real text section 3.2 measures on.
 :func:`split_sentences` cuts sentences at random, with a seed, into a part to choose heads on and a part to report
 on.
+
+Every reader takes one path: the file is read once, bounded in size, compared with ``data/SHA256SUMS`` when it is
+one of the book's files (:func:`mha.data_files.read_verified_file`), decoded as UTF-8, and every sentence's words
+checked to form one tree (ids 1..n, each HEAD a word of the sentence or 0, one root, no cycle); a problem names
+the file, the sentence and its line.
 """
 
 from __future__ import annotations
 
 import numbers
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -56,12 +61,15 @@ import numpy as np
 from conllu.exceptions import ParseException
 
 from mha.corpora.templates import AnnotatedSentence, Relation
-from mha.data_files import DATA_DIRECTORY
+from mha.data_files import DATA_DIRECTORY, how_to_restore, read_verified_file
 
 __all__ = ["NOMINAL_UPOS", "SAMPLE_TREEBANK_PATH", "EWT_DEV_PATH", "read_conllu", "parse_conllu", "relations_from_ud",
            "UDTree", "read_ud_trees", "split_sentences"]
 
 SAMPLE_TREEBANK_PATH = DATA_DIRECTORY / "sample.conllu"
+
+MAX_TREEBANK_BYTES = 64 * 2**20
+"""The largest CoNLL-U file read (64 MiB; the whole of UD English-EWT is about 20 MiB)."""
 
 EWT_DEV_PATH = DATA_DIRECTORY / "ud_english_ewt" / "en_ewt-ud-dev.conllu"
 """The development split of UD English-EWT (v2.15, 2,001 sentences of web text), the book's real annotated text.
@@ -146,31 +154,101 @@ def _check_tree(heads: list[int], words: list, origin: str) -> None:
             state[visited] = 2
 
 
-def _sentence_from_tokenlist(tokens: conllu.TokenList, origin: str) -> AnnotatedSentence:
-    """One parsed CoNLL-U sentence -> AnnotatedSentence, skipping ranges and empty nodes."""
+def _words_and_heads(tokens: conllu.TokenList, origin: str) -> tuple[list, list[int]]:
+    """The syntactic words of one parsed sentence and each one's head index (-1 for the root), checked to be a tree.
+
+    Ranges and empty nodes are skipped; the word ids must run 1..n, each HEAD must be 0 or one of them, and the
+    heads must form one tree (:func:`_check_tree`). ``ValueError`` naming ``origin`` and the word otherwise.
+    """
     words = [t for t in tokens if isinstance(t["id"], int)]  # ranges and empty nodes have tuple ids
     if not words:
         raise ValueError(f"{origin}: the sentence has no word lines (only comments, ranges or empty nodes).")
-    for t in words:
+    for number, t in enumerate(words, start=1):
         missing = [f for f in ("form", "upos", "head", "deprel") if f not in t]
         if missing:
             raise ValueError(
                 f"{origin}: word {t['id']} has no {', '.join(missing)} column; a CoNLL-U word line needs 10 "
                 "tab-separated columns (ID FORM LEMMA UPOS XPOS FEATS HEAD DEPREL DEPS MISC)."
             )
-    position = {t["id"]: i for i, t in enumerate(words)}  # UD id (1-based) -> word index
+        if t["id"] != number:
+            problem = "appears twice" if t["id"] < number else f"comes where word {number} should"
+            raise ValueError(f"{origin}: word id {t['id']} ({t['form']!r}) {problem}; the word ids of a sentence "
+                             f"run 1, 2, 3, ... without gaps or repeats. Renumber the words and their HEADs.")
     heads = []
     for t in words:
-        if t["head"] is None:
+        head = t["head"]
+        if head is None:
             raise ValueError(f"{origin}: word {t['id']} ({t['form']!r}) has no HEAD; use 0 for the root.")
-        if t["head"] != 0 and t["head"] not in position:
+        if not isinstance(head, int) or isinstance(head, bool) or not 0 <= head <= len(words):
             raise ValueError(
-                f"{origin}: word {t['id']} ({t['form']!r}) points to head {t['head']}, which is not a word of the sentence."
+                f"{origin}: word {t['id']} ({t['form']!r}) points to head {head!r}, which is not a word of the "
+                f"sentence; a HEAD is the id of another word (1..{len(words)}), or 0 for the root."
             )
-        heads.append(-1 if t["head"] == 0 else position[t["head"]])
+        heads.append(head - 1)  # word ids run 1..n, so the head's index is its id - 1; the root's is -1
     _check_tree(heads, words, origin)
+    return words, heads
+
+
+def _checked_words_and_heads(tokens: conllu.TokenList, origin: str, line: int) -> tuple[list, list[int]]:
+    """:func:`_words_and_heads`, with the line the sentence starts on added to any error."""
+    try:
+        return _words_and_heads(tokens, origin)
+    except ValueError as error:
+        raise ValueError(f"{error} (The sentence starts at line {line}.)") from None
+
+
+def _sentence_from_tokenlist(tokens: conllu.TokenList, origin: str, line: int) -> AnnotatedSentence:
+    """One parsed CoNLL-U sentence, starting at ``line`` of its file -> AnnotatedSentence."""
+    words, heads = _checked_words_and_heads(tokens, origin, line)
     relations = relations_from_ud(heads, [t["deprel"] for t in words], [t["upos"] for t in words])
     return AnnotatedSentence(tuple(t["form"] for t in words), tuple(relations), origin=origin)
+
+
+def _parsed_sentences(text: str, source: str) -> Iterator[tuple[conllu.TokenList, str, int]]:
+    """Each sentence of CoNLL-U ``text`` parsed, with its origin (``source#sent_id``) and the line it starts on.
+
+    Sentences are the blocks between blank lines; each is parsed on its own, so an error names its first line.
+    """
+    number, line, block, block_start = 0, 0, [], 1
+    for line, content in enumerate([*text.split("\n"), ""], start=1):
+        if content.strip():
+            if not block:
+                block_start = line
+            block.append(content)
+            continue
+        if not block:
+            continue
+        try:
+            parsed = [s for s in conllu.parse("\n".join(block) + "\n\n") if len(s) > 0]
+        except ParseException as error:
+            raise ValueError(f"{source} is not valid CoNLL-U at the sentence of line {block_start}: "
+                             f"{str(error).rstrip('.')}. Each word line needs 10 tab-separated columns.") from error
+        block = []
+        for sentence in parsed:
+            number += 1
+            origin = f"{source}#{sentence.metadata.get('sent_id') or number}"
+            yield sentence, origin, block_start
+
+
+def _treebank_text(path: str | Path) -> tuple[Path, str]:
+    """The text of CoNLL-U file ``path``: read once, bounded, verified when it is one of the book's, UTF-8."""
+    path = Path(path)
+    if not path.is_file() and not path.exists():
+        raise FileNotFoundError(
+            f"no CoNLL-U file at {path} (resolved to {path.resolve()}); check the path, or download a treebank "
+            "from https://universaldependencies.org. The book's treebanks are SAMPLE_TREEBANK_PATH and EWT_DEV_PATH."
+        )
+    how = how_to_restore("git checkout -- data/", path)
+    data = read_verified_file(path, what="the CoNLL-U file", how=how, limit=MAX_TREEBANK_BYTES)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data[:error.start].count(b"\n") + 1
+        hint = " (it starts with a UTF-16 byte-order mark)" if data[:2] in (b"\xff\xfe", b"\xfe\xff") else ""
+        raise ValueError(f"{path} is not UTF-8 text{hint}: line {line} holds a byte that UTF-8 cannot read "
+                         f"({error.reason}, byte {error.start}). CoNLL-U files are UTF-8; convert it, e.g. with "
+                         f"iconv -t UTF-8.") from None
+    return path, text.removeprefix("\ufeff")  # the byte-order mark some editors write at the start of UTF-8 files
 
 
 def parse_conllu(text: str, *, source: str = "<string>") -> list[AnnotatedSentence]:
@@ -187,17 +265,11 @@ def parse_conllu(text: str, *, source: str = "<string>") -> list[AnnotatedSenten
     if not isinstance(text, str):
         raise ValueError(f"CoNLL-U text must be a string, got {type(text).__name__}; decode bytes as UTF-8 first, "
                          "or read a file with read_conllu(path).")
-    text = text.removeprefix("\ufeff")  # the byte-order mark some editors write at the start of UTF-8 files
-    try:
-        parsed = conllu.parse(text)
-    except ParseException as error:
-        raise ValueError(
-            f"{source} is not valid CoNLL-U: {str(error).rstrip('.')}. Each word line needs 10 tab-separated columns."
-        ) from error
-    parsed = [s for s in parsed if len(s) > 0]
-    if not parsed:
+    sentences = [_sentence_from_tokenlist(tokens, origin, line)
+                 for tokens, origin, line in _parsed_sentences(text.removeprefix("\ufeff"), source)]
+    if not sentences:
         raise ValueError(f"{source} holds no CoNLL-U sentences (word lines separated by blank lines).")
-    return [_sentence_from_tokenlist(s, f"{source}#{s.metadata.get('sent_id') or n}") for n, s in enumerate(parsed, start=1)]
+    return sentences
 
 
 def read_conllu(path: str | Path) -> list[AnnotatedSentence]:
@@ -207,20 +279,11 @@ def read_conllu(path: str | Path) -> list[AnnotatedSentence]:
     book ships a sample, :data:`SAMPLE_TREEBANK_PATH`.
     Returns one sentence per CoNLL-U sentence, words numbered from 0 without
     multiword-token ranges or empty nodes. Raises ``FileNotFoundError`` when
-    the file is missing and ``ValueError`` when its content cannot be parsed.
+    the file is missing and ``ValueError`` when it is not UTF-8, fails its
+    sha256, or a sentence cannot be parsed or is not a tree (naming the sentence and its line).
     """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"no CoNLL-U file at {path} (resolved to {path.resolve()}); check the path, or download a treebank "
-            "from https://universaldependencies.org."
-        )
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as error:
-        raise ValueError(f"{path} is not UTF-8 text, so it cannot be CoNLL-U: {error}.") from error
+    path, text = _treebank_text(path)
     return parse_conllu(text, source=path.name)
-
 
 
 @dataclass(frozen=True)
@@ -243,23 +306,16 @@ def read_ud_trees(path: str | Path, *, limit: int | None = None) -> list[UDTree]
     the ``i``-th tree and the ``i``-th annotated sentence of the same file have the same words. Raises
     ``FileNotFoundError`` when there is no file.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"no CoNLL-U file at {path}; the book's treebank is EWT_DEV_PATH.")
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise ValueError(f"limit must be a whole number >= 1 or None, got {limit!r}.")
+    path, text = _treebank_text(path)
     trees: list[UDTree] = []
-    with path.open(encoding="utf-8-sig") as handle:
-        for sentence in conllu.parse_incr(handle):
-            words = [t for t in sentence if isinstance(t["id"], int)]  # ranges and empty nodes have tuple ids
-            if not words:
-                continue
-            position = {t["id"]: i for i, t in enumerate(words)}
-            trees.append(UDTree(words=tuple(t["form"] for t in words), upos=tuple(t["upos"] for t in words),
-                                heads=tuple(-1 if t["head"] == 0 else position[t["head"]] for t in words),
-                                deprels=tuple(t["deprel"] for t in words)))
-            if len(trees) == limit:
-                break
+    for tokens, origin, line in _parsed_sentences(text, path.name):
+        words, heads = _checked_words_and_heads(tokens, origin, line)
+        trees.append(UDTree(words=tuple(t["form"] for t in words), upos=tuple(t["upos"] for t in words),
+                            heads=tuple(heads), deprels=tuple(t["deprel"] for t in words)))
+        if len(trees) == limit:
+            break
     return trees
 
 

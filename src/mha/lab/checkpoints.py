@@ -45,7 +45,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load as load_safetensors_bytes
 
-from mha.data_files import DATA_DIRECTORY, how_to_restore, read_data_file
+from mha.data_files import DATA_DIRECTORY, how_to_restore, parse_json, read_data_file
 from mha.lab.tiny_model import TinyTransformer, TinyTransformerConfig
 
 __all__ = [
@@ -174,10 +174,7 @@ def _safetensors_metadata(data: bytes) -> dict:
     (length,) = struct.unpack("<Q", data[:8])
     if length > len(data) - 8:
         raise ValueError(f"its header claims {length:,} bytes but the file has {len(data) - 8:,} after the length")
-    try:
-        header = json.loads(data[8:8 + length])
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise ValueError(f"its header is not JSON ({error})") from error
+    header = parse_json(data[8:8 + length], what="its header", path="(safetensors JSON)", how="")
     if not isinstance(header, dict):
         raise ValueError("its header is not a JSON object")
     metadata = header.get("__metadata__") or {}
@@ -273,10 +270,7 @@ def read_manifest(directory: str | os.PathLike = LAB_DIRECTORY) -> dict:
     if not path.exists() and not path.is_symlink():
         raise CheckpointError(f"there is no checkpoint manifest at {path}. {how}")
     data = _read_regular_file(path, "the checkpoint manifest", how)
-    try:
-        manifest = json.loads(data.decode("utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise CheckpointError(f"the checkpoint manifest {path} cannot be read ({error}). {how}") from error
+    manifest = parse_json(data, what="the checkpoint manifest", path=path, how=how, error=CheckpointError)
     return _check_manifest(manifest, path)
 
 
@@ -502,8 +496,5 @@ def verified_path(file_name: str, directory: str | os.PathLike = LAB_DIRECTORY) 
 def load_json(file_name: str, directory: str | os.PathLike = LAB_DIRECTORY) -> Any:
     """A JSON result file (e.g. ``"head_count_sweep.json"``) from the lab directory, checked against the manifest."""
     path, data, entry = _result_file(file_name, Path(directory))
-    try:
-        return json.loads(data.decode("utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise CheckpointError(f"result file {path} cannot be parsed as JSON ({error}). "
-                              f"{_how(entry['regenerate'], directory)}") from error
+    return parse_json(data, what="result file", path=path, how=_how(entry["regenerate"], directory),
+                      error=CheckpointError)

