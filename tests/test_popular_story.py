@@ -20,6 +20,11 @@ def test_fox_role_weights_read_the_right_cells():
     assert weights["subject"][0, 0] == pytest.approx(1.0)  # jumps -> fox, the previous word
     assert weights["related words"][0, 0] == pytest.approx(0.0)
     assert weights["punctuation and special"][0, 1] == pytest.approx(3 / n)  # uniform: 3 fixed tokens of n
+    assert weights["punctuation alone"][0, 1] == pytest.approx(1 / n)  # uniform: the full stop alone
+    sink = np.zeros((1, 1, n, n))
+    sink[..., 0] = 1.0  # every row on [CLS]: a sink, no punctuation head
+    assert fox_role_weights(sink, FOX_TOKENS)["punctuation and special"][0, 0] == pytest.approx(1.0)
+    assert fox_role_weights(sink, FOX_TOKENS)["punctuation alone"][0, 0] == pytest.approx(0.0)
     with pytest.raises(ValueError, match="not in"):
         fox_role_weights(attention, ["[CLS]"] + ["x"] * (n - 2) + ["[SEP]"])
 

@@ -3,7 +3,8 @@
 Introductions to attention often run "The quick brown fox jumps over the lazy dog." through a model and find four
 heads: one attends locally (*quick* to *The* and *brown*), one links the verb *jumps* to its subject *fox*, one
 sends its weight to punctuation and special tokens, and one links related words (*fox* and *dog*). This module
-scores every head on those four roles in that sentence (:func:`fox_role_weights`), and gives the rule that turns
+scores every head on those four roles in that sentence (:func:`fox_role_weights`), plus punctuation alone, since a
+head that parks its weight on [CLS] would otherwise pass for a punctuation head, and gives the rule that turns
 a head's sentence weight and its score on real text into a verdict (:func:`role_verdict`). The real-text scores
 come from :mod:`mha.analysis.role_table`, :mod:`mha.analysis.relations` and :mod:`mha.analysis.relatedness`;
 :func:`unit_bootstrap` puts a percentile interval over sentences on any of them.
@@ -27,6 +28,7 @@ POPULAR_ROLES: dict[str, str] = {
     "local": "row 'quick': weight on 'the' (before it) + 'brown' (after it)",
     "subject": "row 'jumps': weight on its subject 'fox'",
     "punctuation and special": "mean over all rows of the weight on [CLS], [SEP] and '.'",
+    "punctuation alone": "mean over all rows of the weight on '.', [CLS] and [SEP] left out",
     "related words": "mean of row 'fox' on 'dog' and row 'dog' on 'fox'",
 }
 
@@ -35,6 +37,7 @@ REAL_TEXT_RULES: dict[str, tuple[str, tuple[float, float, float]]] = {
     "local": ("weight of word-piece rows on the previous + next token", (0.3, 0.5, 0.7)),
     "subject": ("verb -> subject argmax accuracy minus the best fixed offset's", (0.05, 0.1, 0.2)),
     "punctuation and special": ("weight of all rows on [CLS], [SEP] and punctuation", (0.3, 0.5, 0.7)),
+    "punctuation alone": ("weight of all rows on punctuation, [CLS] and [SEP] left out", (0.3, 0.5, 0.7)),
     "related words": ("distance-matched weight between two nouns, similar minus dissimilar input embeddings",
                       (0.02, 0.05, 0.1)),
 }
@@ -63,10 +66,12 @@ def fox_role_weights(attention: np.ndarray, tokens: Sequence[str]) -> dict[str, 
     first_the, quick, brown = (_position(tokens, t) for t in ("the", "quick", "brown"))
     fox, jumps, dog = (_position(tokens, t) for t in ("fox", "jumps", "dog"))
     fixed = [j for j, t in enumerate(tokens) if t in ("[CLS]", "[SEP]", ".")]
+    stop = [j for j, t in enumerate(tokens) if t == "."]
     return {
         "local": attention[..., quick, first_the] + attention[..., quick, brown],
         "subject": attention[..., jumps, fox],
         "punctuation and special": attention[..., fixed].sum(-1).mean(-1),  # (layers, heads)
+        "punctuation alone": attention[..., stop].sum(-1).mean(-1),  # (layers, heads): a [CLS] sink scores 0 here
         "related words": (attention[..., fox, dog] + attention[..., dog, fox]) / 2,
     }
 
@@ -175,4 +180,5 @@ def real_text_role_scores(records, trees, embeddings: np.ndarray,
                 - np.einsum("p,plh->lh", far, noun_lift) / max(far.sum(), 1.0))
 
     return {"local": pooled("neighbour_share", "content_rows"), "subject": subject_gain,
-            "punctuation and special": pooled("special_share", "rows"), "related words": related_gap}
+            "punctuation and special": pooled("special_share", "rows"), "punctuation alone": pooled("punct_share", "rows"),
+            "related words": related_gap}
