@@ -1,21 +1,28 @@
-"""Write an otter-grader autograder for each notebook's exercises, and grade submissions with it (issue 13).
+"""Write an otter-grader autograder for each notebook's exercises, and grade submissions with it (instructors' page,
+"Grading").
 
 For every notebook under chapters/, in ``<out>/<notebook>/``:
 
-- ``tests/<exercise>.py``: one otter test file per check-kind exercise ("Write and check"), worth :data:`POINTS`. Its public case runs the book's
-  check on the student's function as the notebook does; where the check takes ``seed=``, two hidden cases run it on
-  other random inputs (seeds 1 and 2). A failing case reports the check's own feedback
-  (:func:`mha.exercises.grading.grade`);
-- ``autograder.zip``: what ``otter generate`` makes of them, for ``otter run -a autograder.zip submission.ipynb``
-  (or Gradescope);
+- ``tests/<exercise>.py``: one otter test file per check-kind exercise ("Write and check"), worth its difficulty's
+  points (:data:`POINTS_BY_DIFFICULTY`, or ``--points``). Its public case runs the book's check on the student's
+  function as the notebook does; where the check takes ``seed=``, two hidden cases run it on other random inputs.
+  The otter plugin (:mod:`mha.exercises.otter_plugin`) grades each case outside the student's kernel;
+- ``autograder.zip``: what ``otter generate`` makes of them, for ``otter run -a autograder.zip submission.ipynb`` or
+  Gradescope. It carries a wheel of the book's package (built from this tree) and installs, on Python
+  :data:`PYTHON_VERSION`, what grading needs (:func:`grading_requirements`, also written beside it as
+  ``requirements.txt``);
 - ``key.ipynb``: the answer key as a submission: the student edition with each stub replaced by the book's solution.
 
-    python scripts/grading.py [--out _build/grading]                 # write the autograders
+    python scripts/grading.py [--out _build/grading] [--points 2,3,5]   # write the autograders
     python scripts/grading.py --check chapters/1_mechanism/1_attention_from_scratch.ipynb
         # grade the key (full marks), the untouched student edition (zero), the student edition with a cell that
         # patches the grader (zero), a typical wrong answer (partial) and a hang (only its exercise lost, within 2 min)
+    python scripts/grading.py --clean-check chapters/1_mechanism/1_attention_from_scratch.ipynb
+        # build a fresh environment from the zip alone and grade the key, the student edition and a wrong answer
+        # with its own otter (TORCH_INDEX= takes torch from wherever pip looks, as the Makefile does)
 
-The student edition itself comes from scripts/student_edition.py (``make student``).
+The student edition itself comes from scripts/student_edition.py (``make student``); scripts/grade_all.py grades a
+folder of submissions into a gradebook.
 """
 
 from __future__ import annotations
@@ -23,20 +30,25 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import re
 import secrets
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 import student_edition  # noqa: E402  (the same folder)
 
-POINTS = 3
+POINTS_BY_DIFFICULTY = {1: 2, 2: 3, 3: 5}  # an exercise's points by its stars: ★ 2, ★★ 3, ★★★ 5 (--points)
 HIDDEN_SEEDS = (1, 2)
+PYTHON_VERSION = "3.11"  # the grading image's Python (Gradescope's image builds it with mamba)
+GRADESCOPE_SOURCE = "/autograder/source"  # where Gradescope unpacks the zip; otter's support files go to files/
 TIME_LIMIT = 60  # seconds for each call of a submitted function
 MEMORY_MB = 2048  # what a submitted function may take beyond numpy and torch
 STUB_CHECK = re.compile(r"^(check_\w+)\((my_\w+)", re.M)
@@ -51,7 +63,7 @@ def exercises_of(notebook: dict) -> list[dict]:
 
     modules = modules_of_checks()
     return [{"label": exercise.label, "check": exercise.check, "function": exercise.function,
-             "module": modules[exercise.check]}
+             "module": modules[exercise.check], "difficulty": exercise.difficulty}
             for exercise in student_edition.exercises(notebook) if exercise.kind == "check"]
 
 
@@ -62,21 +74,44 @@ def takes_seed_of(exercise: dict) -> bool:
     return takes_seed(getattr(importlib.import_module(f"mha.exercises.{exercise['module']}"), exercise["check"]))
 
 
-def test_file(exercise: dict) -> str:
-    """An otter test file (Python format) for one exercise."""
+def points_of(exercise: dict, scheme: dict[int, float] = POINTS_BY_DIFFICULTY) -> float:
+    """The points an exercise is worth: ``scheme``'s points for its difficulty (one to three stars)."""
+    if exercise.get("difficulty") not in scheme:
+        raise ValueError(f"{exercise['label']} has difficulty {exercise.get('difficulty')!r}, and the points scheme "
+                         f"covers {sorted(scheme)} stars: give the exercise a header line such as "
+                         "'**Write and check** · ★★ · 15 min', or the scheme a value for it (--points).")
+    return scheme[exercise["difficulty"]]
+
+
+def parse_points(text: str) -> dict[int, float]:
+    """``--points 2,3,5`` as ``{1: 2, 2: 3, 3: 5}``: the points of a ★, a ★★ and a ★★★ exercise."""
+    try:
+        values = [float(part) for part in text.split(",")]
+    except ValueError:
+        values = []
+    if len(values) != 3 or any(value <= 0 for value in values):
+        raise argparse.ArgumentTypeError(f"--points {text!r}: give three positive numbers separated by commas, the "
+                                         "points of a ★, a ★★ and a ★★★ exercise, e.g. --points 2,3,5")
+    return dict(zip((1, 2, 3), values))
+
+
+def test_file(exercise: dict, points: float) -> str:
+    """An otter test file (Python format) for one exercise worth ``points``: 1 for the public case where there are
+    hidden ones, which share the rest."""
     seeded = takes_seed_of(exercise)
     body = "raise AssertionError(LEFT_TO_THE_KERNEL)"
-    cases = [("public", False, 1 if seeded else POINTS, body)]
+    cases = [("public", False, min(1, points) if seeded else points, body)]
     if seeded:
-        cases += [(f"hidden_seed_{seed}", True, (POINTS - 1) / len(HIDDEN_SEEDS), body) for seed in HIDDEN_SEEDS]
+        cases += [(f"hidden_seed_{seed}", True, (points - min(1, points)) / len(HIDDEN_SEEDS), body)
+                  for seed in HIDDEN_SEEDS]
     lines = [f'"""{exercise["label"]}: {exercise["check"]}({exercise["function"]}), written by scripts/grading.py.',
              "", "The kernel runs none of the submission's code: mha.exercises.otter_plugin grades each case in a",
              'fresh process and replaces these results; without the plugin every case fails."""', "",
              "from otter.test_files import test_case", "",
              "from mha.exercises.otter_plugin import LEFT_TO_THE_KERNEL", "",
-             "OK_FORMAT = False", "", f'name = "{exercise["label"]}"', f"points = {POINTS}", ""]
-    for case, hidden, points, body in cases:
-        lines += ["", f"@test_case(points={points:g}, hidden={hidden})", f"def {case}(env):", f"    {body}", ""]
+             "OK_FORMAT = False", "", f'name = "{exercise["label"]}"', f"points = {points:.10g}", ""]
+    for case, hidden, share, body in cases:
+        lines += ["", f"@test_case(points={share:.10g}, hidden={hidden})", f"def {case}(env):", f"    {body}", ""]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -107,8 +142,36 @@ def key_submission(book: dict) -> dict:
     return student
 
 
-def write_autograder(path: Path, out: Path) -> Path:
-    """Tests, autograder.zip and key.ipynb of one notebook under ``out``; returns its folder."""
+def grading_requirements(wheel: str) -> str:
+    """The autograder's requirements (otter adds them to the pip list of the zip's environment.yml, after its own
+    otter-grader pin): torch's CPU build from PyTorch's CPU index, the package's dependencies and a kernel pinned as in
+    requirements.txt, and the package itself, from the wheel ``wheel`` that the zip carries in files/.
+
+    A requirements file has one set of indexes for all its lines, so PyTorch's index is an extra one; the ``+cpu``
+    version it pins is on that index only, so torch cannot come from PyPI (whose Linux torch is the CUDA build)."""
+    from book_release import TORCH_CPU_INDEX, package_dependencies, pinned, torch_cpu_requirement
+
+    pins = [pinned(name) for name in [*package_dependencies(), "ipykernel"] if name != "torch"]
+    return "\n".join([
+        "# What grading needs, written by scripts/grading.py (instructors' page, \"Grading\").",
+        f"--extra-index-url {TORCH_CPU_INDEX}", torch_cpu_requirement(), *pins,
+        f"{GRADESCOPE_SOURCE}/files/{wheel}"]) + "\n"
+
+
+def build_package(out: Path) -> Path:
+    """A wheel of the book's package (src/ and data/ as pyproject.toml builds them), in ``out``/package."""
+    from colab_like_check import build_wheel
+
+    folder = out / "package"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    return build_wheel(folder)
+
+
+def write_autograder(path: Path, out: Path, wheel: Path,
+                     points: dict[int, float] = POINTS_BY_DIFFICULTY) -> Path:
+    """Tests, autograder.zip and key.ipynb of one notebook under ``out``; returns its folder. The zip carries
+    ``wheel`` (the package) and installs it with :func:`grading_requirements`, on Python :data:`PYTHON_VERSION`."""
     book = json.loads(path.read_text())
     folder = out / path.relative_to(ROOT / "chapters").with_suffix("")
     tests = folder / "tests"
@@ -116,24 +179,36 @@ def write_autograder(path: Path, out: Path) -> Path:
     for old in tests.glob("*.py"):
         old.unlink()
     for exercise in exercises_of(book):
-        (tests / f"{exercise['label']}.py").write_text(test_file(exercise))
+        (tests / f"{exercise['label']}.py").write_text(test_file(exercise, points_of(exercise, points)))
     (folder / "key.ipynb").write_text(json.dumps(key_submission(book), indent=1, ensure_ascii=False) + "\n")
     config = folder / "otter_config.json"
     config.write_text(json.dumps(otter_config(exercises_of(book)), indent=1) + "\n")
+    requirements = folder / "requirements.txt"
+    requirements.write_text(grading_requirements(wheel.name))
+    shutil.copy2(wheel, folder / wheel.name)  # otter takes support files from its working directory only
     otter = Path(sys.executable).with_name("otter")
-    subprocess.run([str(otter), "generate", "-t", str(tests), "-o", str(folder / "autograder.zip"), "-c", str(config),
-                    "--no-requirements", "--no-environment"], check=True, capture_output=True, cwd=folder)
+    try:
+        subprocess.run([str(otter), "generate", "-t", str(tests), "-o", str(folder / "autograder.zip"), "-c",
+                        str(config), "-r", str(requirements), "--no-environment", "--python-version", PYTHON_VERSION,
+                        wheel.name], check=True, capture_output=True, cwd=folder)
+    finally:
+        (folder / wheel.name).unlink()  # it is in the zip
     return folder
 
 
-def run_otter(autograder: Path, submission: dict, name: str) -> dict:
-    """Grade one submission (a notebook as a dict) with ``otter run``; its results.json as a dict."""
-    otter = Path(sys.executable).with_name("otter")
+def run_otter(autograder: Path, submission: dict, name: str, otter: Path | None = None,
+              environment: dict[str, str] | None = None) -> dict:
+    """Grade one submission (a notebook as a dict) with ``otter run`` (this environment's, or ``otter`` run in
+    ``environment``); its results.json as a dict."""
+    otter = otter or Path(sys.executable).with_name("otter")
     with tempfile.TemporaryDirectory() as work:
         notebook = Path(work) / f"{name}.ipynb"
         notebook.write_text(json.dumps(submission))
-        subprocess.run([str(otter), "run", "-a", str(autograder), "-o", work, "--no-logo", str(notebook)],
-                       check=True, capture_output=True, text=True, cwd=work)
+        done = subprocess.run([str(otter), "run", "-a", str(autograder), "-o", work, "--no-logo", str(notebook)],
+                              capture_output=True, text=True, cwd=work, env=environment)
+        if done.returncode != 0 or not (Path(work) / "results.json").exists():
+            raise SystemExit(f"otter run failed on {name} ({done.returncode}):\n{done.stdout[-3000:]}\n"
+                             f"{done.stderr[-3000:]}")
         return json.loads((Path(work) / "results.json").read_text())
 
 
@@ -173,22 +248,41 @@ def with_answer(submission: dict, function: str, code: str) -> dict:
     return changed
 
 
-def check_grading(path: Path, out: Path) -> list[str]:
-    """Grade the key, the untouched student edition and (where one is known) a typical wrong answer of one
-    notebook; the problems found (none: the key gets full marks, the student edition zero, the wrong answer
-    partial credit with its check's feedback)."""
-    folder = write_autograder(path, out)
+def check_three(folder: Path, out: Path, book: dict, **otter) -> list[str]:
+    """Grade the key (full marks), the untouched student edition (zero) and, where one is known, a typical wrong
+    answer (partial credit with its check's feedback) with ``folder``'s autograder.zip, through :func:`run_otter`
+    with ``otter``'s options; the problems found."""
     name = str(folder.relative_to(out))
-    book = json.loads(path.read_text())
     autograder, problems = folder / "autograder.zip", []
     key = json.loads((folder / "key.ipynb").read_text())
     student, _ = student_edition.split_notebook(book)
     for label, submission, wanted in (("key", key, "full"), ("student edition", student, "zero")):
-        table = scores(run_otter(autograder, submission, label.replace(" ", "_")))
+        table = scores(run_otter(autograder, submission, label.replace(" ", "_"), **otter))
         got, possible = sum(s for s, _, _ in table.values()), sum(p for _, p, _ in table.values())
-        print(f"{name}, {label}: {got:g} / {possible:g}")
+        print(f"{name}, {label}: {got:g} / {possible:g}", flush=True)
         if (wanted == "full" and got != possible) or (wanted == "zero" and got != 0) or possible == 0:
             problems.append(f"{name}: the {label} scored {got:g} of {possible:g}, not {wanted} marks: {table}")
+    if name in WRONG_ANSWERS:
+        function, code = WRONG_ANSWERS[name]
+        table = scores(run_otter(autograder, with_answer(key, function, code), "wrong_answer", **otter))
+        got, possible = sum(s for s, _, _ in table.values()), sum(p for _, p, _ in table.values())
+        failed = {label: said for label, (score, top, said) in table.items() if score < top}
+        print(f"{name}, a wrong {function}: {got:g} / {possible:g}; feedback: {failed}", flush=True)
+        if not 0 < got < possible or not any("✗" in said for said in failed.values()):
+            problems.append(f"{name}: a wrong {function} scored {got:g} of {possible:g}, feedback {failed}")
+    return problems
+
+
+def check_grading(path: Path, out: Path, wheel: Path) -> list[str]:
+    """Grade the key, the student edition (untouched and with a cell that patches the grader), a typical wrong
+    answer and a hang of one notebook with this environment's otter; the problems found."""
+    folder = write_autograder(path, out, wheel)
+    name = str(folder.relative_to(out))
+    book = json.loads(path.read_text())
+    autograder = folder / "autograder.zip"
+    key = json.loads((folder / "key.ipynb").read_text())
+    student, _ = student_edition.split_notebook(book)
+    problems = check_three(folder, out, book)
     patched = json.loads(json.dumps(student))  # the grader patched from the notebook: as blank as before
     patched["cells"].append({"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
                              "source": PATCH_THE_GRADER})
@@ -206,33 +300,111 @@ def check_grading(path: Path, out: Path) -> list[str]:
         print(f"{name}, {function} that never returns: graded in {took:.0f} s, lost {sorted(lost)}")
         if took > 120 or len(lost) != 1 or "did not return within" not in next(iter(lost.values()), ""):
             problems.append(f"{name}: a hang in {function} took {took:.0f} s and lost {lost}")
-    if name in WRONG_ANSWERS:
-        function, code = WRONG_ANSWERS[name]
-        table = scores(run_otter(autograder, with_answer(key, function, code), "wrong_answer"))
-        got, possible = sum(s for s, _, _ in table.values()), sum(p for _, p, _ in table.values())
-        failed = {label: said for label, (score, top, said) in table.items() if score < top}
-        print(f"{name}, a wrong {function}: {got:g} / {possible:g}; feedback: {failed}")
-        if not 0 < got < possible or not any("✗" in said for said in failed.values()):
-            problems.append(f"{name}: a wrong {function} scored {got:g} of {possible:g}, feedback {failed}")
     return problems
 
 
+def zip_requirements(autograder: Path, source: Path, torch_index: str) -> tuple[str, list[str]]:
+    """The Python version and pip requirements that the zip's environment.yml installs, as a clean environment here
+    installs them: the zip unpacked in ``source`` instead of Gradescope's /autograder/source, and PyTorch's CPU index
+    replaced by ``torch_index`` (none: torch from wherever pip looks, as ``make TORCH_INDEX=`` does)."""
+    import yaml
+    from book_release import TORCH_CPU_INDEX
+
+    with zipfile.ZipFile(autograder) as archive:
+        archive.extractall(source)
+    environment = yaml.safe_load((source / "environment.yml").read_text())
+    python = next(str(d).split("=", 1)[1] for d in environment["dependencies"] if str(d).startswith("python="))
+    listed = next(d["pip"] for d in environment["dependencies"] if isinstance(d, dict) and "pip" in d)
+    requirements = []
+    for line in listed:
+        line = line.replace(GRADESCOPE_SOURCE, str(source))
+        if line.split() == ["--extra-index-url", TORCH_CPU_INDEX]:
+            line = f"--extra-index-url {torch_index}" if torch_index else ""
+        if line:
+            requirements.append(line)
+    return python, requirements
+
+
+def clean_check(path: Path, out: Path, wheel: Path, torch_index: str) -> list[str]:
+    """Build a fresh virtual environment from nothing but one notebook's autograder.zip (its environment.yml's
+    Python and pip list, the wheel it carries) and grade the key, the student edition and a wrong answer there with
+    that environment's own ``otter run``; the problems found."""
+    from colab_like_check import clean_environment, run
+
+    started = time.monotonic()
+    folder = write_autograder(path, out, wheel)
+    autograder = folder / "autograder.zip"
+    work = Path(tempfile.mkdtemp(prefix="grading-clean-"))
+    try:
+        version, requirements = zip_requirements(autograder, work / "autograder" / "source", torch_index)
+        python = shutil.which(f"python{version}")
+        if python is None:
+            return [f"the zip asks for Python {version}, and python{version} is not on PATH: install it (the "
+                    "Makefile needs it too) and run again"]
+        venv = work / "venv"
+        run([python, "-m", "venv", venv])
+        (work / "requirements.txt").write_text("\n".join(requirements) + "\n")
+        environment = clean_environment(venv) | {"JUPYTER_DATA_DIR": str(work / "jupyter-data")}
+        installing = time.monotonic()
+        run([venv / "bin" / "python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+             "-r", work / "requirements.txt"], env=environment, cwd=work)
+        installed = time.monotonic() - installing
+        probe = run([venv / "bin" / "python", "-c", "import mha, otter, torch; print(mha.__file__, torch.__version__)"],
+                    env=environment, cwd=work).stdout.split()
+        if not Path(probe[0]).resolve().is_relative_to(venv.resolve()) or not probe[1].startswith(version_of_torch()):
+            return [f"the clean environment's mha or torch is not the zip's: {probe}"]
+        print(f"a clean Python {version} environment from {autograder.relative_to(out)} alone "
+              f"({autograder.stat().st_size / 2**20:.1f} MiB): installed in {installed:.0f} s, mha from the zip's "
+              f"wheel, torch {probe[1]}", flush=True)
+        grading = time.monotonic()
+        problems = check_three(folder, out, json.loads(path.read_text()), otter=venv / "bin" / "otter",
+                               environment=environment)
+        print(f"graded three submissions there in {time.monotonic() - grading:.0f} s; the whole check took "
+              f"{time.monotonic() - started:.0f} s", flush=True)
+        return problems
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def version_of_torch() -> str:
+    """The torch version requirements.txt pins (``2.13.0``)."""
+    from book_release import pinned
+
+    return pinned("torch").split("==", 1)[1]
+
+
 def main() -> int:
+    from book_release import TORCH_CPU_INDEX
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(ROOT / "_build" / "grading"))
     parser.add_argument("--check", nargs="*", help="notebooks to grade key, student edition and a wrong answer of")
+    parser.add_argument("--clean-check", nargs="*", help="notebooks whose zip builds a clean environment in which the "
+                                                         "key, the student edition and a wrong answer are graded")
+    parser.add_argument("--points", type=parse_points, default=POINTS_BY_DIFFICULTY,
+                        help="the points of a ★, a ★★ and a ★★★ exercise (default 2,3,5)")
+    parser.add_argument("--torch-index", default=os.environ.get("TORCH_INDEX", TORCH_CPU_INDEX),
+                        help="with --clean-check: where torch comes from instead of the zip's PyTorch CPU index; "
+                             "empty: wherever pip looks (a local wheel), as `make TORCH_INDEX=` (default: "
+                             "$TORCH_INDEX, else the zip's)")
     args = parser.parse_args()
     out = Path(args.out).resolve()  # otter runs in the notebook's folder
-    if args.check:
-        problems = [problem for path in args.check for problem in check_grading(Path(path).resolve(), out)]
-        print("\n".join(problems) or "grading works: full marks for the key, zero for the student edition (patched or "
-                                     "not), a hang costs only its exercise, partial "
-                                     "credit with feedback for a wrong answer")
+    wheel = build_package(out)
+    if args.check or args.clean_check:
+        problems = [problem for path in args.check or [] for problem in check_grading(Path(path).resolve(), out, wheel)]
+        problems += [problem for path in args.clean_check or []
+                     for problem in clean_check(Path(path).resolve(), out, wheel, args.torch_index)]
+        print("\n".join(problems) or "grading works: full marks for the key, zero for the student edition, partial "
+                                     "credit with feedback for a wrong answer"
+                                     + (" (patched or not), a hang costs only its exercise" if args.check else "")
+                                     + ("; in a clean environment built from the zip alone" if args.clean_check else ""))
         return 1 if problems else 0
     notebooks = sorted(p for p in (ROOT / "chapters").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
     for path in notebooks:
-        folder = write_autograder(path, out)
-        print(f"{folder.relative_to(out)}: {len(list((folder / 'tests').glob('*.py')))} exercises, autograder.zip")
+        folder = write_autograder(path, out, wheel, args.points)
+        size = (folder / "autograder.zip").stat().st_size / 2**20
+        print(f"{folder.relative_to(out)}: {len(list((folder / 'tests').glob('*.py')))} exercises, "
+              f"autograder.zip ({size:.1f} MiB)")
     return 0
 
 

@@ -7,12 +7,15 @@ full marks, the untouched student edition zero, and a typical wrong answer parti
 
 from __future__ import annotations
 
+import io
 import json
 import re
+import zipfile
 from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from mha.exercises.grading import grade
 from conftest import load_script
@@ -56,15 +59,17 @@ def test_every_exercise_gets_a_test_file_with_points_and_hidden_variants(path, t
     assert [e["label"] for e in exercises] == checked == [s.label for s in solutions if s.label in checked]
     assert len(checked) >= 3, f"{path.name}: too few graded exercises ({checked})"
     for exercise in exercises:
-        text = grading.test_file(exercise)
+        worth = grading.points_of(exercise)
+        assert worth == {1: 2, 2: 3, 3: 5}[exercise["difficulty"]], exercise  # ★ 2, ★★ 3, ★★★ 5 by default
+        text = grading.test_file(exercise, worth)
         namespace = {}
         exec(compile(text, exercise["label"], "exec"), namespace)  # a valid otter test file
-        assert namespace["points"] == grading.POINTS and namespace["name"] == exercise["label"]
+        assert namespace["points"] == worth and namespace["name"] == exercise["label"]
         seeded = grading.takes_seed_of(exercise)
         assert "public" in namespace and all((f"hidden_seed_{seed}" in namespace) == seeded
                                              for seed in grading.HIDDEN_SEEDS)
         points = [float(value) for value in re.findall(r"@test_case\(points=([0-9.]+)", text)]
-        assert sum(points) == pytest.approx(grading.POINTS), text
+        assert sum(points) == pytest.approx(worth), text
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
@@ -77,3 +82,43 @@ def test_the_key_submission_answers_every_stub_with_the_books_solution(path):
     for exercise in grading.exercises_of(book):
         assert re.search(rf"^def {exercise['function']}\(", code, re.M), exercise
         assert f"{exercise['check']}({exercise['function']}" in code
+
+
+def test_the_points_scheme_is_read_from_the_command_line_and_refuses_what_it_cannot_use():
+    assert grading.parse_points("1,2,4") == {1: 1.0, 2: 2.0, 3: 4.0}
+    for wrong in ("2,3", "2,x,5", "2,0,5"):
+        with pytest.raises(Exception, match="three positive numbers"):
+            grading.parse_points(wrong)
+    with pytest.raises(ValueError, match="give the exercise a header line"):
+        grading.points_of({"label": "ex-unrated", "difficulty": None})
+
+
+def test_the_autograder_zip_carries_the_package_and_pins_what_grading_installs(tmp_path):
+    """What Gradescope's image installs from the zip (``.ci/run``'s ``grading.py --clean-check`` installs it)."""
+    from book_release import TORCH_CPU_INDEX, package_dependencies, pins, version
+
+    wheel = grading.build_package(tmp_path)
+    folder = grading.write_autograder(ROOT / "chapters" / "1_mechanism" / "1_attention_from_scratch.ipynb",
+                                      tmp_path, wheel)
+    zipped = folder / "autograder.zip"
+    assert zipped.stat().st_size < 8 * 2**20, "the zip should carry the package's wheel, not torch's"
+    with zipfile.ZipFile(zipped) as archive:
+        names = archive.namelist()
+        environment = yaml.safe_load(archive.read("environment.yml"))
+        inner = zipfile.ZipFile(io.BytesIO(archive.read(f"files/{wheel.name}")))
+    assert f"python={grading.PYTHON_VERSION}" in environment["dependencies"]
+    listed = next(d["pip"] for d in environment["dependencies"] if isinstance(d, dict))
+    assert listed[0] == "otter-grader[grading,plugins]==" + pins()["otter-grader"].split("==")[1]  # otter's own line
+    assert f"--extra-index-url {TORCH_CPU_INDEX}" in listed and "torch==2.13.0+cpu" in listed
+    for name in package_dependencies():
+        assert name == "torch" or pins()[name] in listed, name
+    assert listed[-1] == f"/autograder/source/files/{wheel.name}" and f"files/{wheel.name}" in names
+    assert not [name for name in names if "torch" in name.lower()]
+    inside = inner.namelist()
+    for module in ("otter_plugin", "sandbox_worker", "submission", "mechanism"):
+        assert f"mha/exercises/{module}.py" in inside, module
+    assert f"mha-{version()}.dist-info/METADATA" in inside
+    source = tmp_path / "unpacked"
+    python, requirements = grading.zip_requirements(zipped, source, torch_index="")
+    assert python == grading.PYTHON_VERSION and not [r for r in requirements if TORCH_CPU_INDEX in r]
+    assert requirements[-1] == str(source / "files" / wheel.name) and Path(requirements[-1]).is_file()

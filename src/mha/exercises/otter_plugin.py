@@ -18,11 +18,12 @@ import dataclasses
 import re
 from pathlib import Path
 
+from .checking import CheckResult
 from .grading import grade_exercise
 from .sandbox import Limits
-from .submission import read_submission
+from .submission import Submission, read_submission
 
-__all__ = ["IsolatedGrading", "LEFT_TO_THE_KERNEL"]
+__all__ = ["IsolatedGrading", "LEFT_TO_THE_KERNEL", "grade_test"]
 
 LEFT_TO_THE_KERNEL = "graded outside the notebook by mha.exercises.otter_plugin, which did not run"
 
@@ -53,26 +54,31 @@ class IsolatedGrading:
     def after_grading(self, results):
         """Every test case's result, from the isolated grader; feedback never quotes a test file."""
         config = self.plugin_config or {}
-        exercises = config.get("exercises", {})
-        limits = Limits(seconds=float(config.get("seconds", 60)),
-                        memory_bytes=int(config.get("memory_mb", 2048)) * 1024**2)
         submission = read_submission(Path(self.submission_path))
-        functions = [exercise["function"] for exercise in exercises.values()]
         for name, test_file in results.results.items():
-            exercise = exercises.get(name)
             cases = [result.test_case for result in test_file.test_case_results]
-            if exercise is None or not cases:
+            if name not in config.get("exercises", {}) or not cases:
                 continue
-            tests = Path(test_file.path).resolve().parent
-            graded = grade_exercise(submission, exercise["module"], exercise["check"], exercise["function"],
-                                    seeds=[config.get("seeds", {}).get(case.name, _seed(case.name)) for case in cases],
-                                    notebook_functions=functions,
-                                    limits=limits, protected=[tests, tests.parent])
-            quoted = [line.strip() for path in tests.glob("*.py") for line in path.read_text().splitlines()
-                      if len(line.strip()) >= 16]
-            test_file.test_case_results = [
-                dataclasses.replace(kernel, passed=result.passed,
-                                    message="✗ This feedback was withheld: it quoted the grader's own files."
-                                    if any(line in result.message for line in quoted) else result.message)
-                for kernel, result in zip(test_file.test_case_results, graded)]
+            graded = grade_test(submission, name, [case.name for case in cases], config,
+                                Path(test_file.path).resolve().parent)
+            test_file.test_case_results = [dataclasses.replace(kernel, passed=result.passed, message=result.message)
+                                           for kernel, result in zip(test_file.test_case_results, graded)]
             test_file._score = None
+
+
+def grade_test(submission: Submission, name: str, cases: list[str], config: dict, tests: Path) -> list[CheckResult]:
+    """The results of one otter test's ``cases`` (their names: ``public``, ``hidden_seed_1``, ...) for a submission, as
+    the plugin configured by ``config`` grades them: :func:`~mha.exercises.grading.grade_exercise` with the
+    configured seeds and limits, the test files' folder ``tests`` and the one above it unreadable, and a message
+    that quotes a test file withheld. scripts/grade_all.py grades a folder of submissions through it."""
+    exercise = config["exercises"][name]
+    limits = Limits(seconds=float(config.get("seconds", 60)),
+                    memory_bytes=int(config.get("memory_mb", 2048)) * 1024**2)
+    functions = [other["function"] for other in config["exercises"].values()]
+    graded = grade_exercise(submission, exercise["module"], exercise["check"], exercise["function"],
+                            seeds=[config.get("seeds", {}).get(case, _seed(case)) for case in cases],
+                            notebook_functions=functions, limits=limits, protected=[tests, tests.parent])
+    quoted = [line.strip() for path in tests.glob("*.py") for line in path.read_text().splitlines()
+              if len(line.strip()) >= 16]
+    return [CheckResult(result.passed, "✗ This feedback was withheld: it quoted the grader's own files.")
+            if any(line in result.message for line in quoted) else result for result in graded]
