@@ -158,3 +158,16 @@ def test_hostile_files_are_refused_in_a_capped_process(tmp_path):
           for reader in ("read_conllu", "read_ud_trees", "read_labelled_sentences")],
     ]
     assert run_cases(setup, cases, timeout=120) == []
+
+
+@pytest.mark.parametrize("change, words", [({"head_counts": "1248"}, "'head_counts' is '1248', but it must be a list"),
+                                           ({"runs": None}, "'runs' is None"),
+                                           ({"d_model": "32"}, "'d_model' is '32', but it must be a whole number")])
+def test_a_malformed_head_count_study_names_the_field(change, words):
+    from mha.lab.checkpoints import load_json
+    from mha.lab.head_count_sweep import STUDY_FILE, load_study, study_from_content
+
+    content = {**load_json(STUDY_FILE), **change}
+    with pytest.raises(ValueError, match=words):
+        study_from_content({key: value for key, value in content.items() if value is not None})
+    assert load_study().head_counts == tuple(load_json(STUDY_FILE)["head_counts"])

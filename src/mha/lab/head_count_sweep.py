@@ -423,7 +423,12 @@ def load_study(directory=LAB_DIRECTORY) -> HeadCountStudy:
 
 
 def study_from_content(content: dict, directory=LAB_DIRECTORY) -> HeadCountStudy:
-    """A :class:`HeadCountStudy` from the parsed contents of ``head_count_study.json`` (or the dict about to be written)."""
+    """A :class:`HeadCountStudy` from the parsed contents of ``head_count_study.json`` (or the dict about to be written).
+
+    The fields are checked first: a missing one, or a list given as anything else (``"1248"`` for ``[1, 2, 4, 8]``),
+    raises ``ValueError`` naming it and the command that regenerates the file.
+    """
+    _check_study_fields(content)
     models = content.get("models", {})
     return HeadCountStudy(head_counts=tuple(content["head_counts"]), learning_rates=tuple(content["learning_rates"]),
                           seeds=tuple(content["seeds"]), thresholds=tuple(content["thresholds"]),
@@ -434,6 +439,29 @@ def study_from_content(content: dict, directory=LAB_DIRECTORY) -> HeadCountStudy
                           chosen_learning_rates={int(h): rate for h, rate in models.get("learning_rates", {}).items()},
                           checkpoints=dict(models.get("checkpoints", {})), training=dict(content.get("training", {})),
                           directory=directory)
+
+
+_STUDY_LISTS = ("head_counts", "learning_rates", "seeds", "thresholds", "runs")
+_STUDY_FIELDS = {"min_steps": int, "max_steps": int, "d_model": int, "controls": dict, "held_out": dict,
+                 "task": dict}
+
+
+def _check_study_fields(content: object) -> None:
+    """Raise ``ValueError`` naming the first field of ``head_count_study.json`` that is missing or of the wrong type."""
+    how = "Regenerate it with:\n    python scripts/train_head_count_study.py"
+    if not isinstance(content, dict):
+        raise ValueError(f"the head-count study holds {type(content).__name__}, not a JSON object. {how}")
+    for name in _STUDY_LISTS:
+        if not isinstance(content.get(name), list):
+            raise ValueError(f"the head-count study's {name!r} is {content.get(name)!r:.60}, but it must be a list. "
+                             f"{how}")
+    for name, kind in _STUDY_FIELDS.items():
+        value = content.get(name)
+        if isinstance(value, bool) or not isinstance(value, kind):
+            raise ValueError(f"the head-count study's {name!r} is {value!r:.60}, but it must be "
+                             f"{'a whole number' if kind is int else 'a JSON object'}. {how}")
+    if not all(type(h) is int and h >= 1 for h in content["head_counts"]):
+        raise ValueError(f"the head-count study's 'head_counts' must be whole numbers >= 1. {how}")
 
 
 def steps_to_solve(record: dict, threshold: float, split: str = "held_out") -> float:
