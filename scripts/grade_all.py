@@ -90,11 +90,11 @@ def grade_file(path: Path, config: dict, tests: list[Test], folder: Path) -> lis
             points = sum(share for (_, share), result in zip(test.cases, results) if result.passed)
             failed = list(dict.fromkeys(result.message for result in results if not result.passed))
             message = " | ".join(failed) if failed else results[0].message
-            rows.append({"student": student, "exercise": test.name, "points": round(points, 6),
-                         "max_points": round(test.max_points, 6), "message": message})
+            rows.append({"student": student, "exercise": test.name, "points": f"{points:g}",
+                         "max_points": f"{test.max_points:g}", "message": message})
         return rows
     except Exception as error:  # one bad file costs its own rows, never the gradebook
-        return [{"student": student, "exercise": test.name, "points": 0, "max_points": round(test.max_points, 6),
+        return [{"student": student, "exercise": test.name, "points": "0", "max_points": f"{test.max_points:g}",
                  "message": f"✗ {path.name} could not be graded ({type(error).__name__}: {error}); grade it alone with "
                             "otter run -a <autograder.zip> to see more"} for test in tests]
 
@@ -129,8 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     totals: dict[str, list[float]] = {}
     for row in rows:
         total = totals.setdefault(row["student"], [0.0, 0.0])
-        total[0] += row["points"]
-        total[1] += row["max_points"]
+        total[0] += float(row["points"])
+        total[1] += float(row["max_points"])
     for student, (points, possible) in totals.items():
         print(f"{student}: {points:g} / {possible:g}")
     print(f"{len(totals)} submissions, {len(rows)} rows: {args.out}")
