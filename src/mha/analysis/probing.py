@@ -20,7 +20,6 @@ numbered exactly as :func:`mha.corpora.treebank.read_conllu` numbers them.
 
 from __future__ import annotations
 
-import warnings
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -104,7 +103,6 @@ def fit_probe(train_features, train_labels, test_features, test_labels, *, max_i
     iterations at most, ``random_state=seed``) is fitted on the training words. It runs on one thread, so 72
     probes in a row do not fight over the cores (section 4.4).
     """
-    from sklearn.exceptions import ConvergenceWarning
     from sklearn.linear_model import LogisticRegression
     from sklearn.preprocessing import StandardScaler
     from threadpoolctl import threadpool_limits
@@ -119,8 +117,7 @@ def fit_probe(train_features, train_labels, test_features, test_labels, *, max_i
         raise ValueError("give one label per word: the labels and the features' first axis differ in length.")
     if len(np.unique(train_labels)) < 2:
         raise ValueError("the training words carry a single label; a probe needs at least two classes.")
-    with threadpool_limits(1), warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)  # max_iter is modest on purpose; accuracy is reported
+    with threadpool_limits(1):
         scaler = StandardScaler().fit(train_features)
         probe = LogisticRegression(C=C, max_iter=max_iter, random_state=seed)
         probe.fit(scaler.transform(train_features), train_labels)
