@@ -31,7 +31,7 @@ import numpy as np
 import torch
 from ipywidgets import HTML, Button, Dropdown, HBox, IntProgress, IntSlider, Layout, Text, Widget
 
-from mha.core.validation import head_counts_that_divide
+from mha.core.validation import LARGEST_D_MODEL_LISTED, head_counts_that_divide
 from mha.lab.checkpoints import LAB_DIRECTORY
 from mha.lab.head_count_sweep import (ANALYSIS_BATCH_SEED, HeadCountStudy, analysis_batch, head_role, load_study,
                                       relation_shares, token_names, train_two_relation_model)
@@ -134,7 +134,8 @@ def loss_curves_svg(lines: Sequence[CurveLine], title: str, max_step: int, low: 
 
 def parse_head_count(text: object, d_model: int) -> int:
     """The head count typed by the reader, as an int; ``ValueError`` saying what to type if it cannot be used."""
-    options = ", ".join(str(h) for h in head_counts_that_divide(d_model))
+    options = (", ".join(str(h) for h in head_counts_that_divide(d_model)) if d_model <= LARGEST_D_MODEL_LISTED
+               else "a divisor of d_model")  # a huge width is not factored for a message
     try:
         n_heads = int(str(text).strip())
     except ValueError:
