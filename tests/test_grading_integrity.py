@@ -155,3 +155,26 @@ def test_a_file_that_is_not_a_notebook_or_another_sections_notebook_gets_a_clear
     other.write_text(json.dumps({"cells": [{"cell_type": "code", "source": "def my_split_heads(x, n):\n    return x\n",
                                             "metadata": {}, "outputs": []}], "metadata": {}}))
     assert "is it the submission for another section?" in grade(other, "my_softmax")[1][0]
+
+
+def test_the_autograders_own_folder_with_its_hidden_seeds_is_not_readable_through_the_plugin(tmp_path):
+    from mha.exercises.otter_plugin import IsolatedGrading, grade_test
+    from mha.exercises.submission import read_submission
+
+    source, graded_in = tmp_path / "autograder" / "source", tmp_path / "autograder" / "submission"
+    source.mkdir(parents=True)
+    (graded_in / "tests").mkdir(parents=True)
+    (source / "otter_config.json").write_text('{"seeds": {"hidden_seed_1": 987654321}}')
+    reader = f"def my_softmax(scores):\n    raise RuntimeError(open({str(source / 'otter_config.json')!r}).read())\n"
+    path = notebook(graded_in, RIGHT | {"my_softmax": reader})
+    plugin = IsolatedGrading(str(path), {}, {})
+    assert plugin._source() == [source.resolve()]
+    config = {"exercises": {"ex-stable-softmax": {"module": "mechanism", "check": "check_softmax",
+                                                  "function": "my_softmax"}}, "seconds": 3, "memory_mb": 512}
+    submission = read_submission(path)
+    unprotected = grade_test(submission, "ex-stable-softmax", ["public"], config, graded_in / "tests")
+    assert "987654321" in unprotected[0].message  # the control: without the plugin's folder, the read works
+    protected = grade_test(submission, "ex-stable-softmax", ["public"], config, graded_in / "tests",
+                           also_protected=plugin._source())
+    assert not protected[0].passed and "987654321" not in protected[0].message
+    assert "not readable from a submission" in protected[0].message, protected[0].message

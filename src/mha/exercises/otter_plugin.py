@@ -60,24 +60,32 @@ class IsolatedGrading:
             if name not in config.get("exercises", {}) or not cases:
                 continue
             graded = grade_test(submission, name, [case.name for case in cases], config,
-                                Path(test_file.path).resolve().parent)
+                                Path(test_file.path).resolve().parent, also_protected=self._source())
             test_file.test_case_results = [dataclasses.replace(kernel, passed=result.passed, message=result.message)
                                            for kernel, result in zip(test_file.test_case_results, graded)]
             test_file._score = None
 
+    def _source(self) -> list[Path]:
+        """The autograder's unpacked zip (its otter_config.json holds the hidden seeds): otter grades a submission
+        in ``<autograder>/submission/`` beside ``<autograder>/source/``, on Gradescope as in ``otter run``."""
+        source = Path(self.submission_path).resolve().parent.parent / "source"
+        return [source] if (source / "otter_config.json").is_file() else []
 
-def grade_test(submission: Submission, name: str, cases: list[str], config: dict, tests: Path) -> list[CheckResult]:
+
+def grade_test(submission: Submission, name: str, cases: list[str], config: dict, tests: Path,
+               also_protected: list[Path] = ()) -> list[CheckResult]:
     """The results of one otter test's ``cases`` (their names: ``public``, ``hidden_seed_1``, ...) for a submission, as
     the plugin configured by ``config`` grades them: :func:`~mha.exercises.grading.grade_exercise` with the
-    configured seeds and limits, the test files' folder ``tests`` and the one above it unreadable, and a message
-    that quotes a test file withheld. scripts/grade_all.py grades a folder of submissions through it."""
+    configured seeds and limits, the test files' folder ``tests``, the one above it and ``also_protected`` unreadable,
+    and a message that quotes a test file withheld. scripts/grade_all.py grades a folder of submissions through it."""
     exercise = config["exercises"][name]
     limits = Limits(seconds=float(config.get("seconds", 60)),
                     memory_bytes=int(config.get("memory_mb", 2048)) * 1024**2)
     functions = [other["function"] for other in config["exercises"].values()]
     graded = grade_exercise(submission, exercise["module"], exercise["check"], exercise["function"],
                             seeds=[config.get("seeds", {}).get(case, _seed(case)) for case in cases],
-                            notebook_functions=functions, limits=limits, protected=[tests, tests.parent])
+                            notebook_functions=functions, limits=limits,
+                            protected=[tests, tests.parent, *also_protected])
     quoted = [line.strip() for path in tests.glob("*.py") for line in path.read_text().splitlines()
               if len(line.strip()) >= 16]
     return [CheckResult(result.passed, "✗ This feedback was withheld: it quoted the grader's own files.")
