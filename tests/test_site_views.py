@@ -763,8 +763,14 @@ def test_a_typed_sentence_runs_from_disk_and_from_a_link(open_page, built_site):
 
     def test():
         text = "Paris is the capital of France ."
-        submit(page, view, text)
+        box = view.locator("input[name=typed]")
+        box.fill(text)
+        box.press("Enter")
+        box.press("Enter")  # an impatient second Enter while the model loads: one run, one entry in the menu
+        page.page.wait_for_function(TYPED_RUNS, arg=[view.element_handle(), 1], timeout=90 * SECONDS)
         assert selected_sentence(view) == f"{text} (typed)"
+        labels = view.locator("select[name=sentence] option").all_text_contents()
+        assert labels.count(f"{text} (typed)") == 1, labels
         open_map(page, view, 0, 1)
         assert_model_map(page, text, 0, 1)
         assert not page.problems, "\n".join(page.problems)

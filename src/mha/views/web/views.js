@@ -1150,7 +1150,17 @@
         : `${text} (typed)`;
     }
 
-    async function run(text, removed) {
+    const running = new Map();  /* a run asked for again before it ends (a second Enter while the model loads) */
+
+    function run(text, removed) {
+      const key = JSON.stringify([text, removed]);
+      if (!running.has(key)) {
+        running.set(key, runOnce(text, removed).finally(() => running.delete(key)));
+      }
+      return running.get(key);
+    }
+
+    async function runOnce(text, removed) {
       const known = entries.findIndex((entry) => entry.text === text &&
         JSON.stringify(entry.removed) === JSON.stringify(removed));
       if (known >= 0) return stored + known;
