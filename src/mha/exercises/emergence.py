@@ -155,8 +155,8 @@ def check_prefix_matching_score(prefix_matching_fn: Callable[[np.ndarray, np.nda
 
 def check_k_composition(k_composition_fn: Callable[..., float], seed: int = 0) -> CheckResult:
     """``k_composition_fn(W_Q, W_K, W_V, W_O)``: the later head's W_Q, W_K (d_model, d_head) and the earlier
-    head's W_V (d_model, d_head), W_O (d_head, d_model) -> ||W_QK @ W_OV.T||_F / (||W_QK||_F ||W_OV||_F)
-    with W_QK = W_Q @ W_K.T and W_OV = W_V @ W_O (vectors as rows)."""
+    head's W_V (d_model, d_head), W_O (d_head, d_model) -> the K-composition score, a float, as section 3.5 defines
+    it (vectors as rows); checked on head pairs that compose and pairs that do not."""
     rng = np.random.default_rng(seed)
 
     def cases() -> Iterator:
