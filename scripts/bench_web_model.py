@@ -17,10 +17,9 @@ import argparse
 import asyncio
 import functools
 import http.server
-import json
 import shutil
 import statistics
-import subprocess
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -70,11 +69,11 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
 
 
 def node_times(folder: Path, runs: int) -> dict:
+    sys.path.insert(0, str(ROOT / "site"))
+    from model_in_node import run_model_in_node  # the site build's runner of model.js under Node
+
     with tempfile.TemporaryDirectory() as out:
-        request = Path(out) / "request.json"
-        request.write_text(json.dumps({"sentences": [{"text": SENTENCE, "run": True}], "time_runs": runs}))
-        subprocess.run(["node", str(ROOT / "site" / "model_in_node.js"), str(folder), str(request), out], check=True)
-        return json.loads((Path(out) / "results.json").read_text())
+        return run_model_in_node(folder, [{"text": SENTENCE, "run": True}], Path(out), time_runs=runs)
 
 
 async def chromium_times(folder: Path, runs: int) -> tuple[dict, dict, dict, str]:

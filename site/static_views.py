@@ -26,8 +26,6 @@ from __future__ import annotations
 import html
 import json
 import re
-import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 
@@ -37,7 +35,6 @@ logger = logging.getLogger(__name__)
 
 SERVED = "_vendor/mha"  # in the built site; Jupyter Book 1 would add anything under _static/ to every page
 FILES = ("views.js", "views.css", "model.js")  # model.js is not linked from any page: views.js adds it when asked
-MODEL_IN_NODE = Path(__file__).resolve().parent / "model_in_node.js"
 PLACEHOLDER = re.compile(r"""<div class=['"]mha-view['"] data-mha-recipe="([^"]*)">""")
 _PAYLOADS: dict[str, str] = {}  # recipe -> encoded payload, for one build
 _MODEL: dict[str, int] = {}  # what the build wrote of the page's model
@@ -67,30 +64,23 @@ def page_fidelity(app, sentences: list[str]) -> dict:
     import numpy as np
 
     from mha.pretrained.encoder import MiniLMEncoder
+    from model_in_node import run_model_in_node  # beside this file; local_extensions puts site/ on the path
 
-    node = shutil.which("node")
-    if node is None:
-        raise RuntimeError("measuring the page's model needs Node.js (apt install nodejs)")
     with tempfile.TemporaryDirectory() as work:
-        request = Path(work) / "request.json"
-        request.write_text(json.dumps({"sentences": [{"text": text} for text in sentences]}))
-        ran = subprocess.run([node, str(MODEL_IN_NODE), str(Path(app.outdir) / SERVED / "model"), str(request), work],
-                             capture_output=True, text=True, timeout=300)
-        if ran.returncode != 0:
-            raise RuntimeError(f"model.js failed under Node: {ran.stderr[-2000:]}")
-        report = json.loads((Path(work) / "results.json").read_text())
-        if report["open_error"]:
-            raise RuntimeError(f"model.js could not open the model: {report['open_error']}")
-        encoder = MiniLMEncoder.load()
-        largest, same, rows = 0.0, 0, 0
-        for index, (text, result) in enumerate(zip(sentences, report["results"])):
-            if result["error"]:
-                raise RuntimeError(f"model.js refused {text!r}: {result['error']}")
-            expected = encoder.trace(text).sentence().attention  # (layers, heads, n, n)
-            found = np.fromfile(Path(work) / f"{index}.attention.f32", dtype=np.float32).reshape(expected.shape)
-            largest = max(largest, float(np.abs(found - expected).max()))
-            same += int((found.argmax(-1) == expected.argmax(-1)).sum())
-            rows += expected.shape[0] * expected.shape[1] * expected.shape[2]
+        report = run_model_in_node(Path(app.outdir) / SERVED / "model", [{"text": text} for text in sentences],
+                                   Path(work))
+    if report["open_error"]:
+        raise RuntimeError(f"model.js could not open the model: {report['open_error']}")
+    encoder = MiniLMEncoder.load()
+    largest, same, rows = 0.0, 0, 0
+    for text, result in zip(sentences, report["results"]):
+        if result["error"]:
+            raise RuntimeError(f"model.js refused {text!r}: {result['error']}")
+        expected = encoder.trace(text).sentence().attention  # (layers, heads, n, n)
+        found = result["attention"]
+        largest = max(largest, float(np.abs(found - expected).max()))
+        same += int((found.argmax(-1) == expected.argmax(-1)).sum())
+        rows += expected.shape[0] * expected.shape[1] * expected.shape[2]
     return {"sentences": len(sentences), "max_difference": largest, "same_argmax": same / rows}
 
 

@@ -9,12 +9,12 @@ kernel and the plain-JavaScript fallback must agree to the bit, and the embedded
 from __future__ import annotations
 
 import base64
-import json
 import os
 import random
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +27,8 @@ from mha.pretrained.web_export import export_web_model
 
 ROOT = Path(__file__).resolve().parents[1]
 WEB = ROOT / "src" / "mha" / "views" / "web"
-NODE_HELPER = ROOT / "site" / "model_in_node.js"
+sys.path.insert(0, str(ROOT / "site"))  # the site build's runner of model.js under Node
+from model_in_node import run_model_in_node  # noqa: E402
 NODE = shutil.which("node")
 pytestmark = pytest.mark.skipif(NODE is None, reason="needs Node.js (apt install nodejs)")
 
@@ -50,19 +51,8 @@ AWKWARD = [
 
 
 def run_node(folder: Path, sentences: list[dict], out: Path, *, simd: bool = True, time_runs: int = 0) -> dict:
-    """Run site/model_in_node.js on ``sentences``; returns its report with each run's arrays read back."""
-    out.mkdir(parents=True, exist_ok=True)
-    request = out / "request.json"
-    request.write_text(json.dumps({"simd": simd, "sentences": sentences, "time_runs": time_runs}))
-    subprocess.run([NODE, str(NODE_HELPER), str(folder), str(request), str(out)], check=True, timeout=120)
-    report = json.loads((out / "results.json").read_text())
-    for index, result in enumerate(report["results"]):
-        if result.get("n"):
-            n = result["n"]
-            result["attention"] = np.fromfile(out / f"{index}.attention.f32", np.float32).reshape(6, 12, n, n)
-            result["hidden"] = np.fromfile(out / f"{index}.hidden.f32", np.float32).reshape(7, n, 384)
-            result["vector"] = np.fromfile(out / f"{index}.vector.f32", np.float32)
-    return report
+    """site/model_in_node.js on ``sentences``, through the site's own runner; each run's arrays read back."""
+    return run_model_in_node(folder, sentences, out, simd=simd, time_runs=time_runs, timeout=120)
 
 
 @pytest.fixture(scope="module")
