@@ -281,3 +281,39 @@ def test_finite_input_gives_no_warning_and_masked_nan_keys_are_harmless():
         k[2] = float("nan")  # a garbage key that no query may see
         output, weights = mha.scaled_dot_product_attention(x[0], k, x[0], mask=[[True, True, False]] * 3)
     assert torch.isfinite(output).all() and (weights[:, 2] == 0).all()
+
+
+@pytest.mark.parametrize("value, whole", [(3, True), (np.int64(3), True), (np.array(3), True), (torch.tensor(3), True),
+                                          (-2, True), (True, False), (np.bool_(False), False), (3.0, False),
+                                          (np.float32(3), False), ("3", False), (None, False), (np.array([3]), False)])
+def test_is_whole_number_accepts_integers_of_any_kind_and_nothing_else(value, whole):
+    from mha.core.validation import is_whole_number
+    assert is_whole_number(value) is whole
+
+
+@pytest.mark.parametrize("value, bounds, message", [
+    (5, (0, 4), r"head must be a whole number in 0\.\.4 \(in \(0, 5\)\), got 5\."),
+    (-1, (0, None), r"head must be a whole number of at least 0 \(in \(0, 5\)\), got -1\."),
+    (9, (None, 8), r"head must be a whole number of at most 8 \(in \(0, 5\)\), got 9\."),
+    (2.0, (0, 4), r"got 2\.0 \(float\)\. Use int\(2\.0\) if that is what you meant\."),
+    ("2", (0, 4), r"got '2' \(str\)\.$"),
+])
+def test_check_whole_number_names_the_argument_the_bounds_the_value_and_the_fix(value, bounds, message):
+    from mha.core.validation import check_whole_number
+    with pytest.raises(InputError, match=message):
+        check_whole_number("head", value, *bounds, meaning="in (0, 5)")
+
+
+def test_check_whole_number_returns_a_plain_int_at_the_bounds():
+    from mha.core.validation import check_whole_number
+    for value in (0, 4, np.int16(4), torch.tensor(0)):
+        checked = check_whole_number("head", value, 0, 4)
+        assert type(checked) is int and checked == int(value)
+
+
+@pytest.mark.parametrize("value, real", [(0.5, True), (2, True), (np.float32(0.5), True), (np.int8(1), True),
+                                         (float("inf"), True), (float("nan"), False), (np.nan, False),
+                                         (True, False), ("0.5", False), (None, False), (1j, False)])
+def test_is_real_number_refuses_flags_nan_and_text(value, real):
+    from mha.core.validation import is_real_number
+    assert is_real_number(value) is real

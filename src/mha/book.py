@@ -34,6 +34,8 @@ from pathlib import Path
 
 import numpy as np
 
+from mha.core.validation import check_whole_number
+
 __all__ = ["GLUE_RECORD", "PROSE_CITATION", "PROSE_NUMBER", "as_shown", "citation_text", "decimals_shown", "glue",
            "glued_records", "glued_text", "head_label", "head_labels", "label_heads", "parse_head_label", "prose_expression_results", "shown"]
 
@@ -82,9 +84,7 @@ def shown(value, decimals: int):
     (only its float columns are rounded), or a dict or list of these. Integers, booleans and text pass through
     unchanged. Negative zero becomes zero, so that ``-0.00`` never appears on one machine and ``0.00`` on another.
     """
-    if isinstance(decimals, bool) or not isinstance(decimals, numbers.Integral) or decimals < 0:
-        raise ValueError(f"decimals must be a whole number >= 0, not {decimals!r}.")
-    decimals = int(decimals)
+    decimals = check_whole_number("decimals", decimals, minimum=0, meaning="digits after the decimal point")
     if isinstance(value, (bool, np.bool_, str)) or isinstance(value, numbers.Integral):
         return value
     if isinstance(value, numbers.Real):
@@ -258,11 +258,7 @@ _HEAD_LABEL = re.compile(r"^L(?P<layer>\d+)H(?P<head>\d+)$")
 
 def _index(value, what: str) -> int:
     """A layer or head index: a whole number >= 0 (a numpy or torch integer is fine, a bool or a float is not)."""
-    if hasattr(value, "item") and getattr(value, "ndim", 0) == 0:
-        value = value.item()  # a numpy scalar, or a 0-d array or tensor
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
-        raise ValueError(f"{what} must be a whole number >= 0 (counted from 0), not {value!r}.")
-    return int(value)
+    return check_whole_number(what, value, minimum=0, meaning="counted from 0")
 
 
 def head_label(layer: int, head: int) -> str:

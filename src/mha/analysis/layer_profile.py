@@ -33,6 +33,7 @@ from scipy.stats import spearmanr
 
 from mha.analysis.role_table import RELATION_DIRECTIONS, AttentionRecord, head_role_table
 from mha.analysis.statistics import bootstrap_counts, percentile_interval, resampled_means, resampled_ratios
+from mha.core.validation import check_whole_number
 from mha.corpora.treebank import split_sentences
 
 __all__ = [
@@ -88,9 +89,8 @@ def selection_report_split(n_items: int, *, selection_fraction: float = 0.5,
     Choose on the selection set (which relation a head follows, which offset is the baseline, which head is best)
     and report on the other, so that the choice is not graded on the data that made it.
     """
-    if isinstance(n_items, bool) or not isinstance(n_items, (int, np.integer)) or n_items < 2:
-        raise ValueError(f"n_items must be a whole number >= 2 (one item in each set at least), got {n_items!r}.")
-    selection, report = split_sentences(range(int(n_items)), selection_fraction, seed)
+    n_items = check_whole_number("n_items", n_items, minimum=2, meaning="one item for each of the two sets")
+    selection, report = split_sentences(range(n_items), selection_fraction, seed)
     return np.sort(np.asarray(selection, dtype=int)), np.sort(np.asarray(report, dtype=int))
 
 

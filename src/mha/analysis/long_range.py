@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mha.core.validation import check_whole_number
+
 from mha.corpora.treebank import UDTree, read_ud_trees
 
 __all__ = ["UDTree", "WordPair", "CORRELATIVES", "read_ud_trees", "paired_constructions", "long_arcs",
@@ -81,8 +83,7 @@ def long_arcs(trees: Sequence[UDTree], *, min_distance: int = 6,
     Relations in ``skip_deprels`` are left out (a full stop hangs off the main verb however far it is). The kind
     is the dependent's relation without its subtype (``nsubj``, ``advcl``, ...).
     """
-    if isinstance(min_distance, bool) or not isinstance(min_distance, int) or min_distance < 1:
-        raise ValueError(f"min_distance must be a whole number of words >= 1, got {min_distance!r}.")
+    min_distance = check_whole_number("min_distance", min_distance, minimum=1, meaning="words between the two")
     pairs = []
     for s, tree in enumerate(trees):
         for dependent, (head, deprel) in enumerate(zip(tree.heads, tree.deprels)):

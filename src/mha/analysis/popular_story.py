@@ -18,6 +18,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from mha.core.validation import check_whole_number, is_real_number
+
 __all__ = ["FOX_SENTENCE", "POPULAR_ROLES", "REAL_TEXT_RULES", "VERDICTS", "fox_role_weights", "real_text_role_scores",
            "role_verdict", "unit_bootstrap"]
 
@@ -86,7 +88,7 @@ def role_verdict(sentence_weight: float, real_text_score: float, threshold: floa
     """
     for name, value in (("sentence_weight", sentence_weight), ("real_text_score", real_text_score),
                         ("threshold", threshold), ("sentence_threshold", sentence_threshold)):
-        if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)) or np.isnan(value):
+        if not is_real_number(value):
             raise ValueError(f"{name} must be a number, got {value!r}.")
     if real_text_score >= threshold:
         return "exists"
@@ -103,8 +105,7 @@ def unit_bootstrap(statistic: Callable[[np.ndarray], np.ndarray], n_units: int, 
     (n_units,); all ones for the data as they are) and returns an array. It is called ``n_resamples`` times on
     draws from ``np.random.default_rng(seed)``. Returns ``(low, high)`` at ``level``, each of the statistic's shape.
     """
-    if isinstance(n_units, bool) or not isinstance(n_units, (int, np.integer)) or n_units < 2:
-        raise ValueError(f"n_units must be a whole number >= 2 (units to resample), got {n_units!r}.")
+    n_units = check_whole_number("n_units", n_units, minimum=2, meaning="units to resample")
     if not 0 < level < 1:
         raise ValueError(f"level must be between 0 and 1 (e.g. 0.95), got {level!r}.")
     rng = np.random.default_rng(seed)

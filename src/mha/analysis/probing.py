@@ -27,6 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
+from mha.core.validation import check_whole_number
+
 from mha.corpora.treebank import read_ud_trees
 
 __all__ = ["LabelledSentence", "read_labelled_sentences", "most_frequent_labels", "control_labels",
@@ -62,8 +64,7 @@ def most_frequent_labels(labels: Sequence[str], k: int, *, other: str = "other")
 
     Fewer classes make 72 probes fast; the merged class keeps every word in the data.
     """
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValueError(f"k must be a whole number >= 1, got {k!r}.")
+    k = check_whole_number("k", k, minimum=1, meaning="labels to keep")
     kept = {label for label, _ in Counter(labels).most_common(k)}
     return np.array([label if label in kept else other for label in labels], dtype=object)
 

@@ -39,13 +39,12 @@ cell being one head.
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from mha.core.validation import check_seed, check_size, check_whole_number
+from mha.core.validation import check_seed, check_size, check_whole_number, is_real_number
 
 __all__ = ["mean_by_unit", "paired_t", "bootstrap_interval", "bootstrap_counts", "resampled_means", "resampled_ratios",
            "percentile_interval", "bootstrap_ratio_interval", "sign_flip_signs",
@@ -356,12 +355,6 @@ def percentile_interval(resampled, level: float = 0.95) -> tuple[np.ndarray, np.
     return low, high
 
 
-def _whole(value, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise ValueError(f"{name} must be a whole number >= {minimum}, got {value!r}.")
-    return int(value)
-
-
 def smallest_detectable_count(null_max, n_items: int, *, alpha: float = 0.05) -> int | None:
     """The fewest right flips (out of ``n_items``, no wrong one) that :func:`familywise_p_values` would call (3.3).
 
@@ -372,7 +365,7 @@ def smallest_detectable_count(null_max, n_items: int, *, alpha: float = 0.05) ->
     ``alpha``, or None when even ``n_items`` right flips would not be called.
     """
     null_max = np.asarray(null_max, dtype=float).ravel()
-    n_items = _whole(n_items, "n_items", 1)
+    n_items = check_whole_number("n_items", n_items, minimum=1)
     if null_max.size == 0 or not np.isfinite(null_max).all():
         raise ValueError("null_max must be a non-empty array of finite values, as familywise_p_values returns it.")
     if not 0 < alpha < 1:
@@ -393,11 +386,11 @@ def detection_power(n_items: int, rate: float, smallest_count: int | None) -> fl
     statement of power: "with 22 pairs, a head that flips in 70% of them would have been found with probability
     ...". ``smallest_count`` None (nothing can be called) gives 0.
     """
-    n_items = _whole(n_items, "n_items", 1)
-    if isinstance(rate, bool) or not isinstance(rate, numbers.Real) or not 0 <= rate <= 1:
+    n_items = check_whole_number("n_items", n_items, minimum=1)
+    if not is_real_number(rate) or not 0 <= rate <= 1:
         raise ValueError(f"rate must be a probability between 0 and 1, got {rate!r}.")
     if smallest_count is None:
         return 0.0
-    smallest_count = _whole(smallest_count, "smallest_count", 0)
+    smallest_count = check_whole_number("smallest_count", smallest_count, minimum=0)
     return float(sum(math.comb(n_items, k) * rate ** k * (1 - rate) ** (n_items - k)
                      for k in range(smallest_count, n_items + 1)))

@@ -39,7 +39,7 @@ from torch import Tensor
 
 from mha.data_files import DATA_DIRECTORY, how_to_restore, parse_json, read_verified_file
 from mha.core.geometry import numerical_rank
-from mha.core.validation import check_rank
+from mha.core.validation import check_rank, check_whole_number, is_real_number, is_whole_number
 
 __all__ = [
     "previous_token_pattern",
@@ -69,8 +69,7 @@ _MAX_PATTERN_FITS_BYTES = 2**20  # the file is a few kB; anything far larger is 
 
 
 def _check_length(n: int) -> None:
-    if isinstance(n, bool) or not isinstance(n, int) or n < 2:
-        raise ValueError(f"n is the number of tokens, a whole number of at least 2; got {n!r}.")
+    check_whole_number("n", n, minimum=2, meaning="the number of tokens")
 
 
 def previous_token_pattern(n: int, dtype: torch.dtype = torch.float64) -> Tensor:
@@ -284,12 +283,8 @@ def _how_to_regenerate(path: Path) -> str:
     return how_to_restore(REGENERATE_PATTERN_FITS, path)
 
 
-def _is_int(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def _is_number(value) -> bool:
-    return (isinstance(value, (int, float)) and not isinstance(value, bool)) and math.isfinite(value)
+    return is_real_number(value) and math.isfinite(value)
 
 
 def _field(mapping: dict, key: str, check, wanted: str, where: str):
@@ -320,19 +315,19 @@ def _table(value, shape: tuple[int, int, int], lowest: float, highest: float, wh
 def _parse_pattern_fits(data, path: Path) -> StoredPatternFits:
     if not isinstance(data, dict):
         raise ValueError(f"the file should hold a JSON object, not {type(data).__name__}")
-    version = _field(data, "format", _is_int, "a whole number", "the file")
+    version = _field(data, "format", is_whole_number, "a whole number", "the file")
     if version != _PATTERN_FITS_FORMAT:
         raise ValueError(f"the file is in format {version}, this version of mha reads format {_PATTERN_FITS_FORMAT}")
     setup = _field(data, "setup", lambda v: isinstance(v, dict), "an object", "the file")
     for key in ("n", "d_model", "token_seed", "steps", "restarts"):
-        _field(setup, key, lambda v: _is_int(v) and v >= 0, "a whole number >= 0", "setup")
+        _field(setup, key, lambda v: is_whole_number(v) and v >= 0, "a whole number >= 0", "setup")
     _field(setup, "lr", lambda v: _is_number(v) and v > 0, "a positive number", "setup")
     recipes = _field(data, "targets", lambda v: isinstance(v, dict) and v and all(
         isinstance(k, str) and isinstance(r, str) for k, r in v.items()),
         "an object: target name -> recipe", "the file")
-    widths = _field(data, "widths", lambda v: isinstance(v, list) and v and all(_is_int(w) and w >= 1 for w in v)
+    widths = _field(data, "widths", lambda v: isinstance(v, list) and v and all(is_whole_number(w) and w >= 1 for w in v)
                     and len(set(v)) == len(v), "a list of distinct head widths >= 1", "the file")
-    seeds = _field(data, "seeds", lambda v: isinstance(v, list) and v and all(_is_int(s) for s in v)
+    seeds = _field(data, "seeds", lambda v: isinstance(v, list) and v and all(is_whole_number(s) for s in v)
                    and len(set(v)) == len(v), "a list of distinct whole-number seeds", "the file")
     regimes = _field(data, "regimes", lambda v: isinstance(v, dict) and v, "a non-empty object: regime -> fits",
                      "the file")

@@ -27,6 +27,7 @@ The rules for what the attention functions accept (chapter 1, "Attention from sc
 from __future__ import annotations
 
 import math
+import numbers
 import operator
 import os
 import sys
@@ -45,6 +46,8 @@ __all__ = [
     "check_size",
     "check_seed",
     "head_counts_that_divide",
+    "is_whole_number",
+    "is_real_number",
     "check_whole_number",
     "check_head_count",
     "check_last_dim",
@@ -117,21 +120,53 @@ class NonFiniteWarning(UserWarning):
     """An attention result holds NaN or inf; the message names the input or parameter it came from."""
 
 
-def check_whole_number(name: str, value, minimum: int | None = None) -> int:
-    """``value`` as a Python ``int``, for any whole number (``int``, ``np.int64``, ...) not below ``minimum``.
-
-    Booleans and floats are refused, even ``2.0``: a head count or a length is
-    counted, not measured, so a float usually means a division went wrong.
-    """
+def is_whole_number(value) -> bool:
+    """True for a whole number (``int``, ``np.int64``, a one-number integer array or tensor); False for booleans,
+    floats (even ``2.0``), text and anything else. The test :func:`check_whole_number` makes, for code that
+    collects problems (a JSON file's fields) rather than raising at the first."""
+    if isinstance(value, (bool, np.bool_)) or getattr(value, "dtype", None) in (torch.bool, np.bool_):
+        return False
     try:
-        if isinstance(value, (bool, np.bool_)) or getattr(value, "dtype", None) in (torch.bool, np.bool_):
-            raise TypeError
-        value = operator.index(value)  # int, np.int64, a one-number integer array or tensor
+        operator.index(value)  # int, np.int64, a one-number integer array or tensor
     except TypeError:
-        hint = f" Use int({value}) if that is what you meant." if isinstance(value, float) and value.is_integer() else ""
-        raise InputError(f"{name} must be a whole number, got {value!r} ({type(value).__name__}).{hint}") from None
-    if minimum is not None and value < minimum:
-        raise InputError(f"{name} must be at least {minimum}, got {value}.")
+        return False
+    return True
+
+
+def is_real_number(value) -> bool:
+    """True for a real number that is not NaN (``int``, ``float``, numpy's scalars); False for booleans (a flag
+    passed in the wrong place), NaN, text and anything else. Bounds are the caller's to check."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        return False
+    return not math.isnan(value)
+
+
+def _whole_number_range(minimum: int | None, maximum: int | None) -> str:
+    if minimum is not None and maximum is not None:
+        return f" in {minimum}..{maximum}"
+    if minimum is not None:
+        return f" of at least {minimum}"
+    return f" of at most {maximum}" if maximum is not None else ""
+
+
+def check_whole_number(name: str, value, minimum: int | None = None, maximum: int | None = None, *,
+                       meaning: str = "") -> int:
+    """``value`` as a Python ``int``, for any whole number (``int``, ``np.int64``, ...) in ``minimum .. maximum``.
+
+    Booleans and floats are refused, even ``2.0``: a head count or a length is counted, not measured, so a float
+    usually means a division went wrong. Either bound may be None (no bound); both are inclusive. ``meaning``, if
+    given, says what the number counts or why the bound holds ("positions in the sequence", "a repeat needs two
+    copies"), and goes in the message: "copies must be a whole number of at least 2 (a repeat needs two copies),
+    got 1." This is the one whole-number check of the package.
+    """
+    wanted = f"{name} must be a whole number{_whole_number_range(minimum, maximum)}{f' ({meaning})' if meaning else ''}"
+    if not is_whole_number(value):
+        hint = (f" Use int({value}) if that is what you meant." if isinstance(value, (float, np.floating))
+                and float(value).is_integer() else "")
+        raise InputError(f"{wanted}, got {value!r} ({type(value).__name__}).{hint}")
+    value = operator.index(value)
+    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+        raise InputError(f"{wanted}, got {value}.")
     return value
 
 

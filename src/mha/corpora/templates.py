@@ -43,6 +43,8 @@ import random
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from mha.core.validation import check_whole_number
+
 __all__ = [
     "RELATION_KINDS",
     "Relation",
@@ -91,9 +93,8 @@ class Relation:
         if self.kind not in RELATION_KINDS:
             raise ValueError(f"unknown relation kind {self.kind!r}; choose one of {', '.join(RELATION_KINDS)}.")
         for name in ("source", "target"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"Relation.{name} must be a word index (an int >= 0), got {value!r}.")
+            object.__setattr__(self, name, check_whole_number(f"Relation.{name}", getattr(self, name), minimum=0,
+                                                              meaning="a word index, counted from 0"))
         if self.source == self.target:
             raise ValueError(f"a {self.kind} relation cannot point from word {self.source} to itself.")
 
@@ -505,8 +506,7 @@ def generate_corpus(
     when ``include_pronoun_pairs``. The default gives 8 * 70 + 44 = 604
     sentences of 6 to 14 words. Returns a list of :class:`AnnotatedSentence`.
     """
-    if isinstance(sentences_per_template, bool) or not isinstance(sentences_per_template, int) or sentences_per_template < 0:
-        raise ValueError(f"sentences_per_template must be a whole number >= 0, got {sentences_per_template!r}.")
+    sentences_per_template = check_whole_number("sentences_per_template", sentences_per_template, minimum=0)
     rng = random.Random(seed)
     sentences = list(_template_sentences(rng, sentences_per_template))
     if include_pronoun_pairs:

@@ -50,7 +50,6 @@ the file, the sentence and its line.
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,6 +59,7 @@ import conllu
 import numpy as np
 from conllu.exceptions import ParseException
 
+from mha.core.validation import check_seed, check_whole_number, is_real_number, is_whole_number
 from mha.corpora.templates import AnnotatedSentence, Relation
 from mha.data_files import DATA_DIRECTORY, how_to_restore, read_verified_file
 
@@ -179,7 +179,7 @@ def _words_and_heads(tokens: conllu.TokenList, origin: str) -> tuple[list, list[
         head = t["head"]
         if head is None:
             raise ValueError(f"{origin}: word {t['id']} ({t['form']!r}) has no HEAD; use 0 for the root.")
-        if not isinstance(head, int) or isinstance(head, bool) or not 0 <= head <= len(words):
+        if not is_whole_number(head) or not 0 <= head <= len(words):
             raise ValueError(
                 f"{origin}: word {t['id']} ({t['form']!r}) points to head {head!r}, which is not a word of the "
                 f"sentence; a HEAD is the id of another word (1..{len(words)}), or 0 for the root."
@@ -306,8 +306,8 @@ def read_ud_trees(path: str | Path, *, limit: int | None = None) -> list[UDTree]
     the ``i``-th tree and the ``i``-th annotated sentence of the same file have the same words. Raises
     ``FileNotFoundError`` when there is no file.
     """
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
-        raise ValueError(f"limit must be a whole number >= 1 or None, got {limit!r}.")
+    if limit is not None:
+        limit = check_whole_number("limit", limit, minimum=1, meaning="trees to read; or None for every tree")
     path, text = _treebank_text(path)
     trees: list[UDTree] = []
     for tokens, origin, line in _parsed_sentences(text, path.name):
@@ -330,11 +330,10 @@ def split_sentences(sentences: Sequence[_Item], fraction: float = 0.5, seed: int
     """
     if isinstance(sentences, (str, bytes)) or not isinstance(sentences, Sequence):
         raise TypeError(f"sentences must be a list of sentences or records, not {type(sentences).__name__}.")
-    if isinstance(fraction, bool) or not isinstance(fraction, numbers.Real) or not 0 < fraction < 1:
+    if not is_real_number(fraction) or not 0 < fraction < 1:
         raise ValueError(f"fraction must be a number strictly between 0 and 1 (the share in the first part), "
                          f"got {fraction!r}.")
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
-        raise ValueError(f"seed must be a whole number, got {seed!r}.")
+    seed = check_seed("seed", seed)
     n_first = round(float(fraction) * len(sentences))
     if len(sentences) < 2 or not 0 < n_first < len(sentences):
         raise ValueError(f"cannot split {len(sentences)} sentences with fraction {fraction}: each part needs at least "

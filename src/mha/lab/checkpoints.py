@@ -45,6 +45,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load as load_safetensors_bytes
 
+from mha.core.validation import is_whole_number
 from mha.data_files import DATA_DIRECTORY, how_to_restore, parse_json, read_data_file
 from mha.lab.tiny_model import TinyTransformer, TinyTransformerConfig
 
@@ -213,7 +214,7 @@ def _check_entry(entry: object, where: str, fields: dict) -> list[str]:
                 problems.append(f"{where} has no {field!r} field")
             continue
         value = entry[field]
-        if isinstance(value, bool) or not isinstance(value, kind):
+        if not (is_whole_number(value) if kind is int else isinstance(value, kind)):
             problems.append(f"{where}[{field!r}] is {type(value).__name__} {_describe(value)}, but it must be "
                             f"{_type_name(kind)}")
     if isinstance(entry.get("sha256"), str) and not _SHA256_PATTERN.match(entry["sha256"]):
@@ -221,7 +222,7 @@ def _check_entry(entry: object, where: str, fields: dict) -> list[str]:
     if isinstance(entry.get("file"), str) and not _NAME_PATTERN.match(entry["file"]):
         problems.append(f"{where}['file'] is {entry['file']!r}, but it must be a plain file name next to the manifest "
                         f"(letters, digits, '_', '-' and '.'; no folders, no '..', no absolute paths)")
-    if isinstance(entry.get("seed"), int) and not isinstance(entry["seed"], bool) and not 0 <= entry["seed"] < 2**64:
+    if is_whole_number(entry.get("seed")) and not 0 <= entry["seed"] < 2**64:
         problems.append(f"{where}['seed'] is {_describe(entry['seed'])}, but a seed must be in 0 .. 2**64 - 1")
     if isinstance(entry.get("config"), dict):
         try:

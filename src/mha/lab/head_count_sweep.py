@@ -52,7 +52,8 @@ from mha.lab.circuit_scores import attention_to_key_positions
 from mha.lab.tasks import TaskBatch, TwoRelationTask, task_from_dict
 from mha.lab.tiny_model import TinyTransformer, TinyTransformerConfig
 from mha.lab.training import TrainingConfig, TrainingLog, train
-from mha.core.validation import LARGEST_D_MODEL_LISTED, check_rank, head_counts_that_divide
+from mha.core.validation import (LARGEST_D_MODEL_LISTED, check_rank, check_whole_number, head_counts_that_divide,
+                                 is_whole_number)
 
 __all__ = [
     "STUDY_FILE",
@@ -359,9 +360,8 @@ class HeadCountStudy:
 
     def check(self, n_heads: Any, seed: Any = None) -> None:
         """Raise ``ValueError`` saying what to pick instead if ``(n_heads, seed)`` has no saved model."""
-        if isinstance(n_heads, bool) or not isinstance(n_heads, (int, np.integer)):
-            raise ValueError(f"the head count must be a whole number, got {n_heads!r}; the study trained "
-                             f"h = {_listing(self.head_counts)}.")
+        n_heads = check_whole_number("n_heads", n_heads,
+                                     meaning=f"the head count; the study trained h = {_listing(self.head_counts)}")
         if n_heads not in self.head_counts:
             divides = n_heads >= 1 and self.d_model % n_heads == 0
             listing = (f" (the counts that do are {_listing(head_counts_that_divide(self.d_model))})"
@@ -370,7 +370,7 @@ class HeadCountStudy:
                    f"it does not divide d_model = {self.d_model}{listing}")
             raise ValueError(f"there is no run with h = {n_heads} heads: {why}. The study trained "
                              f"h = {_listing(self.head_counts)}.")
-        if seed is not None and (isinstance(seed, bool) or seed not in self.seeds):
+        if seed is not None and (not is_whole_number(seed) or seed not in self.seeds):
             raise ValueError(f"there is no run with seed {seed!r}; the study trained seeds {_listing(self.seeds)}.")
 
     def chosen_run(self, n_heads: int, seed: int) -> dict:
@@ -457,10 +457,10 @@ def _check_study_fields(content: object) -> None:
                              f"{how}")
     for name, kind in _STUDY_FIELDS.items():
         value = content.get(name)
-        if isinstance(value, bool) or not isinstance(value, kind):
+        if not (is_whole_number(value) if kind is int else isinstance(value, kind)):
             raise ValueError(f"the head-count study's {name!r} is {value!r:.60}, but it must be "
                              f"{'a whole number' if kind is int else 'a JSON object'}. {how}")
-    if not all(type(h) is int and h >= 1 for h in content["head_counts"]):
+    if not all(is_whole_number(h) and h >= 1 for h in content["head_counts"]):
         raise ValueError(f"the head-count study's 'head_counts' must be whole numbers >= 1. {how}")
 
 
@@ -538,6 +538,5 @@ def equal_split_ceiling(n_symbols: int) -> float:
     ``a b ?`` and ``b a ?`` then give the head the same output, so the best guess is right whenever ``a = b`` (a
     fraction ``1 / n_symbols`` of the pairs) and half the time otherwise. Chapter 3, "One big head or many".
     """
-    if isinstance(n_symbols, bool) or not isinstance(n_symbols, (int, np.integer)) or n_symbols < 1:
-        raise ValueError(f"n_symbols must be a whole number of at least 1, got {n_symbols!r}.")
+    n_symbols = check_whole_number("n_symbols", n_symbols, minimum=1)
     return 1 / n_symbols + (1 - 1 / n_symbols) / 2

@@ -39,7 +39,7 @@ from torch import Tensor
 
 from mha.lab.circuit_scores import head_role_scores
 from mha.lab.tasks import InductionTask, TaskBatch
-from mha.core.validation import check_rank
+from mha.core.validation import check_rank, check_whole_number
 
 __all__ = [
     "ROLE_SCORE_THRESHOLD",
@@ -89,8 +89,7 @@ def uniform_causal_weights(seq: int, batch: int = 1, heads: int = 1) -> Tensor:
     The chance level of a causal head: score this map to see what a role
     score looks like when a head pays no attention to anything in particular.
     """
-    if isinstance(seq, bool) or not isinstance(seq, int) or seq < 1:
-        raise ValueError(f"seq must be a whole number of positions, at least 1, got {seq!r}.")
+    seq = check_whole_number("seq", seq, minimum=1, meaning="positions in the sequence")
     weights = torch.ones(seq, seq).tril()  # (seq, seq): 1 where the key is not after the query
     weights = weights / weights.sum(-1, keepdim=True)  # row i: 1 / (i + 1) on keys 0..i
     return weights.expand(batch, heads, seq, seq).clone()  # (batch, heads, seq, seq)
@@ -299,8 +298,7 @@ def repeated_block_batch(task: InductionTask, copies: int, size: int, seed: int,
     copy), plus ``copy_index`` (batch, seq): which copy each input position
     is in (0 for noise, 1 for the first copy, ...), so losses can be read per copy.
     """
-    if isinstance(copies, bool) or not isinstance(copies, int) or copies < 2:
-        raise ValueError(f"copies must be a whole number of at least 2 (a repeat needs two copies), got {copies!r}.")
+    copies = check_whole_number("copies", copies, minimum=2, meaning="a repeat needs two copies")
     n_tokens = task.seq_len + 1
     if periods is None:
         periods = tuple(p for p in task.held_out_periods if copies * p <= n_tokens)

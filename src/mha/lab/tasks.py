@@ -37,7 +37,7 @@ from typing import NamedTuple, Protocol
 import torch
 from torch import Tensor
 
-from mha.core.validation import check_size
+from mha.core.validation import check_size, check_whole_number
 
 __all__ = [
     "IGNORE_INDEX",
@@ -90,22 +90,20 @@ def as_generator(generator: torch.Generator | int) -> torch.Generator:
     """A ``torch.Generator``: the one given, or a fresh one seeded with the integer given."""
     if isinstance(generator, torch.Generator):
         return generator
-    if isinstance(generator, bool) or not isinstance(generator, int):
-        raise ValueError(f"pass a torch.Generator or an integer seed, got {generator!r} ({type(generator).__name__}).")
-    return torch.Generator().manual_seed(generator)
+    seed = check_whole_number("generator", generator, meaning="an integer seed; or pass a torch.Generator")
+    return torch.Generator().manual_seed(seed)
 
 
 def _check_batch_size(batch_size: int, *row_widths: int) -> None:
     """``batch_size`` is a whole number >= 1, and ``batch_size`` rows of the widest of ``row_widths`` fit the limit."""
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be a whole number of at least 1, got {batch_size!r}.")
+    check_whole_number("batch_size", batch_size, minimum=1)
     check_size("a batch of this task (batch_size, tokens per row)", (batch_size, max(row_widths, default=1)))
 
 
-def _check_positive(**values: int) -> None:
-    for name, value in values.items():
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a whole number of at least 1, got {value!r}.")
+def _check_positive(task: object, *names: str) -> None:
+    """Each field ``names`` of the (frozen) ``task`` is a whole number >= 1; stored as a plain ``int``."""
+    for name in names:
+        object.__setattr__(task, name, check_whole_number(name, getattr(task, name), minimum=1))
 
 
 def masked_cross_entropy(logits: Tensor, targets: Tensor, loss_mask: Tensor) -> Tensor:
@@ -179,7 +177,7 @@ class InductionTask:
     name: str = dataclasses.field(default="induction", init=False)
 
     def __post_init__(self) -> None:
-        _check_positive(vocab_size=self.vocab_size, seq_len=self.seq_len)
+        _check_positive(self, "vocab_size", "seq_len")
         object.__setattr__(self, "periods", tuple(int(p) for p in self.periods))
         object.__setattr__(self, "held_out_periods", tuple(int(p) for p in self.held_out_periods))
         if self.scored not in ("repeat", "all"):
@@ -276,8 +274,7 @@ class TwoRelationTask:
     name: str = dataclasses.field(default="two_relation", init=False)
 
     def __post_init__(self) -> None:
-        _check_positive(n_keys=self.n_keys, n_values=self.n_values, n_modifiers=self.n_modifiers,
-                        n_facts=self.n_facts, n_queries=self.n_queries)
+        _check_positive(self, "n_keys", "n_values", "n_modifiers", "n_facts", "n_queries")
         if self.n_facts > self.n_keys:
             raise ValueError(f"n_facts = {self.n_facts} facts need distinct keys, "
                              f"but there are only n_keys = {self.n_keys}.")
@@ -358,7 +355,7 @@ class CopyBackTask:
     name: str = dataclasses.field(default="copy_back", init=False)
 
     def __post_init__(self) -> None:
-        _check_positive(vocab_size=self.vocab_size, seq_len=self.seq_len, distance=self.distance)
+        _check_positive(self, "vocab_size", "seq_len", "distance")
         if self.distance >= self.seq_len:
             raise ValueError(f"distance = {self.distance} leaves nothing to score in seq_len = {self.seq_len}; "
                              f"use distance < seq_len.")
@@ -414,7 +411,7 @@ class PairRecallTask:
     name: str = dataclasses.field(default="pair_recall", init=False)
 
     def __post_init__(self) -> None:
-        _check_positive(n_symbols=self.n_symbols, n_triples=self.n_triples)
+        _check_positive(self, "n_symbols", "n_triples")
         if self.answer not in ("pair", "second"):
             raise ValueError(f"answer must be 'pair' (name both tokens before '?') or 'second' (only the previous "
                              f"one), got {self.answer!r}.")

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from mha.core.validation import is_whole_number
 from mha.data_files import how_to_restore
 from mha.lab.checkpoints import LAB_DIRECTORY, CheckpointError, load_json
 from mha.lab.training import TrainingLog, steepest_drop
@@ -118,7 +119,7 @@ def _decode_maps(entry: object, problem) -> np.ndarray:
     if not (isinstance(entry, dict) and isinstance(entry.get("data"), str) and isinstance(entry.get("shape"), list)):
         raise problem("its 'maps' is not an object with 'shape' (a list) and 'data' (base64 text)")
     shape = entry["shape"]
-    if len(shape) != 6 or not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in shape):
+    if len(shape) != 6 or not all(is_whole_number(n) and n > 0 for n in shape):
         raise problem(f"its maps' shape is {shape!r}, not six positive whole numbers (sequences, layers, heads, "
                       f"seq, seq, steps)")
     try:
@@ -174,7 +175,7 @@ def load_induction_timeline(file_name: str = TIMELINE_FILE,
     config = content.get("config") if isinstance(content.get("config"), dict) else {}
     n_layers, n_heads, seq, vocab_size = (config.get(key) for key in ("n_layers", "n_heads", "max_seq_len",
                                                                        "vocab_size"))
-    if not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in (n_layers, n_heads, seq, vocab_size)):
+    if not all(is_whole_number(n) and n > 0 for n in (n_layers, n_heads, seq, vocab_size)):
         raise problem("its config lacks n_layers, n_heads, max_seq_len or vocab_size")
 
     curve_steps_list = content.get("curve", {}).get("steps") if isinstance(content.get("curve"), dict) else None

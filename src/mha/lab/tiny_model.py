@@ -27,7 +27,7 @@ from torch import Tensor, nn
 
 from mha.core.attention import HeadWeights, MultiHeadAttention
 from mha.core.masks import causal_mask
-from mha.core.validation import check_head_count, check_rank, check_seed, check_size
+from mha.core.validation import check_head_count, check_rank, check_seed, check_size, check_whole_number
 from mha.data_files import parse_json
 
 __all__ = ["TinyTransformerConfig", "TinyTransformerOutput", "TinyTransformer"]
@@ -60,13 +60,11 @@ class TinyTransformerConfig:
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "max_seq_len", "d_model", "n_layers", "n_heads"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a whole number of at least 1, got {value!r}.")
+            object.__setattr__(self, name, check_whole_number(name, getattr(self, name), minimum=1))
         check_head_count(self.d_model, self.n_heads)
-        if self.d_mlp is not None and (isinstance(self.d_mlp, bool) or not isinstance(self.d_mlp, int)
-                                       or self.d_mlp < 1):
-            raise ValueError(f"d_mlp must be None (meaning 4 * d_model) or a whole number >= 1, got {self.d_mlp!r}.")
+        if self.d_mlp is not None:
+            object.__setattr__(self, "d_mlp", check_whole_number("d_mlp", self.d_mlp, minimum=1,
+                                                                 meaning="or None, meaning 4 * d_model"))
         check_size("this TinyTransformerConfig's model", (self.n_layers,), limit="layers")
         check_size("this TinyTransformerConfig's parameters", (self.parameter_count,))
 

@@ -32,6 +32,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from mha.core.validation import check_whole_number
 from mha.lab.tasks import Task, masked_cross_entropy
 
 __all__ = ["TrainingConfig", "TrainingLog", "train", "evaluate", "steepest_drop", "torch_threads"]
@@ -64,9 +65,7 @@ class TrainingConfig:
 
     def __post_init__(self) -> None:
         for name in ("steps", "batch_size", "log_every", "eval_batch_size", "threads"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a whole number of at least 1, got {value!r}.")
+            object.__setattr__(self, name, check_whole_number(name, getattr(self, name), minimum=1))
         if self.warmup_steps < 0:
             raise ValueError(f"warmup_steps must be 0 or more, got {self.warmup_steps}.")
         if not self.learning_rate > 0:

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from mha.core.validation import check_whole_number
 from mha.corpora.templates import AnnotatedSentence
 from mha.pretrained.encoder import MiniLMEncoder
 from mha.pretrained.word_maps import word_units
@@ -61,9 +62,8 @@ def encode_records(
     sentences = list(sentences)
     if not sentences:
         raise ValueError("sentences is empty; give at least one sentence to encode.")
-    for name, value in (("batch_size", batch_size), ("max_tokens", max_tokens)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a whole number >= 1, got {value!r}.")
+    batch_size = check_whole_number("batch_size", batch_size, minimum=1)
+    max_tokens = check_whole_number("max_tokens", max_tokens, minimum=1)
     annotated = [isinstance(s, AnnotatedSentence) for s in sentences]
     if any(annotated) and not all(annotated):
         raise ValueError("sentences mixes AnnotatedSentence objects and strings; encode each kind separately.")
@@ -116,9 +116,8 @@ def encode_word_head_outputs(
     if bad is not None:
         raise ValueError(f"sentence {bad} is {sentences[bad]!r}; each sentence must be a non-empty list of "
                          "non-empty word strings (use [list(s.words) for s in sentences] for AnnotatedSentence).")
-    for name, value in (("batch_size", batch_size), ("max_tokens", max_tokens)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a whole number >= 1, got {value!r}.")
+    batch_size = check_whole_number("batch_size", batch_size, minimum=1)
+    max_tokens = check_whole_number("max_tokens", max_tokens, minimum=1)
     lengths = encoder.tokenize(sentences, is_split_into_words=True).real_tokens.sum(dim=1).tolist()  # (sentences,)
     order = sorted(range(len(sentences)), key=lambda i: lengths[i])
     outputs: list[np.ndarray | None] = [None] * len(sentences)

@@ -42,7 +42,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from mha.core.attention import AttentionOutput, HeadWeights, MultiHeadAttention, split_heads
-from mha.core.validation import check_head_count, check_size, check_whole_number
+from mha.core.validation import check_head_count, check_seed, check_size, check_whole_number, is_real_number
 from mha.data_files import parse_json, read_data_file
 from mha.pretrained.tokenizer import TokenizedBatch, default_model_path, load_tokenizer, tokenize
 
@@ -121,7 +121,7 @@ class EncoderConfig:
                 raise ValueError(f"{path} has no {key!r}; a BERT config.json needs {', '.join(_CONFIG_KEYS.values())}.")
             sizes[field] = check_whole_number(f"{key} in {path}", raw[key], minimum=1)
         eps = raw.get("layer_norm_eps")
-        if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 < eps < 1:
+        if not is_real_number(eps) or not 0 < eps < 1:
             raise ValueError(f"{path} sets layer_norm_eps = {eps!r}; it must be a small positive number such as 1e-12.")
         config = cls(**sizes, layer_norm_eps=float(eps))
         check_head_count(config.d_model, config.n_heads)
@@ -328,10 +328,8 @@ class EncoderTrace:
 
     def _length_of(self, index: int) -> int:
         batch = len(self.inputs)
-        if isinstance(index, bool) or not isinstance(index, int) or not -batch <= index < batch:
-            raise ValueError(
-                f"sentence index must be a whole number in 0..{batch - 1} (this batch has {batch}), got {index!r}."
-            )
+        index = check_whole_number("sentence index", index, -batch, batch - 1,
+                                   meaning=f"this batch has {batch}; negative counts from the end")
         return self.lengths[index]
 
 
@@ -418,9 +416,8 @@ class MiniLMEncoder(nn.Module):
         baseline "what does the architecture alone, untrained, give a probe?" (section 4.4, "Probing and its
         limits"). This encoder is left unchanged.
         """
-        if isinstance(seed, bool) or not isinstance(seed, int):
-            raise ValueError(f"seed must be a whole number, got {seed!r}.")
-        if not (isinstance(std, (int, float)) and not isinstance(std, bool) and std > 0):
+        seed = check_seed("seed", seed)
+        if not (is_real_number(std) and std > 0):
             raise ValueError(f"std must be a positive number (BERT uses 0.02), got {std!r}.")
         dtype = self.word_embeddings.dtype
         fresh = MiniLMEncoder(self.config, dtype=dtype, model_path=self.model_path)
@@ -710,19 +707,15 @@ class MiniLMEncoder(nn.Module):
         for pair in heads:
             if not (isinstance(pair, Sequence) and len(pair) == 2):
                 raise ValueError(f"heads are given as (layer, head) pairs, e.g. [(0, 3), (5, 11)]; got {pair!r}.")
-            layer, head = (int(i) if isinstance(i, np.integer) else i for i in pair)  # numpy ints are fine too
-            self._check_layer(layer)
-            if isinstance(head, bool) or not isinstance(head, int) or not 0 <= head < self.config.n_heads:
-                raise ValueError(f"head must be a whole number in 0..{self.config.n_heads - 1}, got {head!r} (in {pair!r}).")
+            layer = self._check_layer(pair[0])
+            head = check_whole_number("head", pair[1], 0, self.config.n_heads - 1, meaning=f"in the pair {pair!r}")
             checked.append((layer, head))
         return checked
 
     # ------------------------------------------------------------------ checks
 
-    def _check_layer(self, layer: int) -> None:
-        n_layers = self.config.n_layers
-        if isinstance(layer, bool) or not isinstance(layer, int) or not 0 <= layer < n_layers:
-            raise ValueError(f"layer must be a whole number in 0..{n_layers - 1}, got {layer!r}.")
+    def _check_layer(self, layer: int) -> int:
+        return check_whole_number("layer", layer, 0, self.config.n_layers - 1)
 
     def _check_head_mask(self, head_mask: HeadMask | None, batch: int) -> Tensor | None:
         if head_mask is None:

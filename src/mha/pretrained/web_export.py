@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from mha.core.validation import check_whole_number
 from mha.pretrained.encoder import MiniLMEncoder
 from mha.pretrained.tokenizer import default_model_path
 
@@ -131,8 +132,7 @@ def export_web_model(folder: str | Path, model_path: str | Path | None = None,
     for every other part its ``bin_bytes``, ``js_bytes``, ``sha256`` (of the .bin) and ``tensors``
     ([{name, shape, dtype, offset}], offsets into the part's gunzipped bytes). Section 3.1.
     """
-    if isinstance(rows_per_chunk, bool) or not isinstance(rows_per_chunk, int) or rows_per_chunk < 1:
-        raise ValueError(f"rows_per_chunk must be a whole number >= 1, got {rows_per_chunk!r}.")
+    rows_per_chunk = check_whole_number("rows_per_chunk", rows_per_chunk, minimum=1)
     model_folder = Path(model_path) if model_path is not None else default_model_path()
     encoder = MiniLMEncoder.load(model_folder)
     vocab, tokenizer = _tokenizer_settings(model_folder)

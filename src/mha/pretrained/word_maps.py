@@ -24,6 +24,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from mha.core.validation import check_whole_number
+
 __all__ = ["word_units", "word_attention", "word_strings"]
 
 
@@ -42,12 +44,9 @@ def word_units(word_ids: Sequence[int | None], *, keep_special: bool = False) ->
     for position, word in enumerate(word_ids):
         if word is None:
             continue
-        if isinstance(word, bool) or not isinstance(word, (int, np.integer)) or word < 0:
-            raise ValueError(
-                f"word_ids[{position}] is {word!r}; use a word index (int >= 0) for a word's pieces "
-                "and None for special tokens."
-            )
-        positions.setdefault(int(word), []).append(position)
+        word = check_whole_number(f"word_ids[{position}]", word, minimum=0,
+                                  meaning="a word index for a word's pieces; None for special tokens")
+        positions.setdefault(word, []).append(position)
     missing = sorted(set(range(max(positions, default=-1) + 1)) - set(positions))
     if missing:
         raise ValueError(
