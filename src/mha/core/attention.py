@@ -206,6 +206,7 @@ class MultiHeadAttention(nn.Module):
         mask: Tensor | None = None,
         head_mask: Tensor | None = None,
         attention_override: Callable[[Tensor], Tensor] | None = None,
+        head_outputs_override: Callable[[Tensor], Tensor] | None = None,
     ) -> AttentionOutput:
         """Attend from ``query`` (batch, seq_q, d_model) to ``key``/``value`` (batch, seq_k, d_model).
 
@@ -214,7 +215,9 @@ class MultiHeadAttention(nn.Module):
         a 3-D mask (batch, seq_q, seq_k) is shared by all heads. ``head_mask``
         (heads,) or (batch, heads) scales each head's output (0 removes the head).
         ``attention_override`` maps the weights (batch, heads, seq_q, seq_k) to
-        replacement weights, for interventions in later chapters.
+        replacement weights, and ``head_outputs_override`` maps the heads' outputs
+        z (batch, heads, seq_q, d_head) to replacement outputs before ``W_O``
+        (activation patching), for interventions in later chapters.
         """
         query = self._input("query", query)
         key = query if key is None else self._input("key", key)
@@ -254,6 +257,12 @@ class MultiHeadAttention(nn.Module):
         if head_mask is not None:
             head_mask = self._head_scale(head_mask, batch=query.shape[0])  # (batch or 1, heads, 1, 1)
             z = z * head_mask  # (batch, heads, seq_q, d_head)
+        if head_outputs_override is not None:
+            name = "head_outputs_override(z)"
+            (new_z,) = as_float_tensors({name: head_outputs_override(z)}, z.dtype, z.device)
+            check_same_shape(name, new_z.shape, "z", z.shape,
+                             "an override must return one output vector per (batch, head, query)")
+            z = new_z  # (batch, heads, seq_q, d_head)
         # 6. concatenate the heads and mix them with W_O
         output = _project(_merge_heads(z), self.W_O, self.b_O)  # (batch, seq_q, d_model)
         warn_if_not_finite(output, lambda: {

@@ -8,9 +8,13 @@
 - :mod:`~mha.pretrained.sentence_embedding`: the model's sentence vectors, as it is used (4.1, 4.2).
 - :mod:`~mha.pretrained.corpus_encoding`: a whole corpus encoded into attention records, in bounded batches
   (3.1 "A tour of all 72 heads", 3.2, 4.2), or into every head's output per word (4.4 "Probing and its limits").
+- :mod:`~mha.pretrained.attention_record`: one sentence's attention for every head, with its tokens, word ids and
+  gold annotation: the record that corpus encoding writes and the role table reads (3.1, 3.2, 4.2).
 - :mod:`~mha.pretrained.interventions`: interventions resumed from a stored layer: heads removed (3.3
   "Coreference, honestly", 4.2 "Redundancy and pruning"), one key removed from one head, heads given other weights
   (4.1 "Attention is not explanation").
+- :mod:`~mha.pretrained.patching`: activation patching, one head's output taken from another run of the same length
+  (3.3 "Coreference, honestly").
 - :mod:`~mha.pretrained.web_export`: the model written as small gzip parts for the pages, which run it in
   JavaScript (3.1 "A tour of all 72 heads").
 """

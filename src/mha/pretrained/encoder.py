@@ -29,6 +29,7 @@ with row = query (attends from) and column = key (attended to).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -52,6 +53,7 @@ __all__ = [
     "EncoderLayer",
     "EncoderTrace",
     "HeadMask",
+    "HeadOutputOverride",
     "HeadReplacement",
     "MiniLMEncoder",
     "SentenceTrace",
@@ -63,6 +65,11 @@ AttentionOverride = Callable[[int, Tensor, Tensor], Tensor]
 """``override(layer, weights, real_tokens) -> new_weights``: called once per layer with that layer's
 attention weights (batch, heads, seq_q, seq_k) and the key mask ``real_tokens`` (batch, seq_k),
 True = real token; returns weights of the same shape."""
+
+HeadOutputOverride = Callable[[int, Tensor], Tensor]
+"""``override(layer, z) -> new_z``: called once per layer with every head's output z (batch, heads, seq, d_head),
+before ``W_O`` mixes the heads; returns outputs of the same shape (activation patching,
+:mod:`mha.pretrained.patching`)."""
 
 HeadReplacement = Callable[[int, Tensor, Tensor], Tensor]
 """``replace(layer, chosen_weights, real_tokens) -> new_weights`` for :func:`override_heads`: the weights of
@@ -177,9 +184,11 @@ class EncoderLayer(nn.Module):
         mask: Tensor | None = None,
         head_mask: Tensor | None = None,
         attention_override: Callable[[Tensor], Tensor] | None = None,
+        head_outputs_override: Callable[[Tensor], Tensor] | None = None,
     ) -> tuple[Tensor, AttentionOutput]:
         # 1. every head attends, and W_O mixes the heads back into d_model features
-        attended = self.attention(x, mask=mask, head_mask=head_mask, attention_override=attention_override)
+        attended = self.attention(x, mask=mask, head_mask=head_mask, attention_override=attention_override,
+                                  head_outputs_override=head_outputs_override)
         # 2. add the residual, then normalise
         x = self.attention_norm(x + attended.output)  # (batch, seq, d_model)
         # 3. position-wise MLP: widen, GELU, narrow; add the residual, then normalise
@@ -584,6 +593,7 @@ class MiniLMEncoder(nn.Module):
         real_tokens: Tensor | None = None,
         head_mask: HeadMask | None = None,
         attention_override: AttentionOverride | None = None,
+        head_outputs_override: HeadOutputOverride | None = None,
     ) -> Tensor:
         """Resume the encoder at layer ``layer`` from stored states; return the last layer's output.
 
@@ -594,7 +604,9 @@ class MiniLMEncoder(nn.Module):
         is the key mask, True at real tokens (default: no padding).
         ``head_mask`` and ``attention_override`` are as in :meth:`forward`;
         the stored states already hold what the layers below did, so the mask
-        may not remove a head there. Returns (batch, seq, d_model); with no
+        may not remove a head there. ``head_outputs_override(layer, z)`` may
+        replace any layer's head outputs z (batch, heads, seq, d_head) before
+        ``W_O`` (activation patching, :mod:`mha.pretrained.patching`). Returns (batch, seq, d_model); with no
         intervention, ``trace.hidden_states[-1]`` again. Every intervention of
         :mod:`mha.pretrained.interventions` is a call of this
         (chapter 4, "Redundancy and pruning").
@@ -621,7 +633,8 @@ class MiniLMEncoder(nn.Module):
                              f"trace.hidden_states[{below[0]}], or run the whole encoder with this mask.")
         x = hidden_states.to(device=device, dtype=self.word_embeddings.dtype)  # (batch, seq, d_model)
         real_tokens = real_tokens.to(device=device, dtype=torch.bool)  # (batch, seq)
-        for output, _ in self._layers_from(layer, x, real_tokens, head_mask, attention_override):
+        for output, _ in self._layers_from(layer, x, real_tokens, head_mask, attention_override,
+                                           head_outputs_override):
             x = output  # only the last layer's output is kept
         return x  # (batch, seq, d_model)
 
@@ -632,6 +645,7 @@ class MiniLMEncoder(nn.Module):
         real_tokens: Tensor,
         head_mask: Tensor | None,
         attention_override: AttentionOverride | None,
+        head_outputs_override: HeadOutputOverride | None = None,
     ) -> Iterator[tuple[Tensor, AttentionOutput]]:
         """Run layers ``first_layer .. L-1`` on ``x`` (batch, seq, d_model); yield each one's output and attention."""
         # a batch without padding needs no mask: every query may attend to every key
@@ -643,6 +657,8 @@ class MiniLMEncoder(nn.Module):
                 head_mask=None if head_mask is None else head_mask[..., index, :],  # (heads,) or (batch, heads)
                 attention_override=None if attention_override is None
                 else _for_layer(attention_override, index, real_tokens),
+                head_outputs_override=None if head_outputs_override is None
+                else functools.partial(head_outputs_override, index),
             )
             yield x, attended  # (batch, seq, d_model), weights (batch, heads, seq_q, seq_k)
 

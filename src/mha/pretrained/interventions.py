@@ -17,6 +17,9 @@ many of them. Each result equals a full run of
   (chapter 3, "Coreference, honestly").
 * **Key removal** (one key taken out of one head):
   :func:`key_removal_effects` (chapter 4, "Attention is not explanation").
+* **Activation patching** (a head's output taken from another run):
+  :mod:`mha.pretrained.patching`, on the same resume path
+  (chapter 3, "Coreference, honestly").
 * **Counterfactual attention** (a head's weights replaced):
   :func:`permuted_attention`, beside
   :meth:`~mha.pretrained.encoder.MiniLMEncoder.uniform_attention`; both are
@@ -35,7 +38,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from mha.pretrained.encoder import AttentionOverride, EncoderTrace, HeadMask, MiniLMEncoder, override_heads
+from mha.pretrained.encoder import (AttentionOverride, EncoderTrace, HeadMask, HeadOutputOverride, MiniLMEncoder,
+                                   override_heads)
 from mha.pretrained.sentence_embedding import sentence_embeddings
 
 __all__ = ["as_head_masks", "embeddings_under_masks", "final_states_under_masks", "final_states_without_each_head",
@@ -46,12 +50,13 @@ __all__ = ["as_head_masks", "embeddings_under_masks", "final_states_under_masks"
 
 
 def _resume_copies(encoder: MiniLMEncoder, trace: EncoderTrace, layer: int, copies: int, *,
-                   head_masks: Tensor | None = None, attention_override: AttentionOverride | None = None) -> Tensor:
+                   head_masks: Tensor | None = None, attention_override: AttentionOverride | None = None,
+                   head_outputs_override: HeadOutputOverride | None = None) -> Tensor:
     """Last-layer states of ``copies`` copies of ``trace``'s batch resumed at ``layer``: (copies, batch, seq, d_model).
 
     Row ``c * batch + b`` of the resumed batch is sentence ``b`` of copy ``c``:
     ``head_masks`` (copies, layers, heads) gives each copy its own mask, and
-    ``attention_override`` sees all ``copies * batch`` rows.
+    ``attention_override`` and ``head_outputs_override`` see all ``copies * batch`` rows.
     """
     device = encoder.word_embeddings.device
     real_tokens = trace.real_tokens.to(device)  # (batch, seq)
@@ -59,7 +64,8 @@ def _resume_copies(encoder: MiniLMEncoder, trace: EncoderTrace, layer: int, copi
     x = trace.hidden_states[layer].to(device).repeat(copies, 1, 1)  # (copies * batch, seq, d_model): layer's input
     head_mask = None if head_masks is None else head_masks.repeat_interleave(batch, dim=0)  # (copies * batch, L, H)
     final = encoder.run_from_layer(x, layer, real_tokens=real_tokens.repeat(copies, 1), head_mask=head_mask,
-                                   attention_override=attention_override)  # (copies * batch, seq, d_model)
+                                   attention_override=attention_override,
+                                   head_outputs_override=head_outputs_override)  # (copies * batch, seq, d_model)
     return final.view(copies, batch, seq, -1)  # (copies, batch, seq, d_model)
 
 
