@@ -138,7 +138,7 @@ def test_check_fails_a_wrong_answer_and_says_why(check, wrong, expected_words):
 
 def test_check_explains_a_crash_and_a_non_function():
     crashing = exercises.check_softmax(lambda scores: scores.nonexistent)
-    assert not crashing and "raised AttributeError on case 1 (a vector)" in crashing.message
+    assert not crashing and "raised AttributeError on case 1 (a (3, 5) matrix" in crashing.message
     assert "pass the function itself" in exercises.check_softmax(softmax_solution(np.zeros(3))).message
 
 
@@ -146,3 +146,151 @@ def test_a_single_number_is_compared_and_explained():
     from mha.exercises.checking import describe_difference
     assert describe_difference("the score", np.float64(0.5), np.float64(0.5)) is None
     assert "got 0.4" in describe_difference("the score", 0.4, np.float64(0.5))
+
+
+# --- the classic slips of chapter 1, each named with its fix ---------------------------------------
+
+def attention_with(divide_by=None, axis=-1, mask_after=False):
+    """The learner's attention with one slip: another scale (``divide_by(d_k)``), another softmax axis, or the mask
+    applied after the softmax."""
+    def my_attention(q, k, v, mask=None):
+        scores = q @ k.T / (np.sqrt(q.shape[-1]) if divide_by is None else divide_by(q.shape[-1]))
+        if mask is not None and not mask_after:
+            scores = np.where(mask, scores, -np.inf)
+        shifted = np.exp(scores - scores.max(axis=axis, keepdims=True))
+        weights = shifted / shifted.sum(axis=axis, keepdims=True)
+        if mask is not None and mask_after:
+            weights = weights * mask
+        return weights @ v, weights
+    return my_attention
+
+
+def softmax_over_everything(scores):
+    exps = np.exp(scores - scores.max())
+    return exps / exps.sum()
+
+
+def strict_causal_mask(n):
+    return np.tril(np.ones((n, n), dtype=bool), k=-1)
+
+
+def parameter_count_per_head(d_model, n_heads, bias=True):
+    return n_heads * parameter_count_solution(d_model, n_heads, bias)
+
+
+def parameter_count_without_biases(d_model, n_heads, bias=True):
+    return 4 * d_model * d_model
+
+
+def head_contributions_interleaved(z, W_O):
+    batch, n_heads, seq, d_head = z.shape
+    return np.stack([z[:, h] @ W_O[h::n_heads] for h in range(n_heads)], axis=1)
+
+
+SLIPS = [  # (check, the learner's function with the slip, words its feedback must contain)
+    (exercises.check_attention, attention_with(divide_by=lambda d_k: 1.0), ["without the scale", "√d_k",
+                                                                             "np.sqrt(d_k)"]),
+    (exercises.check_attention, attention_with(divide_by=lambda d_k: d_k), ["divided the scores by d_k",
+                                                                             "square root"]),
+    (exercises.check_attention, attention_with(axis=0), ["over the queries", "axis -1", "each query's weights"]),
+    (exercises.check_attention, attention_with(mask_after=True), ["after the softmax", "-inf before"]),
+    (exercises.check_softmax, softmax_over_wrong_axis, ["along axis 0 instead of the last axis"]),
+    (exercises.check_softmax, softmax_over_everything, ["whole array sums to 1"]),
+    (exercises.check_split_heads, split_heads_without_transpose, ["without moving an axis", "memory order",
+                                                                  "swap the seq and heads axes"]),
+    (exercises.check_split_heads, split_heads_strided, ["every n_heads-th feature", "(heads, d_head)"]),
+    (exercises.check_causal_mask, strict_causal_mask, ["attend to itself", "keep the diagonal"]),
+    (exercises.check_parameter_count, parameter_count_per_head, ["does not grow with n_heads"]),
+    (exercises.check_parameter_count, parameter_count_without_biases, ["Add the biases"]),
+    (exercises.check_parameter_count, parameter_count_per_head_matrices_only, ["output projection W_O's matrix"]),
+    (exercises.check_head_contributions, head_contributions_interleaved, ["rows h, h + heads"]),
+]
+
+
+@pytest.mark.parametrize("check, slip, words", SLIPS, ids=lambda f: getattr(f, "__name__", ""))
+def test_a_classic_slip_is_named_on_the_first_case_with_its_fix(check, slip, words):
+    result = check(slip)
+    first = "✗ Case 2 (" if "after the softmax" in words else "✗ Case 1 ("  # the first case with a mask is the second
+    assert not result and result.message.startswith(first), result.message
+    for word in words:
+        assert word in result.message, f"{word!r} missing from: {result.message}"
+
+
+@pytest.mark.parametrize("seed", [0, 1, 7])
+def test_the_slips_are_not_named_for_the_reference_and_their_answers_differ_from_it(seed):
+    for check, solution, _ in CASES:
+        assert check(solution, seed=seed).passed
+    for check, slip, _ in SLIPS:
+        assert not check(slip, seed=seed)
+
+
+def transposed(function):
+    """The learner's function, with its answer's last two axes swapped (the weights, for attention)."""
+    def learner_function(*args, **kwargs):
+        answer = function(*args, **kwargs)
+        if isinstance(answer, tuple):
+            return answer[0], np.swapaxes(answer[1], -1, -2)
+        return np.swapaxes(answer, -1, -2)
+    return learner_function
+
+
+@pytest.mark.parametrize("check, solution", [(c, s) for c, s, _ in CASES if c is not exercises.check_parameter_count],
+                         ids=lambda f: f.__name__)
+def test_an_answer_with_its_last_two_axes_swapped_fails_the_first_case(check, solution):
+    result = check(transposed(solution))
+    assert not result and result.message.startswith("✗ Case 1 ("), result.message
+
+
+# --- a name that is not defined, a cell that does not parse -----------------------------------------
+
+def test_a_name_that_is_not_defined_is_reported_as_that_with_the_spelling_it_may_mean():
+    def my_softmax(scores):
+        shifted = scores - scores.max(axis=-1, keepdims=True)
+        return np.exp(shifted) / np.exp(shifted).sum(axis=-1, keepdims=True) + sifted * 0  # noqa: F821
+
+    result = exercises.check_softmax(my_softmax)
+    assert not result and result.message.startswith("✗ `sifted` is not defined (did you mean `shifted`?)"), result.message
+    assert "Fix the spelling, or run the cell that defines it" in result.message and "line " in result.message
+
+    def my_attention(q, k, v, mask=None):
+        return helper_defined_in_another_cell(q, k, v)  # noqa: F821
+
+    result = exercises.check_attention(my_attention)
+    assert result.message.startswith("✗ `helper_defined_in_another_cell` is not defined: run the cell that defines it")
+    assert "raised NameError" not in result.message
+
+
+def test_a_local_used_before_it_is_set_is_not_called_undefined():
+    def my_causal_mask(n):
+        if n < 0:
+            mask = None
+        return mask
+
+    result = exercises.check_causal_mask(my_causal_mask)
+    assert not result and "raised UnboundLocalError" in result.message and "not defined:" not in result.message
+
+
+def test_a_newer_cell_that_does_not_parse_is_reported_as_a_syntax_error_in_a_kernel(tmp_path, monkeypatch):
+    from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
+
+    monkeypatch.setenv("IPYTHONDIR", str(tmp_path))
+    config = Config()
+    config.HistoryManager.hist_file = ":memory:"
+    shell = InteractiveShell.instance(config=config)
+    try:
+        shell.run_cell("import numpy as np\nfrom mha.exercises import check_softmax\n"
+                       "def my_softmax(scores):\n    raise NotImplementedError", store_history=True)
+        shell.run_cell("def my_softmax(scores)\n    e = np.exp(scores - scores.max(axis=-1, keepdims=True))\n"
+                       "    return e / e.sum(axis=-1, keepdims=True)", store_history=True)
+        shell.run_cell("result = check_softmax(my_softmax)", store_history=True)
+        message = shell.user_ns["result"].message
+        assert message.startswith("✗ Your cell has a syntax error at line 1 (`def my_softmax(scores)`): "
+                                  "expected ':'"), message
+        assert "Not attempted" not in message
+        shell.run_cell("def my_softmax(scores):\n    e = np.exp(scores - scores.max(axis=-1, keepdims=True))\n"
+                       "    return e / e.sum(axis=-1, keepdims=True)\n\nresult = check_softmax(my_softmax)",
+                       store_history=True)
+        assert shell.user_ns["result"].passed, shell.user_ns["result"].message
+    finally:
+        InteractiveShell.clear_instance()

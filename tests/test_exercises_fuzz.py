@@ -69,6 +69,14 @@ def raising_without_message(*args, **kwargs):
     raise KeyError
 
 
+def reading_an_undefined_name(*args, **kwargs):
+    return quantity_nobody_defined  # noqa: F821
+
+
+def compiling_code_that_does_not_parse(*args, **kwargs):
+    return eval("(1 +")
+
+
 WRONG_KINDS = [  # (id, the answer, words its feedback must contain)
     ("a string", "my answer", ["Expected a function", "str"]),
     ("a dict", {"value": 0.5}, ["Expected a function", "dict"]),
@@ -84,6 +92,9 @@ WRONG_KINDS = [  # (id, the answer, words its feedback must contain)
     ("a function raising ZeroDivisionError", raising_zero_division,
      ["raised ZeroDivisionError", "division by zero", "return 1 / 0"]),
     ("a function raising with no message", raising_without_message, ["raised KeyError", "with no message"]),
+    ("a function reading a name that is not defined", reading_an_undefined_name,
+     ["`quantity_nobody_defined` is not defined: run the cell that defines it", "return quantity_nobody_defined"]),
+    ("a function whose own code does not parse", compiling_code_that_does_not_parse, ["syntax error", "at line 1"]),
     ("a function returning the wrong shape", returning(np.zeros((7, 3, 2)), "returns_wrong_shape"), ["(7, 3, 2)"]),
     ("a function returning text in an array", returning(np.array(["0.5", "1"]), "returns_text_array"), ["<U3"]),
     ("a function returning a complex number", returning(0.5 + 1j, "returns_complex"), ["complex"]),
@@ -263,7 +274,8 @@ def test_an_error_in_the_learners_function_is_reported_with_its_type_message_and
     assert_feedback(result, "my_shares raised ZeroDivisionError on case 1", "division by zero",
                     "heads / len([])")
     result = CHECKS["check_softmax"](my_softmax)
-    assert_feedback(result, "raised ValueError on case 1 (a vector): scores must be 2-d", 'raise ValueError("scores')
+    assert_feedback(result, "raised ValueError on case 1 (a (3, 5) matrix, rows independently): scores must be 2-d",
+                    'raise ValueError("scores')
 
 
 # --- comparisons fail closed -----------------------------------------------------------------------

@@ -136,7 +136,8 @@ def test_patching_the_grader_or_reading_its_files_changes_nothing(tmp_path):
 
 @pytest.mark.parametrize("answers, expected", [
     ({"my_softmax": "def my_softmax(scores)\n    return scores\n"},
-     "✗ Your cell that defines my_softmax has a SyntaxError at line 1 (expected ':')"),
+     "✗ Your cell has a syntax error at line 1 (`def my_softmax(scores)`): expected ':'. Python could not run the "
+     "cell that defines my_softmax"),
     ({"my_softmax": "def my_soft_max(scores):\n    return scores\n"},
      "✗ my_softmax is not defined: the cell that calls check_softmax defines my_soft_max instead"),
 ])
@@ -144,6 +145,26 @@ def test_a_syntax_error_or_a_renamed_function_says_so_and_costs_only_its_exercis
     path = notebook(tmp_path, RIGHT | answers)
     points, said = grade(path, "my_softmax")
     assert points == 0 and said[0].startswith(expected), said[0]
+    assert grade(path, "my_causal_mask")[0] == 3
+
+
+def test_a_name_the_grader_does_not_define_says_why_and_costs_only_its_exercise(tmp_path):
+    dropped = {"my_softmax": "SHIFT = np.max\n\ndef my_softmax(scores):\n"
+                             "    e = np.exp(scores - SHIFT(scores, axis=-1, keepdims=True))\n"
+                             "    return e / e.sum(axis=-1, keepdims=True)\n"}
+    points, said = grade(notebook(tmp_path, RIGHT | dropped, name="dropped"), "my_softmax")
+    assert points == 0 and said[0].startswith("✗ `SHIFT` is not defined where the grader runs my_softmax"), said[0]
+    assert "`SHIFT = np.max`, a line the grader does not run" in said[0] and "inside your function" in said[0]
+    broken_helper = ("def shift(scores)\n    return scores - scores.max(axis=-1, keepdims=True)\n",)
+    uses_helper = {"my_softmax": "def my_softmax(scores):\n    e = np.exp(shift(scores))\n"
+                                 "    return e / e.sum(axis=-1, keepdims=True)\n"}
+    path = notebook(tmp_path, RIGHT | uses_helper, extra=broken_helper, name="broken_helper")
+    points, said = grade(path, "my_softmax")
+    assert points == 0 and "`shift` is not defined" in said[0], said[0]
+    assert "syntax error at line 1 (expected ':')" in said[0] and "line 2 of your cell" in said[0]
+    typo = {"my_softmax": "def my_softmax(scores):\n    return scores - socres.max()\n"}
+    points, said = grade(notebook(tmp_path, RIGHT | typo, name="typo"), "my_softmax")
+    assert points == 0 and said[0].startswith("✗ `socres` is not defined: run the cell that defines it"), said[0]
     assert grade(path, "my_causal_mask")[0] == 3
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from .checking import CheckResult
 from .sandbox import IsolatedFunction, Limits, Stopped
-from .submission import Submission, problem_with, read_submission
+from .submission import Submission, problem_with, read_submission, why_undefined
 
 __all__ = ["modules_of_checks", "grade", "grade_exercise", "protected_folders", "takes_seed"]
 
@@ -90,7 +90,7 @@ def grade_exercise(submission: Submission | dict | str | Path, module: str, chec
     results: list[CheckResult] = []
     try:
         with IsolatedFunction(function, submission.setup, submission.modules, protected_folders(*protected),
-                              limits) as stand_in:
+                              limits, undefined=why_undefined(submission)) as stand_in:
             if stand_in.missing:
                 return [CheckResult(False, f"✗ {function} could not be defined: {stand_in.missing}.")] * len(seeds)
             for seed in seeds:

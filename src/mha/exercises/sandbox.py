@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .checking import AnswerError
+from .checking import AnswerError, UndefinedName
 
 __all__ = ["IsolatedFunction", "Limits", "Stopped", "WORKER"]
 
@@ -92,12 +92,15 @@ class IsolatedFunction:
     ``setup`` is what that process runs first: ``(filename, source, names defined)`` for each cell, the
     submission's own definitions and allowed imports only; ``modules`` the modules it imports before that
     (those the submission's imports name); ``protected`` the folders it may not read (the grader's tests, the
-    package). Use it as a context manager, or call :meth:`close`.
+    package); ``undefined`` says, for a name the submission reads but the grader does not define, why (a line it does
+    not run). Use it as a context manager, or call :meth:`close`.
     """
 
-    def __init__(self, name: str, setup: list, modules: list[str], protected: list[str], limits: Limits = Limits()):
+    def __init__(self, name: str, setup: list, modules: list[str], protected: list[str], limits: Limits = Limits(),
+                 undefined: dict[str, str] | None = None):
         self.__name__ = name
         self.limits = limits
+        self.undefined = dict(undefined or {})
         self.calls = 0
         environment = {key: value for key, value in os.environ.items() if not key.startswith(("PYTHON", "OTTER"))}
         environment |= {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
@@ -166,6 +169,8 @@ class IsolatedFunction:
         if reply.get("memory"):
             raise Stopped(f"✗ {self.__name__} ran out of memory {when}: the grader gives it "
                           f"{self.limits.memory_words()}. Look for an array that grows without end.")
+        if "error" in reply and isinstance(reply.get("name"), str):
+            raise UndefinedName(reply["name"], self.undefined.get(reply["name"]), str(reply.get("where", "")))
         if "error" in reply:
             raise _rebuilt(str(reply["error"]), f"{reply.get('message', '')}{reply.get('where', '')}")
         answer = _decode(reply.get("answer"))

@@ -139,6 +139,9 @@ def main():
             answer = {"memory": True}
         except BaseException as error:  # the learner's exception, SystemExit included, is feedback
             answer = {"error": type(error).__name__, "message": str(error)[:500], "where": _where(error)}
+            missing = getattr(error, "name", None) if isinstance(error, NameError) else None
+            if isinstance(missing, str) and not isinstance(error, UnboundLocalError):
+                answer["name"] = missing[:200]  # the grader says why that name is missing here
         answer["printed"] = printed.getvalue()[:300]
         try:
             text = json.dumps(answer)

@@ -16,12 +16,16 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["ALLOWED_MODULES", "REFERENCE_MODULES", "Submission", "read_submission", "problem_with"]
+from .checking import syntax_error_feedback
+
+__all__ = ["ALLOWED_MODULES", "REFERENCE_MODULES", "Submission", "read_submission", "problem_with", "why_undefined"]
 
 ALLOWED_MODULES = ("math", "numpy", "torch", "scipy", "sklearn", "pandas", "itertools", "functools", "collections",
                    "statistics", "typing", "dataclasses")
 REFERENCE_MODULES = ("mha", "otter")
 _MAGIC = re.compile(r"^(\s*)[%!].*$", re.M)
+_BINDS = re.compile(r"^(?:def|class)\s+(\w+)|^(\w+)\s*(?::[^=]*)?=[^=]|^import\s+(\w+)"
+                    r"|^from\s+\S+\s+import\s+(\w+)", re.MULTILINE)  # what a cell that does not parse binds
 
 
 @dataclass
@@ -181,8 +185,8 @@ def problem_with(submission: Submission, function: str, check: str, notebook_fun
     if function not in submission.functions:
         for source, line, what in submission.syntax_errors:
             if re.search(rf"\bdef\s+{function}\b", source):
-                return (f"✗ Your cell that defines {function} has a SyntaxError at line {line} ({what}), so it could "
-                        "not be graded. Fix that line and run the cell again.")
+                lines = source.splitlines()
+                return syntax_error_feedback(function, line, what, lines[line - 1] if 0 < line <= len(lines) else "")
         others = [name for name in submission.calls.get(check, []) if name != function]
         if others:
             return (f"✗ {function} is not defined: the cell that calls {check} defines {', '.join(others)} instead. "
@@ -199,3 +203,20 @@ def problem_with(submission: Submission, function: str, check: str, notebook_fun
         return (f"✗ {function} uses {reference}{via}, from the book's own package, which this exercise asks you to "
                 "replace with your own code: it scores 0. Write the computation with numpy (or torch) instead.")
     return None
+
+
+def why_undefined(submission: Submission) -> dict[str, str]:
+    """For each name the notebook binds but the grader does not (a line it does not run, a cell that does not parse),
+    why: the words a check shows when a graded function reads that name."""
+    reasons = {}
+    for source, line, what in submission.syntax_errors:
+        for match in _BINDS.finditer(source):
+            name = next(group for group in match.groups() if group)
+            reasons[name] = (f"the cell that defines it has a syntax error at line {line} ({what}), so the grader "
+                             "could not read that cell. Fix that line")
+    allowed = ", ".join(ALLOWED_MODULES)
+    for name, statement in submission.assigned.items():
+        reasons[name] = (f"your notebook sets it with `{statement}`, a line the grader does not run (it keeps only "
+                         f"`def` and `class` statements, imports of {allowed}, and names set to a plain constant such "
+                         "as `n_heads = 4`). Compute it inside your function instead")
+    return {name: why for name, why in reasons.items() if name not in submission.defined}
