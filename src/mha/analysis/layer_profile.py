@@ -31,10 +31,11 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-from mha.analysis.role_table import RELATION_DIRECTIONS, AttentionRecord, head_role_table
+from mha.analysis.role_table import RELATION_DIRECTIONS, head_role_table
 from mha.analysis.statistics import bootstrap_counts, percentile_interval, resampled_means, resampled_ratios
 from mha.core.validation import check_whole_number
 from mha.corpora.treebank import split_sentences
+from mha.pretrained.attention_record import AttentionRecord
 
 __all__ = [
     "BASELINE_OFFSETS",

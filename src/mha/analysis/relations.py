@@ -40,7 +40,8 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from mha.analysis.role_table import RELATION_DIRECTIONS, SYNTACTIC_GAIN_MIN, AttentionRecord, relation_scores_long
+from mha.analysis.role_table import RELATION_DIRECTIONS, SYNTACTIC_GAIN_MIN, relation_scores_long
+from mha.pretrained.attention_record import AttentionRecord
 from mha.analysis.statistics import bootstrap_ratio_interval
 from mha.pretrained.word_maps import word_attention, word_units
 
@@ -114,7 +115,7 @@ def relation_predictions(
 ) -> pd.DataFrame:
     """One head's guess for every gold pair of one relation and direction (section 3.2).
 
-    ``records`` are :class:`~mha.analysis.role_table.AttentionRecord` objects with gold
+    ``records`` are :class:`~mha.pretrained.attention_record.AttentionRecord` objects with gold
     sentences (others are skipped); ``relation`` is a column prefix such as
     ``"verb_subj"`` (the verb's row: which word does it attend to most?).
     The map is merged to words as in :func:`mha.pretrained.word_maps.word_attention`

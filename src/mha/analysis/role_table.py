@@ -38,13 +38,12 @@ import math
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Protocol
 
 import numpy as np
 import pandas as pd
 
 from mha.corpora.templates import RELATION_KINDS, AnnotatedSentence
+from mha.pretrained.attention_record import AttentionRecord, RecordLike, as_record, check_record
 from mha.pretrained.word_maps import word_attention, word_units
 
 __all__ = [
@@ -130,50 +129,6 @@ COLUMN_DESCRIPTIONS: dict[str, str] = {
 
 POSITIONAL_ARGMAX_MIN = 0.9  # Voita et al. 2019: a positional head's maximum is at -1 or +1 in >= 90% of cases
 SYNTACTIC_GAIN_MIN = 0.1  # after Voita et al. 2019: a syntactic head beats the best-offset baseline by a 10% margin
-
-
-@dataclass(frozen=True)
-class AttentionRecord:
-    """One sentence's attention for every head, with its tokens and (optional) gold annotation (chapter 3).
-
-    ``attention`` is (layers, heads, seq, seq), rows = queries (attend FROM),
-    columns = keys (attended TO), each row summing to 1. ``tokens`` and
-    ``word_ids`` have ``seq`` entries; ``word_ids[t]`` is the index of the word
-    token ``t`` belongs to, None for special tokens such as ``[CLS]``.
-    ``sentence`` is the gold :class:`~mha.corpora.templates.AnnotatedSentence` whose
-    ``words`` those word ids index, or None when there is no annotation.
-    """
-
-    attention: np.ndarray
-    tokens: Sequence[str]
-    word_ids: Sequence[int | None]
-    sentence: AnnotatedSentence | None = None
-
-
-class AttentionLike(Protocol):
-    """Anything that carries one sentence's ``attention``, ``tokens`` and ``word_ids``, e.g. a SentenceTrace."""
-
-    attention: np.ndarray
-    tokens: Sequence[str]
-    word_ids: Sequence[int | None]
-
-
-RecordLike = AttentionRecord | AttentionLike | Mapping[str, object]
-"""What :func:`head_role_table` accepts for one sentence."""
-
-
-def _as_record(item: RecordLike, index: int) -> AttentionRecord:
-    """Accept an AttentionRecord, a mapping with its field names, or any object with those attributes."""
-    if isinstance(item, AttentionRecord):
-        return item
-    get = item.get if isinstance(item, Mapping) else (lambda name, default=None: getattr(item, name, default))
-    attention, tokens, word_ids = get("attention"), get("tokens"), get("word_ids")
-    if attention is None or tokens is None or word_ids is None:
-        raise ValueError(
-            f"record {index} needs 'attention' (layers, heads, seq, seq), 'tokens' and 'word_ids' "
-            f"(and optionally 'sentence'); got {type(item).__name__} without them."
-        )
-    return AttentionRecord(np.asarray(attention), list(tokens), list(word_ids), get("sentence"))
 
 
 def is_punctuation(token: str, continuation_prefix: str = "##") -> bool:
@@ -303,32 +258,6 @@ def nearest_candidate_baseline(sentences: Iterable[AnnotatedSentence]) -> float:
     return float(np.mean(guesses)) if guesses else math.nan
 
 
-def _check_record(record: AttentionRecord, index: int, shape: tuple[int, int] | None) -> np.ndarray:
-    attention = np.asarray(record.attention, dtype=np.float64)
-    if attention.ndim != 4 or attention.shape[-1] != attention.shape[-2]:
-        raise ValueError(
-            f"record {index}: attention has shape {attention.shape}; it should be (layers, heads, seq, seq), "
-            "rows = queries (attend FROM), columns = keys (attended TO). Add axes for a single head: a[None, None]."
-        )
-    seq = attention.shape[-1]
-    if len(record.tokens) != seq or len(record.word_ids) != seq:
-        raise ValueError(
-            f"record {index}: attention covers {seq} tokens but there are {len(record.tokens)} tokens and "
-            f"{len(record.word_ids)} word ids; all three must describe the same sequence."
-        )
-    if shape is not None and attention.shape[:2] != shape:
-        raise ValueError(
-            f"record {index}: attention has {attention.shape[:2]} (layers, heads) but earlier records had {shape}; "
-            "score one model at a time."
-        )
-    if not np.isfinite(attention).all() or (attention < 0).any() or np.abs(attention.sum(-1) - 1).max() > 1e-3:
-        raise ValueError(
-            f"record {index}: every attention row must be non-negative and sum to 1 (after softmax); "
-            "were scores passed before the softmax, or was the map transposed?"
-        )
-    return attention
-
-
 class _ScoreSums:
     """Running sums over the corpus: each score is a (layers, heads) sum and a count of what it averages over."""
 
@@ -449,7 +378,7 @@ def head_role_table(
     once per prefix of :data:`RELATION_DIRECTIONS`), with ``attrs`` holding
     ``n_sentences``, ``n_annotated`` and ``n_tokens``.
     """
-    records = [_as_record(item, i) for i, item in enumerate(records)]
+    records = [as_record(item, i) for i, item in enumerate(records)]
     if not records:
         raise ValueError("records is empty; give at least one sentence's attention to score the heads.")
     offsets = [k for k in offsets if k != 0]
@@ -459,7 +388,7 @@ def head_role_table(
     sums: _ScoreSums | None = None
     n_annotated = n_tokens = 0
     for index, record in enumerate(records):
-        attention = _check_record(record, index, sums.shape if sums else None)  # (layers, heads, seq, seq)
+        attention = check_record(record, index, sums.shape if sums else None)  # (layers, heads, seq, seq)
         sums = sums or _ScoreSums(attention.shape[:2])
         seq = attention.shape[-1]
         n_tokens += seq
@@ -614,13 +543,13 @@ def sentence_head_scores(records: Iterable[RecordLike], *, cls_token: str = "[CL
     sentence's score averages: weighting by them gives back the pooled means of :func:`head_role_table`.
     "Content rows" are the rows of real word pieces (not [CLS] or [SEP]).
     """
-    records = [_as_record(item, i) for i, item in enumerate(records)]
+    records = [as_record(item, i) for i, item in enumerate(records)]
     if not records:
         raise ValueError("records is empty; give at least one sentence's attention to score the heads.")
     scores: dict[str, list[np.ndarray]] = {name: [] for name in SENTENCE_SCORES}
     shape = None
     for index, record in enumerate(records):
-        attention = _check_record(record, index, shape)  # (layers, heads, seq, seq)
+        attention = check_record(record, index, shape)  # (layers, heads, seq, seq)
         shape = attention.shape[:2]
         seq = attention.shape[-1]
         tokens = list(record.tokens)

@@ -30,6 +30,7 @@ import math
 import numbers
 import operator
 import os
+import re
 import sys
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -55,6 +56,7 @@ __all__ = [
     "check_rank",
     "check_attention_shapes",
     "check_not_empty",
+    "check_no_lone_surrogates",
     "as_tensor",
     "as_array",
     "as_float_tensors",
@@ -168,6 +170,31 @@ def check_whole_number(name: str, value, minimum: int | None = None, maximum: in
     if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
         raise InputError(f"{wanted}, got {value}.")
     return value
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def check_no_lone_surrogates(text: str, where: str = "the text") -> None:
+    """Raise an :class:`InputError` that says where and what to do if ``text`` holds a lone surrogate (U+D800..U+DFFF).
+
+    A surrogate is half of a UTF-16 pair; alone it is no character at all,
+    cannot be written as UTF-8 and makes the tokenizer fail. A browser can
+    send one when an emoji or other character outside the Basic Multilingual
+    Plane is cut in half (a paste, a deleted half). The text is not cleaned
+    silently: the reader is told which character to delete or retype.
+    """
+    found = _SURROGATE.search(text)  # one pass in C: a pasted document is checked at once
+    if found is None:
+        return
+    position = found.start()
+    context = text[max(position - 10, 0):position]  # no surrogate before the first one
+    raise InputError(
+        f"{where} holds a broken character at position {position} (U+{ord(found.group()):04X}, "
+        f"after {context!r}): half of a UTF-16 pair, as left behind when an emoji or another "
+        "character is cut in half. It is not a character, so it cannot be read. Delete it, or retype "
+        "that character."
+    )
 
 
 _LARGEST_FACTORED = 10**10  # listing its divisors takes sqrt(d_model) = 10**5 steps: a few milliseconds

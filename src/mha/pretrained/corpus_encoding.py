@@ -1,7 +1,7 @@
 """Encode a whole corpus into attention records, in batches (chapter 3, empirical head roles).
 
 :func:`mha.analysis.role_table.head_role_table` scores heads from one
-:class:`~mha.analysis.role_table.AttentionRecord` per sentence. This module produces those
+:class:`~mha.pretrained.attention_record.AttentionRecord` per sentence. This module produces those
 records from the pretrained encoder of :mod:`mha.pretrained.encoder`, many sentences per
 forward pass, so that encoding the ~600 sentences of
 :func:`mha.corpora.templates.generate_corpus` takes seconds rather than minutes.
@@ -31,9 +31,9 @@ import numpy as np
 
 from mha.core.validation import check_whole_number
 from mha.corpora.templates import AnnotatedSentence
+from mha.pretrained.attention_record import AttentionRecord
 from mha.pretrained.encoder import MiniLMEncoder
 from mha.pretrained.word_maps import word_units
-from mha.analysis.role_table import AttentionRecord
 
 __all__ = ["encode_records", "encode_word_head_outputs"]
 
@@ -46,7 +46,7 @@ def encode_records(
     max_tokens: int = 4096,
     dtype: type = np.float32,
 ) -> list[AttentionRecord]:
-    """One :class:`~mha.analysis.role_table.AttentionRecord` per sentence, encoded in batches (chapter 3, empirical head roles).
+    """One :class:`~mha.pretrained.attention_record.AttentionRecord` per sentence, encoded in batches (chapter 3, empirical head roles).
 
     ``sentences`` holds :class:`~mha.corpora.templates.AnnotatedSentence` objects (encoded
     from their words, and kept as the record's ``sentence``) or plain strings

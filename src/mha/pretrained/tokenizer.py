@@ -26,7 +26,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from mha.core.validation import stacklevel_outside_package
+from mha.core.validation import check_no_lone_surrogates, stacklevel_outside_package
 
 __all__ = ["TokenizedBatch", "check_no_lone_surrogates", "default_model_path", "load_tokenizer", "tokenize"]
 
@@ -89,8 +89,6 @@ class TokenizedBatch:
         return self.input_ids.shape[0]
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
 # Where the encoder's tokenizer always splits: whitespace (its own set) and ASCII punctuation, each mark a token
 _BREAKS = " \t\n\r\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000"
 _ASCII_PUNCTUATION = "!-/:-@\\[-`{-~"
@@ -132,28 +130,6 @@ def _word_spans(encoding) -> list[tuple[int, int]]:
 def _describe(value: object) -> str:
     text = repr(value)
     return f"{text[:60]}..." if len(text) > 60 else text
-
-
-def check_no_lone_surrogates(text: str, where: str = "the text") -> None:
-    """Raise a ``ValueError`` that says where and what to do if ``text`` holds a lone surrogate (U+D800..U+DFFF).
-
-    A surrogate is half of a UTF-16 pair; alone it is no character at all,
-    cannot be written as UTF-8 and makes the tokenizer fail. A browser can
-    send one when an emoji or other character outside the Basic Multilingual
-    Plane is cut in half (a paste, a deleted half). The text is not cleaned
-    silently: the reader is told which character to delete or retype.
-    """
-    found = _SURROGATE.search(text)  # one pass in C: a pasted document is checked at once
-    if found is None:
-        return
-    position = found.start()
-    context = text[max(position - 10, 0):position]  # no surrogate before the first one
-    raise ValueError(
-        f"{where} holds a broken character at position {position} (U+{ord(found.group()):04X}, "
-        f"after {context!r}): half of a UTF-16 pair, as left behind when an emoji or another "
-        "character is cut in half. It is not a character, so it cannot be read. Delete it, or retype "
-        "that character."
-    )
 
 
 def _as_sentences(text, is_split_into_words: bool) -> tuple[list, bool]:

@@ -22,7 +22,7 @@ from ipywidgets import IntSlider, Layout, Text
 
 from mha.core.attention import MultiHeadAttention
 from mha.core.toy_sentences import MAX_TOKENS, embed_tokens, split_into_tokens
-from mha.pretrained.tokenizer import check_no_lone_surrogates
+from mha.core.validation import check_no_lone_surrogates
 from mha.views.explorer import Explorer, ExplorerView, problem_html
 from mha.views.heatmaps import AttentionMap
 

@@ -1,0 +1,50 @@
+"""The package's layers hold: import-linter checks the contract in ``.importlinter``, and the contract covers it all.
+
+``core`` <- ``corpora`` <- ``pretrained`` <- ``analysis``; ``lab`` on ``core`` alone; ``views`` and ``exercises`` on
+top; no import cycles. The contract is only as good as its list of layers, so a subpackage or module that is in no
+layer (and so in no rule) fails here too.
+"""
+
+from __future__ import annotations
+
+import configparser
+import pkgutil
+import subprocess
+import sys
+from pathlib import Path
+
+import grimp
+
+import mha
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _contracts() -> configparser.ConfigParser:
+    config = configparser.ConfigParser()
+    config.read(ROOT / ".importlinter")
+    return config
+
+
+def test_lint_imports_keeps_every_contract():
+    lint_imports = Path(sys.executable).with_name("lint-imports")
+    assert lint_imports.exists(), "import-linter is not installed: pip install -r requirements.txt"
+    result = subprocess.run([str(lint_imports), "--no-cache", "--no-logo"], cwd=ROOT, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "0 broken" in result.stdout, result.stdout
+
+
+def test_every_part_of_the_package_is_in_a_layer():
+    layers = _contracts()["importlinter:contract:layers"]["layers"]
+    named = {name.strip() for line in layers.splitlines() for name in line.replace("|", ":").split(":") if name.strip()}
+    parts = {f"mha.{module.name}" for module in pkgutil.iter_modules(mha.__path__)} - {"mha.data"}  # data: no code
+    assert parts - named == set(), f"add these to a layer in .importlinter: {sorted(parts - named)}"
+    assert named - parts == set(), f"these layers name nothing in mha: {sorted(named - parts)}"
+
+
+def test_the_slips_that_ran_upwards_stay_fixed():
+    graph = grimp.build_graph("mha", cache_dir=None)
+    assert not graph.chain_exists(importer="mha.pretrained", imported="mha.analysis", as_packages=True)
+    assert not graph.chain_exists(importer="mha.views.head_explorer", imported="mha.pretrained.tokenizer")
+    assert not graph.chain_exists(importer="mha.lab", imported="mha.pretrained", as_packages=True)
