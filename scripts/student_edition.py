@@ -73,6 +73,7 @@ class Exercise:
     difficulty: int | None  # 1 to 3 stars
     minutes: int | None
     has_hint: bool
+    hints: int = 0  # how many hint dropdowns follow the statement (tiers, from a nudge to nearly the answer)
     check: str | None = None  # the check its learner's cell calls, where it has one
     function: str | None = None  # the learner's function (check), or the variable that holds a prediction
 
@@ -93,11 +94,13 @@ def exercises(notebook: dict) -> list[Exercise]:
                 hint = HINT.search(text, match.end())
                 next_exercise = EXERCISE_PARTS.search(text, match.end())
                 has_hint = bool(hint) and (next_exercise is None or hint.start() < next_exercise.start())
+                ends = [found.start() for found in (next_exercise, SOLUTION_START.search(text, match.end())) if found]
+                hints = len(HINT.findall(text, match.end(), min(ends, default=len(text))))
                 open_exercise = Exercise(
                     label=label.group(1) if label else "", title=match["title"].strip(),
                     kind=KINDS[header["kind"]] if header else None,
                     difficulty=len(header["stars"]) if header else None,
-                    minutes=int(header["minutes"]) if header else None, has_hint=has_hint)
+                    minutes=int(header["minutes"]) if header else None, has_hint=has_hint, hints=hints)
                 found.append(open_exercise)
         elif open_exercise is not None and open_exercise.function is None:
             call, prediction = STUB_CHECK.search(text), PREDICTION.search(text)

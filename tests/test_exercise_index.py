@@ -48,6 +48,30 @@ def test_every_exercise_of_the_book_declares_title_kind_difficulty_time_and_hint
                 f"{where}: a check-kind exercise calls a check on its stub, and no other kind has a stub"
 
 
+def test_chapters_1_and_2_give_every_exercise_two_or_three_hints_labelled_in_order():
+    for path in [p for p in BOOK_NOTEBOOKS if p.parent.name in ("1_mechanism", "2_geometry")]:
+        notebook = json.loads(path.read_text())
+        text = "".join("".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "markdown")
+        for exercise in index.student_edition.exercises(notebook):
+            assert exercise.hints in (2, 3), f"{path.name}: {exercise.label} has {exercise.hints} hints"
+            start = text.index(f":label: {exercise.label}\n")
+            levels = re.findall(r"\*\*Hint (\d) of (\d)", text[start:text.index("{solution-start}", start)])
+            assert levels == [(str(i), str(exercise.hints)) for i in range(1, exercise.hints + 1)], exercise.label
+
+
+def test_the_index_counts_the_exercises_with_tiered_hints():
+    every = [e for _, _, found in index.collect() for e in found]
+    tiered = sum(e.hints >= 2 for e in every)
+    assert tiered >= 18 and f"; {tiered} of them have two or three hints" in index.PAGE.read_text()
+    one = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": (
+        "```{exercise} A\n:label: ex-a\n\n**Write and check** · ★ · 5 min\n```\n\n"
+        "```{hint}\n:class: dropdown\nFirst.\n```\n\n```{hint}\n:class: dropdown\nSecond.\n```\n\n"
+        "```{solution-start} ex-a\n:class: dropdown\n```\n```{hint}\n:class: dropdown\nNot a hint of ex-a.\n```\n"
+        "```{exercise} B\n:label: ex-b\n\n**Explain in words** · ★ · 5 min\n```\n\n"
+        "```{hint}\n:class: dropdown\nOnly one.\n```\n")}]}
+    assert [e.hints for e in index.student_edition.exercises(one)] == [2, 1]
+
+
 def test_every_chapter_has_each_kind_of_exercise():
     for chapter in ("1_mechanism", "2_geometry", "3_head_roles", "4_caveats"):
         kinds = {e.kind for path in (ROOT / "chapters" / chapter).glob("*.ipynb")
