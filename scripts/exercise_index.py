@@ -5,17 +5,21 @@ kind, difficulty and time (``**Write and check** · ★★ · 15 min``; scripts/
 :func:`student_edition.exercises`). This script lists them all, in the order of ``_toc.yml``, with the section, the
 check function a "Write and check" exercise calls, and the time each section's exercises take in all.
 
-The page is generated, never kept by hand: ``tests/test_exercise_index.py`` fails when the committed page differs
-from what this script writes, or when an exercise of chapters 1-4 lacks its title, header or hint.
+It also writes the paragraph of the book's home page (chapters/index.md) that says how many exercises there are and
+how many of them have an automatic check, between two comment lines that mark it.
 
-    python scripts/exercise_index.py            # rewrite chapters/exercise_index.md
-    python scripts/exercise_index.py --check    # exit 1 if the committed page is out of date
+The page is generated, never kept by hand: ``tests/test_exercise_index.py`` fails when the committed page (or that
+paragraph) differs from what this script writes, or when an exercise of chapters 1-4 lacks its title, header or hint.
+
+    python scripts/exercise_index.py            # rewrite chapters/exercise_index.md and the home page's paragraph
+    python scripts/exercise_index.py --check    # exit 1 if either is out of date
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -26,6 +30,9 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import student_edition  # noqa: E402  (the same folder)
 
 PAGE = ROOT / "chapters" / "exercise_index.md"
+HOME = ROOT / "chapters" / "index.md"
+HOME_PARAGRAPH = re.compile(r"(<!-- The paragraph below is written by scripts/exercise_index.py[^\n]*-->\n).*?"
+                            r"(\n<!-- End of the written paragraph. -->)", re.S)
 KIND_NAMES = {kind: name for name, kind in student_edition.KINDS.items()}
 # What the index calls the unnumbered background pages (the instructors' guide uses the same words).
 SHORT_NAMES = {"chapters/background/transformer_in_brief": "primer",
@@ -121,19 +128,41 @@ def render() -> str:
     return "\n".join(lines) + "\n"
 
 
+def home_paragraph() -> str:
+    """The home page's sentences on the exercises: how many, and how many have an automatic check."""
+    every = [exercise for _, _, found in collect() for exercise in found]
+    checked = sum(exercise.kind == "check" for exercise in every)
+    others = [f"{sum(e.kind == kind for e in every)} *{KIND_NAMES[kind].lower()}*" for kind in KIND_NAMES
+              if kind != "check" and any(e.kind == kind for e in every)]
+    return (f"The book has {len(every)} exercises. {checked} of them (*write and check*) have an automatic check from "
+            "`mha.exercises`, which runs your function on seeded inputs and says what differs from the reference; "
+            f"the other {len(every) - checked} ({', '.join(others)}) are marked on their reasoning, with a model answer "
+            "or a starting point. Every exercise has its solution in a dropdown, and the {doc}`exercise_index` lists "
+            "them all with their time. Instructors: see {doc}`instructors`.")
+
+
+def home_page(text: str) -> str:
+    """``text`` (chapters/index.md) with its marked paragraph rewritten; ValueError if the markers are missing."""
+    if not HOME_PARAGRAPH.search(text):
+        raise ValueError(f"{HOME.relative_to(ROOT)} has lost the comment lines that mark its exercise paragraph")
+    return HOME_PARAGRAPH.sub(lambda match: match[1] + home_paragraph() + match[2], text)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if the committed page is out of date")
     args = parser.parse_args()
-    page = render()
+    pages = {PAGE: render(), HOME: home_page(HOME.read_text())}
     if args.check:
-        if PAGE.read_text() != page:
-            print(f"{PAGE.relative_to(ROOT)} is out of date: run python scripts/exercise_index.py")
-            return 1
-        print(f"{PAGE.relative_to(ROOT)} is up to date")
-        return 0
-    PAGE.write_text(page)
-    print(f"wrote {PAGE.relative_to(ROOT)}")
+        stale = [path for path, text in pages.items() if path.read_text() != text]
+        for path in stale:
+            print(f"{path.relative_to(ROOT)} is out of date: run python scripts/exercise_index.py")
+        if not stale:
+            print(f"{PAGE.relative_to(ROOT)} and {HOME.relative_to(ROOT)} are up to date")
+        return 1 if stale else 0
+    for path, text in pages.items():
+        path.write_text(text)
+        print(f"wrote {path.relative_to(ROOT)}")
     return 0
 
 

@@ -23,6 +23,35 @@ def test_the_committed_index_is_what_the_script_writes():
         "chapters/exercise_index.md is out of date: run python scripts/exercise_index.py and commit the page"
 
 
+def test_the_home_page_counts_the_exercises_and_their_automatic_checks_from_the_notebooks():
+    home = index.HOME.read_text()
+    assert home == index.home_page(home), "chapters/index.md is out of date: run python scripts/exercise_index.py"
+    every = [e for _, _, found in index.collect() for e in found]
+    checked = sum(e.kind == "check" for e in every)
+    assert f"The book has {len(every)} exercises. {checked} of them (*write and check*) have an automatic check" in home
+    assert 0 < checked < len(every) and "Every exercise has an automatic check" not in home
+    try:
+        index.home_page(home.replace("<!-- End of the written paragraph. -->", ""))
+    except ValueError as error:
+        assert "lost the comment lines" in str(error)
+    else:
+        raise AssertionError("a home page without its markers must be refused, not left stale")
+
+
+def test_the_pages_for_instructors_name_only_exercises_that_exist():
+    exercises = {e.label: (name, e.kind) for _, name, found in index.collect() for e in found}
+    for page in ("instructors.md", "index.md"):
+        text = (ROOT / "chapters" / page).read_text()
+        named = re.findall(r"\{ref\}`(?:[^`<]*<)?(ex-[\w-]+)>?`", text)
+        assert [label for label in named if label not in exercises] == [], page
+    tracks = (ROOT / "chapters" / "instructors.md").read_text()
+    assert "head-count sweep" not in tracks.split("## Suggested assignments by track")[1].split("\n## ")[0]
+    investigations = [label for label, (name, kind) in exercises.items()
+                      if kind == "investigate" and name in ("3.5", "3.6", "3.7")]
+    if "these sections have no open investigation yet" in tracks:
+        assert not investigations, f"the Training dynamics track should assign {investigations}"
+
+
 def test_the_index_is_in_the_table_of_contents_and_lists_every_exercise():
     assert "file: chapters/exercise_index" in (ROOT / "_toc.yml").read_text()
     page = index.PAGE.read_text()
