@@ -196,6 +196,7 @@ SLIPS = [  # (check, the learner's function with the slip, words its feedback mu
     (exercises.check_attention, attention_with(mask_after=True), ["after the softmax", "-inf before"]),
     (exercises.check_softmax, softmax_over_wrong_axis, ["along axis 0 instead of the last axis"]),
     (exercises.check_softmax, softmax_over_everything, ["whole array sums to 1"]),
+    (exercises.check_softmax, naive_softmax, ["exp overflowed", "Subtract each row's largest score"]),
     (exercises.check_split_heads, split_heads_without_transpose, ["without moving an axis", "memory order",
                                                                   "swap the seq and heads axes"]),
     (exercises.check_split_heads, split_heads_strided, ["every n_heads-th feature", "(heads, d_head)"]),
@@ -210,7 +211,8 @@ SLIPS = [  # (check, the learner's function with the slip, words its feedback mu
 @pytest.mark.parametrize("check, slip, words", SLIPS, ids=lambda f: getattr(f, "__name__", ""))
 def test_a_classic_slip_is_named_on_the_first_case_with_its_fix(check, slip, words):
     result = check(slip)
-    first = "✗ Case 2 (" if "after the softmax" in words else "✗ Case 1 ("  # the first case with a mask is the second
+    first = {"after the softmax": "✗ Case 2 (", "exp overflowed": "✗ Case 4 ("}.get(words[0], "✗ Case 1 (")  # the
+    # first case with a mask is the second, the first with scores in the thousands the fourth
     assert not result and result.message.startswith(first), result.message
     for word in words:
         assert word in result.message, f"{word!r} missing from: {result.message}"

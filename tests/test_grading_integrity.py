@@ -162,6 +162,10 @@ def test_a_name_the_grader_does_not_define_says_why_and_costs_only_its_exercise(
     points, said = grade(path, "my_softmax")
     assert points == 0 and "`shift` is not defined" in said[0], said[0]
     assert "syntax error at line 1 (expected ':')" in said[0] and "line 2 of your cell" in said[0]
+    default = {"my_softmax": "AXIS = int(-1.0)\n\ndef my_softmax(scores, axis=AXIS):\n    return scores\n"}
+    points, said = grade(notebook(tmp_path, RIGHT | default, name="default"), "my_softmax")
+    assert points == 0 and said[0].startswith("✗ my_softmax could not be defined: NameError"), said[0]
+    assert "`AXIS`: your notebook sets it with `AXIS = int(-1.0)`, a line the grader does not run" in said[0]
     typo = {"my_softmax": "def my_softmax(scores):\n    return scores - socres.max()\n"}
     points, said = grade(notebook(tmp_path, RIGHT | typo, name="typo"), "my_softmax")
     assert points == 0 and said[0].startswith("✗ `socres` is not defined: run the cell that defines it"), said[0]

@@ -19,6 +19,7 @@ import importlib
 import importlib.util
 import inspect
 import pkgutil
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -88,11 +89,14 @@ def grade_exercise(submission: Submission | dict | str | Path, module: str, chec
     if problem:
         return [CheckResult(False, problem)] * len(seeds)
     results: list[CheckResult] = []
+    undefined = why_undefined(submission)
     try:
         with IsolatedFunction(function, submission.setup, submission.modules, protected_folders(*protected),
-                              limits, undefined=why_undefined(submission)) as stand_in:
+                              limits, undefined=undefined) as stand_in:
             if stand_in.missing:
-                return [CheckResult(False, f"✗ {function} could not be defined: {stand_in.missing}.")] * len(seeds)
+                missing = re.match(r"NameError: name '(\w+)' is not defined", stand_in.missing)
+                why = f" `{missing[1]}`: {undefined[missing[1]]}" if missing and missing[1] in undefined else ""
+                return [CheckResult(False, f"✗ {function} could not be defined: {stand_in.missing}.{why}.")] * len(seeds)
             for seed in seeds:
                 results.append(found(stand_in) if seed is None else found(stand_in, seed=seed))
     except Stopped as stopped:
