@@ -39,10 +39,11 @@ def _softmax(scores: np.ndarray, axis: int = -1) -> np.ndarray:
 # --- chapter 2, "Each head's own subspace" ------------------------------------------------------
 
 def check_attention_from_circuit(attention: Callable, seed: int = 0) -> CheckResult:
-    """``attention(x, W_Q, W_K, b_Q)`` -> (n, n) weights of one head, computed through ``W_QK = W_Q W_Kᵀ``.
+    """``attention(x, W_Q, W_K, b_Q)``: x (n, d_model), W_Q and W_K (d_model, d_head), b_Q (d_head,) -> (n, n)
+    weights of one head.
 
     The reference head also has a key bias ``b_K`` that the learner is not
-    given: its terms are constant along each row, so the softmax removes them.
+    given; the answer is compared with the head's real weights, ``b_K`` included.
     """
     rng = np.random.default_rng(seed)
 
