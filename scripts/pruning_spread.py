@@ -19,7 +19,6 @@ stored correlations are rounded to 4 decimals.
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 
@@ -27,7 +26,7 @@ import torch
 
 from mha.analysis.ablation import PRUNING_SPREAD_PATH, held_out_pruning_curve
 from mha.corpora.paraphrases import split_triples
-from mha.data_files import record_sha256
+from mha.data_files import write_recorded_json
 from mha.pretrained.encoder import MiniLMEncoder
 
 SPLIT_SEEDS = (0, 1, 2, 3, 4, 5)
@@ -55,8 +54,7 @@ def main() -> int:
                           "random": "numpy default_rng(split seed).permutation(72)"},
                "measure": "Spearman correlation of the held-out similarities (24 x 48 per half: 12 anchors x 24 "
                           "candidates) with the full model's", "splits": splits}
-    PRUNING_SPREAD_PATH.write_text(json.dumps(content, separators=(",", ":")) + "\n")
-    record_sha256()  # data/SHA256SUMS: the loader checks the file against it
+    write_recorded_json(PRUNING_SPREAD_PATH, content)  # and its sha256 in data/SHA256SUMS, which the loader checks
     print(f"wrote {PRUNING_SPREAD_PATH} in {time.perf_counter() - started:.0f} s")
     return 0
 

@@ -88,3 +88,87 @@ def test_score_pronoun_items_on_the_model_and_layer_zero_never_flips():
     assert similarity.shape == (6, 2) and np.all(np.abs(similarity) <= 1 + 1e-6)
     with pytest.raises(ValueError, match="sentences"):
         score_pronoun_items(trace, items[:4])
+
+
+# ---------------------------------------------------------------- patching heads between the halves of a pair
+
+
+@pytest.fixture(scope="module")
+def encoder():
+    from mha.pretrained.encoder import MiniLMEncoder
+
+    return MiniLMEncoder.load()
+
+
+@pytest.fixture(scope="module")
+def two_pairs_patched(encoder):
+    from mha.analysis.coreference import pair_patching
+
+    return pair_patching(encoder, pronoun_pairs()[:4])  # the first two pairs: every head patched both ways
+
+
+def test_pair_patching_measures_the_pair_difference_and_what_one_head_carries(encoder, two_pairs_patched):
+    from mha.analysis.coreference import candidate_similarity, lean_to_first_candidate
+    from mha.pretrained.patching import final_states_with_heads_patched
+
+    items = pronoun_pairs()[:4]  # the first half's answer is the first noun in the first pair
+    result = two_pairs_patched
+    assert result.pair_ids == (items[0].pair_id, items[2].pair_id) and result.carried.shape == (2, 6, 12)
+    # the difference is the preference for the correct noun (cos to it minus cos to the other), summed over halves
+    trace = encoder.trace([list(item.words) for item in items], is_split_into_words=True)
+    similarity = candidate_similarity(trace, items)
+    answers = np.array([item.candidates.index(item.antecedent) for item in items])
+    preference = similarity[np.arange(4), answers] - similarity[np.arange(4), 1 - answers]
+    np.testing.assert_allclose(result.difference, preference[[0, 2]] + preference[[1, 3]], atol=1e-6)
+    # one head by hand, patched as a set of one: how far each half's lean moves toward its twin's, averaged
+    pair = items[:2]
+    target = encoder.trace([list(item.words) for item in pair], is_split_into_words=True)
+    source = encoder.trace([list(item.words) for item in pair[::-1]], is_split_into_words=True)
+    before = lean_to_first_candidate(target, pair)
+    after = lean_to_first_candidate(target, pair, final_states_with_heads_patched(encoder, target, source, [(3, 1)]))
+    assert answers[0] == 0
+    np.testing.assert_allclose(result.carried[0, 3, 1], ((before[0] - after[0]) + (after[1] - before[1])) / 2,
+                               atol=1e-6)
+    assert np.abs(result.carried).max() > 1e-3
+
+
+def test_pair_patching_does_not_depend_on_which_half_comes_first(encoder, two_pairs_patched):
+    from mha.analysis.coreference import pair_patching
+
+    items = pronoun_pairs()[:4]
+    swapped = pair_patching(encoder, [items[1], items[0], items[3], items[2]])
+    result = two_pairs_patched
+    np.testing.assert_allclose(swapped.difference, result.difference, atol=1e-6)
+    np.testing.assert_allclose(swapped.carried, result.carried, atol=1e-6)
+
+
+def test_pair_patching_leaves_out_pairs_of_different_lengths_and_says_so(encoder):
+    from mha.analysis.coreference import pair_patching
+
+    items = pronoun_pairs()
+    uneven = [i for i, item in enumerate(items) if item.pair_id == "boat-river"]
+    lengths = encoder.tokenize([list(items[i].words) for i in uneven], is_split_into_words=True).lengths
+    assert lengths[0] != lengths[1]
+    with pytest.raises(ValueError, match="no pair has two halves of the same length"):
+        pair_patching(encoder, [items[i] for i in uneven])
+    result = pair_patching(encoder, [items[i] for i in uneven] + list(items[:2]))
+    assert result.left_out == ("boat-river",) and result.pair_ids == (items[0].pair_id,)
+
+
+def test_stored_pair_patching_matches_a_fresh_run_and_refuses_a_bad_file(two_pairs_patched, tmp_path):
+    from mha.analysis.coreference import load_pair_patching
+
+    stored = load_pair_patching()
+    assert stored.left_out == ("boat-river",) and len(stored.pair_ids) == len(pronoun_pairs()) // 2 - 1
+    assert stored.pair_ids[:2] == two_pairs_patched.pair_ids
+    np.testing.assert_allclose(two_pairs_patched.carried, stored.carried[:2], atol=1e-5)  # stored at 6 decimals
+    assert stored.share().shape == (6, 12)
+    low, high = stored.share_interval()
+    assert (low <= stored.share()).all() and (stored.share() <= high).all()
+    malformed = tmp_path / "patching.json"
+    malformed.write_text('{"pair_ids": ["a", "b"], "left_out": [], "difference": [0.1], "carried": [[[0.0]]]}')
+    with pytest.raises(ValueError, match="they should be \\(pairs,\\) and \\(pairs, layers, heads\\)"):
+        load_pair_patching(malformed)
+    malformed.write_text('{"pair_ids": ["a"]}')
+    with pytest.raises(ValueError, match="needs 'pair_ids', 'left_out', 'difference'"):
+        load_pair_patching(malformed)

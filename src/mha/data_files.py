@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["BOOK_DATA_FILES", "DATA_DIRECTORY", "MAX_JSON_DEPTH", "SHA256_LIST", "how_to_restore", "parse_json", "read_data_file",
-           "read_verified_file", "record_sha256", "repository_root"]
+           "read_verified_file", "record_sha256", "repository_root", "write_recorded_json"]
 
 SHA256_LIST = "SHA256SUMS"
 """The file beside the data that lists each file's sha256, in ``sha256sum``'s format (``sha256sum -c`` checks it)."""
@@ -41,8 +41,8 @@ SHA256_LIST = "SHA256SUMS"
 MAX_JSON_DEPTH = 64
 """The deepest nesting of arrays and objects a JSON data file may have (the book's files nest at most 6 deep)."""
 
-BOOK_DATA_FILES = ("citations.json", "pattern_fits.json", "pruning_spread.json", "sample.conllu",
-                   "ud_english_ewt/en_ewt-ud-dev.conllu")
+BOOK_DATA_FILES = ("citations.json", "coreference_patching.json", "pattern_fits.json", "pruning_spread.json",
+                   "sample.conllu", "ud_english_ewt/en_ewt-ud-dev.conllu")
 """The data files outside ``lab/`` that the book reads, each listed with its sha256 in ``data/SHA256SUMS``."""
 
 RECORD_SHA256 = "python scripts/record_data_sha256.py"
@@ -250,6 +250,18 @@ def read_verified_file(path: str | os.PathLike, *, what: str, how: str, limit: i
         raise error(f"{what} {path} is damaged, tampered with or out of date: its sha256 is {actual}, but {list_path} "
                     f"records {expected}. {how} If you regenerated it on purpose, record it with {RECORD_SHA256}.")
     return data
+
+
+def write_recorded_json(path: str | os.PathLike, content) -> Path:
+    """Write ``content`` as compact JSON to ``path``, one of :data:`BOOK_DATA_FILES`, and record its sha256.
+
+    What every script that regenerates a JSON data file of the book does last, so that
+    :func:`read_verified_file` accepts the new file.
+    """
+    path = Path(path)
+    path.write_text(json.dumps(content, separators=(",", ":")) + "\n")
+    record_sha256()  # data/SHA256SUMS: the loaders check the file against it
+    return path
 
 
 def record_sha256(folder: str | os.PathLike = DATA_DIRECTORY, names: tuple[str, ...] = BOOK_DATA_FILES) -> Path:

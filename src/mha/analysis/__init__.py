@@ -14,7 +14,8 @@
   of pooled shares over sentences, and the power of a test that found nothing (3.2, 3.3, 3.4).
 - :mod:`~mha.analysis.p_value_adjustment`: Bonferroni and Holm adjustments for many tests (the background page "A
   statistics toolkit for reading heads").
-- :mod:`~mha.analysis.coreference`: heads scored on pronoun minimal pairs (3.3 "Coreference, honestly").
+- :mod:`~mha.analysis.coreference`: heads scored on pronoun minimal pairs, and patched between their halves (3.3
+  "Coreference, honestly").
 - :mod:`~mha.analysis.relatedness`: do heads link related words, in a crossed design (3.4 "Content and rare words").
 - :mod:`~mha.analysis.rarity`: how rare a token is, and which heads look at the rarest (3.4).
 - :mod:`~mha.analysis.ablation`: how much each head matters: mask builders, gradient importance, pruning curves,

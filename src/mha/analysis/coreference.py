@@ -19,6 +19,13 @@ whether the pick FLIPS when the one word flips the answer:
 With two candidates, accuracy over a pair is 1, 0 or 1/2 in these three cases,
 so ``accuracy = 1/2 + (right - wrong) / (2 * pairs)``.
 
+Attention says where a head reads; :func:`pair_patching` asks what its output
+carries. For each pair it patches every head's output from one half into the
+other (:mod:`mha.pretrained.patching`) and measures how much of the pair's
+difference in the pronoun's final vector (:func:`lean_to_first_candidate`)
+moves with it; ``scripts/coreference_patching.py`` stores the result, which
+:func:`load_pair_patching` reads.
+
 Candidates are indexed in sentence order, as in ``AnnotatedSentence.candidates``:
 a pick of 0 is the first candidate. Word indices refer to ``sentence.words``,
 so trace the gold words with ``is_split_into_words=True``.
@@ -28,11 +35,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
+from mha.analysis.statistics import bootstrap_interval
 from mha.corpora.templates import AnnotatedSentence
-from mha.pretrained.encoder import EncoderTrace
+from mha.data_files import DATA_DIRECTORY
+from mha.pretrained.encoder import EncoderTrace, MiniLMEncoder
+from mha.pretrained.patching import head_patching_effects
 from mha.pretrained.word_maps import word_attention, word_units
 
 __all__ = [
@@ -47,6 +58,11 @@ __all__ = [
     "PronounScores",
     "score_pronoun_items",
     "candidate_similarity",
+    "lean_to_first_candidate",
+    "PairPatching",
+    "pair_patching",
+    "COREFERENCE_PATCHING_PATH",
+    "load_pair_patching",
 ]
 
 
@@ -301,3 +317,129 @@ def candidate_similarity(trace: EncoderTrace, items: Sequence[AnnotatedSentence]
         pronoun = _unit_vectors(word_vector(item.pronoun))
         similarities.append([float(pronoun @ _unit_vectors(word_vector(c))) for c in item.candidates])
     return np.array(similarities)
+
+
+def lean_to_first_candidate(trace: EncoderTrace, items: Sequence[AnnotatedSentence], states=None) -> np.ndarray:
+    """How much the pronoun's vector leans to the first candidate: cos(it, first) - cos(it, second), (items,).
+
+    :func:`candidate_similarity` of the last layer (or of ``states``
+    (batch, seq, d_model), a patched run of the same batch) for two-candidate
+    items. The readout of "which referent" in chapter 3, "Coreference, honestly".
+    """
+    similarity = candidate_similarity(trace, items, states=states)  # (items, candidates)
+    if similarity.shape[1] != 2:
+        raise ValueError(f"the items have {similarity.shape[1]} candidates; the lean compares exactly two.")
+    return similarity[:, 0] - similarity[:, 1]
+
+
+@dataclass(frozen=True)
+class PairPatching:
+    """How much of each minimal pair's difference every head's output carries (chapter 3, "Coreference, honestly").
+
+    ``difference`` (pairs,): how much more the pronoun's final vector leans to
+    the first candidate in the half whose answer is the first candidate than
+    in the other half (:func:`lean_to_first_candidate`; positive = the model
+    follows the answer). ``carried`` (pairs, layers, heads): how far patching
+    one head's output from the other half moves the lean, in the same units
+    and direction, averaged over the two directions (first half patched from
+    the second, and the reverse). A head that carried all of the difference
+    would have ``carried == difference``. ``left_out`` names the pairs whose
+    halves have different numbers of tokens, which cannot be patched.
+    """
+
+    pair_ids: tuple[str, ...]
+    difference: np.ndarray
+    carried: np.ndarray
+    left_out: tuple[str, ...] = ()
+
+    @property
+    def shares(self) -> np.ndarray:
+        """(pairs, layers, heads): ``carried`` in units of the mean difference over all pairs (1 = all of it).
+
+        The unit is fixed (it does not depend on which heads or which half of the pairs is looked at), so a
+        share can be averaged over any pairs and resampled without dividing by a small resampled mean.
+        """
+        return self.carried / self.difference.mean()
+
+    def share(self, pairs=None) -> np.ndarray:
+        """Mean share of the difference each head carries over ``pairs`` (default all): (layers, heads)."""
+        return self.shares[slice(None) if pairs is None else np.asarray(pairs)].mean(axis=0)
+
+    def share_interval(self, pairs=None, *, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """95% percentile bootstrap interval of :meth:`share` over ``pairs``, resampling pairs
+        (:func:`mha.analysis.statistics.bootstrap_interval`): ``(low, high)``, each (layers, heads)."""
+        return bootstrap_interval(self.shares[slice(None) if pairs is None else np.asarray(pairs)], seed=seed)
+
+    def to_dict(self, decimals: int = 6) -> dict:
+        """The result as JSON-ready lists, rounded to ``decimals`` places (what ``scripts/coreference_patching.py``
+        stores)."""
+        return {"pair_ids": list(self.pair_ids), "left_out": list(self.left_out),
+                "difference": np.round(self.difference, decimals).tolist(),
+                "carried": np.round(self.carried, decimals).tolist()}
+
+
+def pair_patching(encoder: MiniLMEncoder, items: Sequence[AnnotatedSentence]) -> PairPatching:
+    """Patch every head's output between the two halves of each minimal pair of ``items`` (chapter 3).
+
+    Both halves are traced from their gold words, as in :func:`score_pronoun_items`; a pair whose halves have
+    different numbers of tokens is left out (named in ``left_out``). Every head of the first halves is patched
+    from the second halves and the reverse, in one batch (:func:`mha.pretrained.patching.head_patching_effects`),
+    and the change of :func:`lean_to_first_candidate` is turned into :class:`PairPatching`.
+    """
+    items = tuple(items)
+    all_first, all_second = pair_halves(items)
+    words = [list(item.words) for item in items]
+    lengths = encoder.tokenize(words, is_split_into_words=True).lengths
+    same_length = np.array([lengths[a] == lengths[b] for a, b in zip(all_first, all_second)])
+    if not same_length.any():
+        raise ValueError("no pair has two halves of the same length in tokens, so none can be patched.")
+    first, second = all_first[same_length], all_second[same_length]
+    rows = np.concatenate([first, second])  # target row r; its source is the other half of the same pair
+    sources = np.concatenate([second, first])
+    target_items = [items[i] for i in rows]
+    target = encoder.trace([words[i] for i in rows], is_split_into_words=True)
+    source = encoder.trace([words[i] for i in sources], is_split_into_words=True)
+
+    def lean(states):
+        return lean_to_first_candidate(target, target_items, states)  # (rows,)
+
+    effects = head_patching_effects(encoder, target, source, lean)  # (layers, heads, rows)
+    clean = lean(target.hidden_states[-1])  # (rows,)
+    pairs = len(first)
+    orientation = np.where(_answers([items[i] for i in first]) == 0, 1.0, -1.0)  # +1: first half's answer is first
+    difference = orientation * (clean[:pairs] - clean[pairs:])  # (pairs,)
+    # patching the first half from the second moves it by effects[..., :pairs] (toward the second's lean), and
+    # the reverse by effects[..., pairs:]; both, oriented like the difference, are what the head carries
+    moved = effects[..., pairs:] - effects[..., :pairs]  # (layers, heads, pairs)
+    carried = orientation[:, None, None] * np.moveaxis(moved, -1, 0) / 2  # (pairs, layers, heads)
+    left_out = tuple(items[i].pair_id for i in all_first[~same_length])
+    return PairPatching(tuple(items[i].pair_id for i in first), difference, carried, left_out)
+
+
+COREFERENCE_PATCHING_PATH = DATA_DIRECTORY / "coreference_patching.json"
+"""Every head patched between the halves of 3.3's minimal pairs, written by ``scripts/coreference_patching.py``."""
+
+
+def load_pair_patching(path: str | Path = COREFERENCE_PATCHING_PATH) -> PairPatching:
+    """The stored :class:`PairPatching` of ``scripts/coreference_patching.py``, checked against ``data/SHA256SUMS``.
+
+    A missing, tampered or malformed file raises ``ValueError`` with the command that regenerates it
+    (chapter 3, "Coreference, honestly").
+    """
+    from mha.data_files import how_to_restore, parse_json, read_verified_file
+
+    how = how_to_restore("python scripts/coreference_patching.py", path)
+    what = "the stored patching of the pronoun pairs"
+    content = parse_json(read_verified_file(path, what=what, how=how, limit=1_000_000), what=what, path=path, how=how)
+    try:
+        pair_ids = tuple(str(pair_id) for pair_id in content["pair_ids"])
+        left_out = tuple(str(pair_id) for pair_id in content["left_out"])
+        difference = np.asarray(content["difference"], dtype=float)
+        carried = np.asarray(content["carried"], dtype=float)
+    except (KeyError, TypeError, ValueError):
+        raise ValueError(f"{what} {path} is malformed: it needs 'pair_ids', 'left_out', 'difference' (pairs,) and "
+                         f"'carried' (pairs, layers, heads) of numbers. {how}") from None
+    if difference.shape != (len(pair_ids),) or carried.ndim != 3 or carried.shape[0] != len(pair_ids):
+        raise ValueError(f"{what} {path} has {len(pair_ids)} pairs, 'difference' {difference.shape} and 'carried' "
+                         f"{carried.shape}; they should be (pairs,) and (pairs, layers, heads). {how}")
+    return PairPatching(pair_ids, difference, carried, left_out)
