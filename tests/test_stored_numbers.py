@@ -140,3 +140,22 @@ def test_glue_asks_floats_for_the_format_the_prose_uses():
         glue("a share", 0.25, ".2f")
     with pytest.raises(TypeError, match="number or a string"):
         glue("share", [0.25], ".2f")
+
+
+def test_a_notebook_takes_the_books_two_threads_unless_the_environment_names_a_count(monkeypatch):
+    import torch
+
+    from mha.book import set_cpu_threads
+
+    before = torch.get_num_threads()
+    try:
+        monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+        assert set_cpu_threads() == 2 and torch.get_num_threads() == 2
+        monkeypatch.setenv("OMP_NUM_THREADS", "1")  # as the test suite's workers and their kernels have it
+        assert set_cpu_threads() == 1 and torch.get_num_threads() == 1
+        monkeypatch.setenv("OMP_NUM_THREADS", "many")  # not a count: the book's own
+        assert set_cpu_threads(3) == 3 and torch.get_num_threads() == 3
+        with pytest.raises(ValueError, match="whole number"):
+            set_cpu_threads(0)
+    finally:
+        torch.set_num_threads(before)
