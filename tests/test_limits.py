@@ -69,7 +69,7 @@ def test_size_limits_refuse_before_allocating_in_a_capped_process():
              "attention weights of every layer"),
         Case("bootstrap resamples", "bootstrap_interval(np.ones((10, 3)), n_resamples=10**9)", REFUSED,
              "n_resamples"),
-        Case("bootstrap counts", "bootstrap_counts(100, n_resamples=10**9)", REFUSED, "bootstrap counts"),
+        Case("bootstrap counts", "bootstrap_counts(100, n_resamples=10**9)", REFUSED, "the bootstrap resamples"),
         Case("sign flips", "sign_flip_signs(100, n_permutations=10**9)", REFUSED, "table of signs"),
         Case("held-out splits", "held_out_best(np.ones((10, 3)), n_splits=10**9)", REFUSED, "held-out splits"),
         Case("random subspace pairs", "random_subspace_angles(64, 8, n_pairs=10**9)", REFUSED, "n_pairs"),

@@ -1,10 +1,9 @@
 """mha.analysis.statistics: bootstrap intervals of pooled shares over sentences (3.2) and the power of a test
 that found nothing (3.3)."""
 
-import math
-
 import numpy as np
 import pytest
+from scipy import stats
 
 from mha.analysis.statistics import bootstrap_ratio_interval, detection_power, smallest_detectable_count
 
@@ -47,8 +46,12 @@ def test_smallest_detectable_count_reads_the_null_maximum():
 
 
 def test_detection_power_is_a_binomial_tail():
-    assert detection_power(22, 0.7, 12) == pytest.approx(
-        sum(math.comb(22, k) * 0.7 ** k * 0.3 ** (22 - k) for k in range(12, 23)))
+    for n_items, rate, smallest in ((22, 0.7, 12), (22, 0.3, 1), (5, 0.5, 5), (40, 0.9, 33), (10, 0.2, 0)):
+        assert detection_power(n_items, rate, smallest) == pytest.approx(stats.binom.sf(smallest - 1, n_items, rate))
+    # and by simulation: heads that flip each of 22 pairs the right way with probability 0.7
+    right_flips = (np.random.default_rng(0).random((40_000, 22)) < 0.7).sum(axis=1)
+    found = np.mean(right_flips >= 12)
+    assert detection_power(22, 0.7, 12) == pytest.approx(found, abs=4 * np.sqrt(found * (1 - found) / 40_000))
     assert detection_power(10, 1.0, 10) == 1.0 and detection_power(10, 0.0, 1) == 0.0
     assert detection_power(10, 0.9, None) == 0.0
     assert detection_power(22, 0.5, 12) < detection_power(22, 0.7, 12) < detection_power(22, 0.9, 12)

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from mha.core.resampling import bootstrap_counts
 from mha.core.validation import check_whole_number, is_real_number
 
 __all__ = ["FOX_SENTENCE", "POPULAR_ROLES", "REAL_TEXT_RULES", "VERDICTS", "fox_role_weights", "real_text_role_scores",
@@ -103,14 +104,13 @@ def unit_bootstrap(statistic: Callable[[np.ndarray], np.ndarray], n_units: int, 
 
     ``statistic(weights)`` takes the number of times each of the ``n_units`` units was drawn (an array
     (n_units,); all ones for the data as they are) and returns an array. It is called ``n_resamples`` times on
-    draws from ``np.random.default_rng(seed)``. Returns ``(low, high)`` at ``level``, each of the statistic's shape.
+    the resamples of :func:`mha.core.resampling.bootstrap_counts`. Returns ``(low, high)`` at ``level``, each of the statistic's shape.
     """
     n_units = check_whole_number("n_units", n_units, minimum=2, meaning="units to resample")
     if not 0 < level < 1:
         raise ValueError(f"level must be between 0 and 1 (e.g. 0.95), got {level!r}.")
-    rng = np.random.default_rng(seed)
-    values = np.stack([np.asarray(statistic(np.bincount(rng.integers(0, n_units, n_units), minlength=n_units)
-                                            .astype(float)), dtype=float) for _ in range(n_resamples)])
+    counts = bootstrap_counts(n_units, n_resamples, seed)  # (resamples, units)
+    values = np.stack([np.asarray(statistic(weights), dtype=float) for weights in counts])
     tail = (1 - level) / 2
     low, high = np.quantile(values, [tail, 1 - tail], axis=0)
     return low, high

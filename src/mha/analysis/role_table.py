@@ -42,6 +42,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from mha.core.resampling import bootstrap_counts
 from mha.corpora.templates import RELATION_KINDS, AnnotatedSentence
 from mha.pretrained.attention_record import AttentionRecord, RecordLike, as_record, check_record
 from mha.pretrained.word_maps import word_attention, word_units
@@ -587,7 +588,8 @@ def heads_above_thresholds(per_sentence: np.ndarray, thresholds: Sequence[float]
     ``per_sentence`` is (sentences, heads...) as from :func:`sentence_head_scores`; a head's score is its mean
     over sentences, weighted by ``rows`` (sentences,) when given (each sentence's number of rows, so that the
     score is the pooled mean over rows, as in :func:`head_role_table`). Sentences are resampled with replacement
-    (the same resample for every head and threshold), ``n_resamples`` times from ``np.random.default_rng(seed)``, and the count recomputed on each. Returns a
+    (the same resample for every head and threshold), ``n_resamples`` times
+    (:func:`mha.core.resampling.bootstrap_counts`), and the count recomputed on each. Returns a
     DataFrame with one row per threshold: ``threshold``, ``heads`` (the count on all sentences), ``low`` and
     ``high`` (the percentile interval of the count at ``level``).
     """
@@ -605,10 +607,7 @@ def heads_above_thresholds(per_sentence: np.ndarray, thresholds: Sequence[float]
     if weights.shape != (len(flat),) or (weights < 0).any() or weights.sum() <= 0:
         raise ValueError(f"rows must be one non-negative count per sentence, shape ({len(flat)},), not "
                          f"{weights.shape}; use sentence_head_scores(...)['rows'] or ['content_rows'].")
-    rng = np.random.default_rng(seed)
-    resamples = rng.integers(0, len(flat), size=(n_resamples, len(flat)))  # (resamples, sentences)
-    multiplicity = np.zeros((n_resamples, len(flat)))  # how often each sentence was drawn in each resample
-    np.add.at(multiplicity, (np.arange(n_resamples)[:, None], resamples), 1.0)
+    multiplicity = bootstrap_counts(len(flat), n_resamples, seed)  # (resamples, sentences): times each is drawn
     resampled_weights = multiplicity * weights  # (resamples, sentences)
     means = resampled_weights @ flat / resampled_weights.sum(1, keepdims=True)  # (resamples, heads)
     counts = (means[:, None, :] >= thresholds[None, :, None]).sum(-1)  # (resamples, thresholds)

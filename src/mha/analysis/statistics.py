@@ -22,9 +22,9 @@ module gives the tools to say how good is good:
   (4.2);
 * :func:`held_out_best`: pick the best head on half of the items and score
   it on the other half, many times over random halves;
-* :func:`bootstrap_counts` draws resamples of whole sentences once, as counts, and :func:`resampled_means`,
-  :func:`resampled_ratios` and :func:`percentile_interval` turn any per-sentence score into its resampled values
-  and interval (3.2, 4.3);
+* :func:`bootstrap_counts` (from :mod:`mha.core.resampling`, where every bootstrap of the book draws its
+  resamples) gives resamples of whole sentences as counts, and :func:`resampled_means`, :func:`resampled_ratios`
+  and :func:`percentile_interval` turn any per-sentence score into its resampled values and interval (3.2, 4.3);
 * :func:`bootstrap_ratio_interval`: a bootstrap interval for a pooled share
   (hits over pairs, summed over sentences), resampling whole sentences
   (3.2, where a sentence holds several gold pairs);
@@ -44,6 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from mha.core.resampling import bootstrap_counts, bootstrap_indices
 from mha.core.validation import check_seed, check_size, check_whole_number, is_real_number
 
 __all__ = ["mean_by_unit", "paired_t", "bootstrap_interval", "bootstrap_counts", "resampled_means", "resampled_ratios",
@@ -116,12 +117,10 @@ def bootstrap_interval(differences, *, n_resamples: int = 2000, level: float = 0
     n = differences.shape[0]
     check_size("the bootstrap's resampled means (n_resamples, items, heads)",
                (n_resamples, n, math.prod(differences.shape[1:])))
-    rng = np.random.default_rng(check_seed("seed", seed))
-    resampled_items = rng.integers(0, n, size=(n_resamples, n))  # (resamples, items)
+    resampled_items = bootstrap_indices(n, n_resamples, seed)  # (resamples, items)
     flat = differences.reshape(n, -1)  # (items, heads)
     means = flat[resampled_items].mean(axis=1)  # (resamples, heads)
-    tail = (1 - level) / 2
-    low, high = np.quantile(means, [tail, 1 - tail], axis=0)  # each (heads,)
+    low, high = percentile_interval(means, level)  # each (heads,)
     return low.reshape(differences.shape[1:]), high.reshape(differences.shape[1:])
 
 
@@ -294,22 +293,6 @@ def bootstrap_ratio_interval(numerators, denominators, *, n_resamples: int = 200
         raise ValueError(f"level must be between 0 and 1 (e.g. 0.95), got {level!r}.")
     shares = resampled_ratios(numerators, denominators, bootstrap_counts(numerators.shape[0], n_resamples, seed))
     return percentile_interval(shares, level)  # a resample without any pair is nan (0 / 0) and left out
-
-
-def bootstrap_counts(n_items: int, n_resamples: int = 1000, seed: int = 0) -> np.ndarray:
-    """How often each item is drawn in each bootstrap resample: (resamples, items), each row summing to ``n_items``.
-
-    The draws are ``np.random.default_rng(seed).integers(0, n_items, size=(n_resamples, n_items))``, the same as
-    :func:`bootstrap_interval` makes, so intervals computed either way agree. Weighting
-    by these counts turns any sum over items into its resampled sums at once (sections 3.2 and 4.3).
-    """
-    n_items = check_whole_number("n_items", n_items, minimum=1)
-    n_resamples = check_whole_number("n_resamples", n_resamples, minimum=1)
-    check_size("the bootstrap counts (n_resamples, n_items)", (n_resamples, n_items))
-    draws = np.random.default_rng(check_seed("seed", seed)).integers(0, n_items, size=(n_resamples, n_items))  # (resamples, items)
-    counts = np.zeros((n_resamples, n_items))
-    np.add.at(counts, (np.repeat(np.arange(n_resamples), n_items), draws.ravel()), 1.0)
-    return counts
 
 
 def _check_items(values, counts, name: str) -> np.ndarray:

@@ -9,4 +9,6 @@
 - :mod:`~mha.core.geometry`: QK and OV circuits, ranks, subspaces and their angles (2.1 "Each head's own subspace").
 - :mod:`~mha.core.low_rank_fitting`: which patterns one head of width d_head can express, and the stored fits
   (2.2 "The low-rank bottleneck").
+- :mod:`~mha.core.resampling`: the bootstrap's resamples, drawn in one place for every interval of the book (3.1-3.7,
+  4.3 "Layer dependence").
 """

@@ -52,6 +52,7 @@ from mha.lab.circuit_scores import attention_to_key_positions
 from mha.lab.tasks import TaskBatch, TwoRelationTask, task_from_dict
 from mha.lab.tiny_model import TinyTransformer, TinyTransformerConfig
 from mha.lab.training import TrainingConfig, TrainingLog, train
+from mha.core.resampling import bootstrap_indices
 from mha.core.validation import (LARGEST_D_MODEL_LISTED, check_rank, check_whole_number, head_counts_that_divide,
                                  is_whole_number)
 
@@ -499,8 +500,7 @@ def median_interval(values: Sequence[float], n_resamples: int = 2000, seed: int 
     values = np.asarray(values, dtype=float)
     if values.ndim != 1 or len(values) == 0 or np.isnan(values).any():
         raise ValueError(f"give a non-empty 1-d list of numbers (inf for censored runs), got {values!r}.")
-    rng = np.random.default_rng(seed)
-    resamples = values[rng.integers(0, len(values), size=(n_resamples, len(values)))]  # (n_resamples, n)
+    resamples = values[bootstrap_indices(len(values), n_resamples, seed)]  # (n_resamples, n)
     medians = np.sort(resamples, axis=1)[:, (len(values) - 1) // 2]  # the lower median: inf-safe
     tail = (1.0 - level) / 2
     low, high = np.quantile(medians, [tail, 1.0 - tail], method="inverted_cdf")
