@@ -1,5 +1,7 @@
 """Every exercise check passes the solution and fails, with a useful message, on wrong answers."""
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -277,6 +279,7 @@ def test_a_newer_cell_that_does_not_parse_is_reported_as_a_syntax_error_in_a_ker
     from traitlets.config import Config
 
     monkeypatch.setenv("IPYTHONDIR", str(tmp_path))
+    monkeypatch.setitem(sys.modules, "__main__", sys.modules["__main__"])  # the shell replaces it; put it back after
     config = Config()
     config.HistoryManager.hist_file = ":memory:"
     shell = InteractiveShell.instance(config=config)
