@@ -112,6 +112,14 @@ class Page:
     def read(self, index: int) -> dict:
         return self.views.nth(index).evaluate(READ_VIEW)
 
+    def address(self, index: int = 0) -> str:
+        """The page's address once it holds view ``index``'s state: a view writes it just after its new frame is
+        drawn, and its "Link to this view" at once; they must agree within a few frames."""
+        link = self.views.nth(index).locator("a.mha-link")
+        self.page.wait_for_function("(link) => location.hash === link.getAttribute('href')",
+                                    arg=link.element_handle(), timeout=5 * SECONDS)
+        return self.page.evaluate("location.hash")
+
     def screenshot_views(self) -> list[str]:
         self.screenshots.mkdir(parents=True, exist_ok=True)
         shots = []
@@ -411,13 +419,22 @@ def test_the_grid_shows_every_head_of_a_layer_and_of_the_model_and_opens_one(ope
         assert tiles.count() == 12
         titles = [tiles.nth(head).inner_text() for head in range(12)]
         assert titles == [package_view(page, head=head).attention_map.title for head in range(12)]
-        # each tile's pixels are the package's weights on the palette
-        pixels = tiles.nth(7).locator("img").evaluate("""(picture) => {
+        # each tile's pixels are the package's weights on the palette: the part of the grid's one picture that the
+        # tile's background shows, read back at one pixel per cell
+        pixels = tiles.nth(7).locator(".mha-tile-map").evaluate("""async (shown) => {
+            const style = getComputedStyle(shown);
+            const picture = new Image();
+            picture.src = style.backgroundImage.slice(5, -2);
+            await picture.decode();
+            const [shownWidth, shownHeight] = style.backgroundSize.split(" ").map(parseFloat);
+            const [perX, perY] = [picture.naturalWidth / shownWidth, picture.naturalHeight / shownHeight];
+            const top = -parseFloat(style.backgroundPositionY) * perY;
+            const [width, height] = [shown.clientWidth * perX, shown.clientHeight * perY].map(Math.round);
             const canvas = document.createElement("canvas");
-            [canvas.width, canvas.height] = [picture.naturalWidth, picture.naturalHeight];
+            [canvas.width, canvas.height] = [width, height];
             const context = canvas.getContext("2d");
-            context.drawImage(picture, 0, 0);
-            return Array.from(context.getImageData(0, 0, canvas.width, canvas.height).data);
+            context.drawImage(picture, 0, Math.round(top), width, height, 0, 0, width, height);
+            return Array.from(context.getImageData(0, 0, width, height).data);
         }""")
         palette = view.evaluate("(root) => root.mhaView.payload.palette")
         weights = weight_hundredths(package_view(page, head=7).attention_map.weights)
@@ -482,8 +499,7 @@ def test_the_address_holds_the_views_state_and_restores_it(open_page, built_site
         view.locator(".mha-picture").focus()
         for key in ["ArrowRight", "ArrowDown", "ArrowRight"]:
             page.page.keyboard.press(key)
-        address = page.page.evaluate("location.hash")
-        assert address == view.locator("a.mha-link").get_attribute("href"), "the link differs from the address"
+        address = page.address()  # waits until it equals the view's link
         assert "layer=4" in address and "head=6" in address and "compare=1" in address and "cell=1.1" in address
         shown = page.read(0)
         readout = view.locator(".mha-readout").inner_text()
@@ -494,7 +510,7 @@ def test_the_address_holds_the_views_state_and_restores_it(open_page, built_site
         assert restored.locator("svg.mha-map").count() == 3
         # the grid is in the address too
         view.get_by_role("button", name="show every head of every layer at once").click()
-        grid = open_page(PAIRS + page.page.evaluate("location.hash"), site=site)
+        grid = open_page(PAIRS + page.address(), site=site)
         assert grid.views.first.locator(".mha-tile").count() == 72
         assert not page.problems + again.problems + grid.problems
 
@@ -646,7 +662,7 @@ def test_the_training_timeline_scrubs_the_run_and_matches_its_checkpoints(open_p
         view.get_by_role("button", name="pause training").click()
         # a tile opens one head; the address names the recorded step
         view.locator(".mha-tile").nth(6).click()
-        address = page.page.evaluate("location.hash")
+        address = page.address()
         assert "layer=1" in address and "head=2" in address and re.search(r"step=\d+", address), address
         page.page.goto(page.page.url.split("#")[0] + "#view-1?step=2861")
         assert "step 2861 was not recorded" in view.locator(".mha-address").inner_text()
@@ -664,7 +680,7 @@ def test_the_claims_page_links_each_verdict_to_the_view_state_that_shows_it(open
         page = open_page(address)
         view = page.views.first
         assert view.locator(".mha-address").inner_text() == "", f"{address}: {view.locator('.mha-address').inner_text()}"
-        written = dict(part.split("=") for part in page.page.evaluate("location.hash").split("?", 1)[1].split("&"))
+        written = dict(part.split("=") for part in page.address().split("?", 1)[1].split("&"))
         asked = dict(part.split("=") for part in html.unescape(state).split("?", 1)[1].split("&"))
         assert asked.items() <= written.items(), f"{address}: the view shows {written}, not {asked}"
         assert not page.problems, page.problems
@@ -732,7 +748,8 @@ def test_a_typed_sentence_runs_the_model_in_the_page_with_every_tool(open_page):
         assert view.locator(".mha-tile").count() == 72
         open_map(page, view, 3, 7)
         assert_model_map(page, text, 3, 7)
-        assert "text=" in page.page.url and "The+nurse" in page.page.url, page.page.url
+        address = page.address()
+        assert "text=" in address and "The+nurse" in address, address
         # the head's scores on this sentence against the treebank's spread
         assert view.locator(".mha-scores tbody tr").count() == 4
         assert "L3H7 on this sentence (run in your page)" in view.locator(".mha-scores caption").inner_text()
@@ -743,7 +760,7 @@ def test_a_typed_sentence_runs_the_model_in_the_page_with_every_tool(open_page):
                                     timeout=30 * SECONDS)
         assert "1 − cos" in view.locator(".mha-message").inner_text()
         assert "L4H7" in view.locator(".mha-map-title").first.text_content()
-        assert "compare_off=3.7" in page.page.url, page.page.url
+        assert "compare_off=3.7" in page.address()
         # typed HTML stays text; a sentence too long to read as a map, and one over the model's 512, are refused
         submit(page, view, HOSTILE[0] + " is here")
         assert selected_sentence(view).startswith(HOSTILE[0]) and not page.dialogs

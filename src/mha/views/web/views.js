@@ -255,11 +255,14 @@
     return palette[Math.max(0, Math.min(255, Math.round((hundredths / 100) * 255)))];
   }
 
-  /* Paint a map onto a canvas of one pixel per cell: map.hundredths is (rows × columns), row-major. */
-  function paintCells(canvas, palette, map) {
+  /* Paint a map onto a canvas of one pixel per cell: map.hundredths is (rows × columns), row-major. The canvas is
+     sized to the map, unless a top row is given: then the map goes at that row of a canvas already sized for it. */
+  function paintCells(canvas, palette, map, top) {
     const [nRows, nColumns] = [map.rows.length, map.columns.length];
-    if (canvas.width !== nColumns) canvas.width = nColumns;
-    if (canvas.height !== nRows) canvas.height = nRows;
+    if (top === undefined) {
+      if (canvas.width !== nColumns) canvas.width = nColumns;
+      if (canvas.height !== nRows) canvas.height = nRows;
+    }
     const context = canvas.getContext("2d");
     const image = context.createImageData(nColumns, nRows);
     const rgbOf = new Map();
@@ -276,7 +279,7 @@
       image.data[index * 4 + 2] = rgb[2];
       image.data[index * 4 + 3] = 255;
     }
-    context.putImageData(image, 0, 0);
+    context.putImageData(image, 0, top || 0);
   }
 
   /* --- one map: SVG picture with colour scale, focus cell and readout ------------------------------------------ */
@@ -701,21 +704,23 @@
     view.linkNode = link;
   }
 
-  /* One small map of a grid: a button showing the map as a picture, which opens it. */
-  let scratch = null;
-
-  function gridTile(view, map, label, open) {
+  /* One small map of a grid: a button showing its map, which opens it. Every map of a grid is painted into one
+     picture, a column of maps one under the other (drawGrid), and a tile shows its own part of it: one picture to
+     encode and decode rather than 72, which is what a slow phone spends its time on. */
+  function gridTile(view, map, top, sheetRows, label, open) {
     const [nRows, nColumns] = [map.rows.length, map.columns.length];
-    /* A picture rather than a canvas per tile: 72 canvases cost the browser several times more to paint. */
-    scratch = scratch || make("canvas");
-    paintCells(scratch, view.payload.palette, map);
-    const picture = make("img", { class: "mha-tile-map", alt: "", decoding: "sync", width: nColumns, height: nRows,
-      src: scratch.toDataURL("image/png") });
+    const picture = make("span", { class: "mha-tile-map" });
+    const [scaleX, scaleY] = [TILE / nColumns, TILE / nRows];  /* CSS px per cell */
+    picture.style.setProperty("background-size", `${view.sheetColumns * scaleX}px ${sheetRows * scaleY}px`);
+    picture.style.setProperty("background-position", `0 ${-top * scaleY}px`);
     const tile = make("button", { type: "button", class: "mha-tile", "aria-label": `${label}: open this map` },
       picture, make("span", {}, label));
     tile.addEventListener("click", timed(view, open));
     return tile;
   }
+
+  const TILE = 64;  /* px: a grid map's side, as views.css draws .mha-tile-map */
+  let sheet = null;
 
   function drawGrid(view) {
     const names = view.gridAll ? view.gridNames : view.gridNames.slice(-1);
@@ -728,17 +733,29 @@
       }
       states.splice(0, states.length, ...next);
     }
-    let first = null;
+    const shown = [];
     for (const partial of states) {
       const state = { ...view.state, ...partial };
       const map = view.mapAt(state);
-      if (!map) continue;
-      const tile = gridTile(view, map, map.tile || map.title, () => {
+      if (map) shown.push({ state, map });
+    }
+    sheet = sheet || make("canvas");
+    sheet.width = Math.max(1, ...shown.map(({ map }) => map.columns.length));
+    sheet.height = Math.max(1, shown.reduce((rows, { map }) => rows + map.rows.length, 0));
+    view.sheetColumns = sheet.width;
+    let top = 0;
+    for (const { map } of shown) {
+      paintCells(sheet, view.payload.palette, map, top);
+      top += map.rows.length;
+    }
+    grid.style.setProperty("--mha-sheet", `url("${sheet.toDataURL("image/png")}")`);
+    top = 0;
+    for (const { state, map } of shown) {
+      grid.append(gridTile(view, map, top, sheet.height, map.tile || map.title, () => {
         view.mode = "single";
         view.apply(state);
-      });
-      if (!first) first = tile;
-      grid.append(tile);
+      }));
+      top += map.rows.length;
     }
     grid.style.setProperty("--mha-columns", String(view.range(view.gridNames[view.gridNames.length - 1], view.state).length));
     view.figures = [];
@@ -825,10 +842,21 @@
     if (view.restoring || view.hosted || !view.started) return;  /* the address is read before it is written */
     if (location.hash.slice(1) === text) return;
     if (location.hash.startsWith(`#${view.id}?`) || location.hash === "" || location.hash.startsWith("#view-")) {
-      try {
-        history.replaceState(history.state, "", `#${text}`);
-      } catch (error) { /* some hosts (a sandboxed frame) refuse; the link still carries the state */ }
+      /* The address changes once the new frame is on screen: the browser's history is another process, and a reader
+         waits for the map, not for the address. Several changes before then write the last one. */
+      const queued = view.pendingAddress !== undefined;
+      view.pendingAddress = text;
+      if (!queued) requestAnimationFrame(() => setTimeout(() => setTimeout(() => flushAddress(view), 0), 0));
     }
+  }
+
+  function flushAddress(view) {
+    const text = view.pendingAddress;
+    delete view.pendingAddress;
+    if (location.hash.slice(1) === text) return;
+    try {
+      history.replaceState(history.state, "", `#${text}`);
+    } catch (error) { /* some hosts (a sandboxed frame) refuse; the link still carries the state */ }
   }
 
   function wholeNumber(text, low, high, what) {
