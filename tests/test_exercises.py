@@ -264,6 +264,14 @@ def test_a_name_that_is_not_defined_is_reported_as_that_with_the_spelling_it_may
     assert "raised NameError" not in result.message
 
 
+def test_a_module_not_imported_yet_points_to_the_cell_that_imports_it():
+    fresh_kernel = {}  # a cell run before the notebook's imports
+    exec("def my_causal_mask(n):\n    return np.tril(np.ones((n, n), dtype=bool))\n", fresh_kernel)
+    result = exercises.check_causal_mask(fresh_kernel["my_causal_mask"])
+    assert result.message.startswith("✗ `np` is not defined: run the cell that imports it (`import numpy as np`"), \
+        result.message
+
+
 def test_a_local_used_before_it_is_set_is_not_called_undefined():
     def my_causal_mask(n):
         if n < 0:

@@ -415,6 +415,10 @@ def _spelling_it_may_mean(missing: str, function: Callable) -> str | None:
     return close[0] if close else None
 
 
+_MODULE_ALIASES = {"np": "import numpy as np", "torch": "import torch", "pd": "import pandas as pd",
+                   "plt": "import matplotlib.pyplot as plt", "math": "import math"}
+
+
 def _undefined_name_feedback(error: NameError, function: Callable, name: str, count: int, label: str) -> str:
     """What to say when ``function`` read a name that is not defined (``error.name``)."""
     missing = error.name
@@ -423,6 +427,9 @@ def _undefined_name_feedback(error: NameError, function: Callable, name: str, co
     why = getattr(error, "why", None)
     if why:
         return f"✗ `{missing}` is not defined where the grader runs {name}: {why} ({reads})."
+    if missing in _MODULE_ALIASES:
+        return (f"✗ `{missing}` is not defined: run the cell that imports it (`{_MODULE_ALIASES[missing]}`, in the "
+                f"notebook's first code cell), then run this cell again ({reads}).")
     meant = _spelling_it_may_mean(missing, function)
     if meant:
         return (f"✗ `{missing}` is not defined (did you mean `{meant}`?): {reads}. Fix the spelling, or run the cell "
