@@ -1,4 +1,5 @@
-"""The package's layers hold: import-linter checks the contract in ``.importlinter``, and the contract covers it all.
+"""The package's layers hold: import-linter checks the contract in ``.importlinter``, and the contract covers it all;
+no module is over 500 lines.
 
 ``core`` <- ``corpora`` <- ``pretrained`` <- ``analysis``; ``lab`` on ``core`` alone; ``views`` and ``exercises`` on
 top; no import cycles. The contract is only as good as its list of layers, so a subpackage or module that is in no
@@ -48,3 +49,11 @@ def test_the_slips_that_ran_upwards_stay_fixed():
     assert not graph.chain_exists(importer="mha.pretrained", imported="mha.analysis", as_packages=True)
     assert not graph.chain_exists(importer="mha.views.head_explorer", imported="mha.pretrained.tokenizer")
     assert not graph.chain_exists(importer="mha.lab", imported="mha.pretrained", as_packages=True)
+
+
+def test_no_module_is_over_500_lines():
+    lengths = {path.relative_to(ROOT).as_posix(): len(path.read_text().splitlines())
+               for path in (ROOT / "src" / "mha").rglob("*.py")}
+    assert len(lengths) > 50  # the walk found the package
+    long = {path: n for path, n in lengths.items() if n > 500}
+    assert not long, f"split these along a seam into modules of at most 500 lines: {long}"

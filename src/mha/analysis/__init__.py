@@ -2,6 +2,8 @@
 
 - :mod:`~mha.analysis.role_table`: the head-role table, every head scored over a corpus (3.1 "A tour of all 72
   heads", 3.2, 4.2).
+- :mod:`~mha.analysis.attention_patterns`: what a head's map looks like, Kovaleva et al.'s pattern types, and the
+  token classes they rest on (3.1 "A tour of all 72 heads").
 - :mod:`~mha.analysis.score_spread`: four scores of each head spread over treebank sentences, which the website reads
   a typed sentence against (3.1 "A tour of all 72 heads").
 - :mod:`~mha.analysis.long_range`: bridging heads (long-range word pairs from UD trees, against a distance-matched

@@ -35,15 +35,17 @@ determiner's row.
 from __future__ import annotations
 
 import math
-import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
+from mha.analysis.attention_patterns import PATTERN_LABELS, block_segments, is_punctuation, pattern_label
 from mha.core.resampling import bootstrap_counts
-from mha.corpora.templates import RELATION_KINDS, AnnotatedSentence
+from mha.corpora.baselines import (SYNTACTIC_KINDS, best_offset, fixed_offset_baseline, nearest_candidate_baseline,
+                                   nearest_candidate_before)
+from mha.corpora.annotation import AnnotatedSentence
 from mha.pretrained.attention_record import AttentionRecord, RecordLike, as_record, check_record
 from mha.pretrained.word_maps import word_attention, word_units
 
@@ -64,11 +66,6 @@ __all__ = [
     "sentence_head_scores",
     "heads_above_thresholds",
 ]
-
-PATTERN_LABELS: tuple[str, ...] = ("vertical", "diagonal", "vertical+diagonal", "block", "heterogeneous")
-
-#: relation kinds scored by "most-attended word" accuracy; pronouns are scored among their candidates instead
-SYNTACTIC_KINDS: tuple[str, ...] = tuple(k for k in RELATION_KINDS if k != "pron_antecedent")
 
 
 def _reverse_name(kind: str) -> str:
@@ -130,133 +127,6 @@ COLUMN_DESCRIPTIONS: dict[str, str] = {
 
 POSITIONAL_ARGMAX_MIN = 0.9  # Voita et al. 2019: a positional head's maximum is at -1 or +1 in >= 90% of cases
 SYNTACTIC_GAIN_MIN = 0.1  # after Voita et al. 2019: a syntactic head beats the best-offset baseline by a 10% margin
-
-
-def is_punctuation(token: str, continuation_prefix: str = "##") -> bool:
-    """True when a token (prefix such as ``##`` removed) is non-empty and made only of Unicode punctuation."""
-    if continuation_prefix and token.startswith(continuation_prefix) and len(token) > len(continuation_prefix):
-        token = token[len(continuation_prefix):]
-    return bool(token) and all(unicodedata.category(ch).startswith("P") for ch in token)
-
-
-def block_segments(tokens: Sequence[str], word_ids: Sequence[int | None], *, sep_token: str = "[SEP]") -> np.ndarray:
-    """Which contiguous segment each token belongs to, for the "block" pattern (chapter 3, empirical head roles).
-
-    Kovaleva et al. (2019) call a head "block" when it attends within its own
-    sentence of a two-sentence input. We make that precise for any input:
-    content tokens (word id not None) are cut into runs at each ``sep_token``;
-    if that gives two or more runs, each run is a segment; if it gives one
-    (a single sentence), the sentence is cut into two halves by word index,
-    words ``0 .. ceil(n_words / 2) - 1`` forming segment 0 and the rest
-    segment 1 (a word's pieces always share a segment). Returns an int array
-    of shape (seq,), -1 for special tokens.
-    """
-    segments = np.full(len(tokens), -1)
-    current, seen_content = 0, False
-    for position, (token, word) in enumerate(zip(tokens, word_ids)):
-        if word is None:
-            if token == sep_token and seen_content:
-                current, seen_content = current + 1, False
-            continue
-        segments[position], seen_content = current, True
-    if len(set(segments[segments >= 0].tolist())) < 2:
-        words = np.array([-1 if w is None else w for w in word_ids])
-        half = math.ceil((words.max() + 1) / 2) if (words >= 0).any() else 0
-        segments = np.where(words < 0, -1, (words >= half).astype(int))
-    return segments
-
-
-def pattern_label(vertical_share: float, diagonal_share: float, block_share: float, *,
-                  uniform_vertical: float = 0.0, uniform_diagonal: float = 0.0, uniform_block: float = 0.0,
-                  dominant: float = 0.5, minor: float = 0.2, mixed_total: float = 0.6, block: float = 0.8,
-                  lift: float = 1.5) -> str:
-    """Kovaleva et al.'s (2019) pattern type of a head from three attention shares (chapter 3, empirical head roles).
-
-    The shares are means over content-token rows (query = a real word piece):
-    ``vertical_share`` is the weight on fixed tokens (special tokens and
-    punctuation) two or more positions away, ``diagonal_share`` the weight on
-    other tokens at most one position away (previous, same, next); weight on
-    a fixed token next to the query fits both patterns and counts for
-    neither, so a next-token head is not called vertical because the word
-    before "." looks at ".". ``block_share`` is the weight on content keys in
-    the query's own segment (:func:`block_segments`). The ``uniform_*`` arguments are the
-    same shares for uniform attention over the same rows (chance level); a
-    share only counts as high when it is also at least ``lift`` times its
-    chance level, so short sentences, where a few fixed tokens are a large
-    part of every row, are not labelled by accident. Rules, first match wins:
-    "vertical" if vertical is high (>= ``dominant``) and diagonal < ``minor``;
-    "diagonal" if diagonal is high and vertical < ``minor``;
-    "vertical+diagonal" if both >= ``minor`` and their sum is >= ``mixed_total``
-    and >= ``lift`` times its chance level; "block" if block >= ``block`` and
-    >= ``lift`` times chance; otherwise "heterogeneous".
-    """
-    def high(share: float, chance: float, threshold: float) -> bool:
-        return share >= threshold and share >= lift * chance
-
-    if high(vertical_share, uniform_vertical, dominant) and diagonal_share < minor:
-        return "vertical"
-    if high(diagonal_share, uniform_diagonal, dominant) and vertical_share < minor:
-        return "diagonal"
-    if (vertical_share >= minor and diagonal_share >= minor
-            and high(vertical_share + diagonal_share, uniform_vertical + uniform_diagonal, mixed_total)):
-        return "vertical+diagonal"
-    if high(block_share, uniform_block, block):
-        return "block"
-    return "heterogeneous"
-
-
-def _best_offset(offset_counts: Counter, total: int, offsets: Sequence[int]) -> tuple[float, int]:
-    """Accuracy and value of the offset that most often lands on the gold word (ties: smallest |offset|, then negative)."""
-    if total == 0:
-        return math.nan, 0
-    best = max(sorted(offsets, key=lambda k: (abs(k), k)), key=lambda k: offset_counts[k])
-    return offset_counts[best] / total, best
-
-
-def fixed_offset_baseline(sentences: Iterable[AnnotatedSentence], kind: str, direction: str = "source_to_target",
-                          offsets: Sequence[int] = tuple(range(-5, 6))) -> tuple[float, int]:
-    """The best fixed-offset guess for a relation, in one direction (chapter 3, empirical head roles).
-
-    For ``direction="source_to_target"`` the guess for a source word at index
-    ``i`` is the word at ``i + offset``; for ``"target_to_source"`` the guess
-    for the target is ``target + offset``. The offset is the one in
-    ``offsets`` (0 excluded) that is right most often over ``sentences``,
-    the fixed-offset baseline of Clark et al. (2019). Returns ``(accuracy,
-    offset)``; accuracy is NaN when no sentence has the relation.
-    """
-    if kind not in SYNTACTIC_KINDS:
-        raise ValueError(f"kind must be one of {', '.join(SYNTACTIC_KINDS)}, got {kind!r}.")
-    if direction not in ("source_to_target", "target_to_source"):
-        raise ValueError(f"direction must be 'source_to_target' or 'target_to_source', got {direction!r}.")
-    sign = 1 if direction == "source_to_target" else -1
-    counts: Counter = Counter()
-    for sentence in sentences:
-        counts.update(sign * (r.target - r.source) for r in sentence.relations_of(kind))
-    return _best_offset(counts, sum(counts.values()), [k for k in offsets if k != 0])
-
-
-def _nearest_candidate_before(sentence: AnnotatedSentence) -> int:
-    """The candidate closest before the pronoun (closest after it if none precedes it)."""
-    before = [c for c in sentence.candidates if c < sentence.pronoun]
-    if before:
-        return max(before)
-    return min(sentence.candidates, key=lambda c: abs(c - sentence.pronoun))
-
-
-def nearest_candidate_baseline(sentences: Iterable[AnnotatedSentence]) -> float:
-    """Accuracy of guessing each pronoun's antecedent as the nearest candidate before it (chapter 3, empirical head roles).
-
-    Only sentences with a ``pronoun``, ``candidates`` and ``antecedent`` count;
-    when no candidate precedes the pronoun the nearest one after it is the
-    guess. Returns NaN when no sentence qualifies. In the template corpus each
-    minimal pair has one answer per candidate, so this baseline scores 0.5.
-    """
-    guesses = [
-        _nearest_candidate_before(s) == s.antecedent
-        for s in sentences
-        if s.pronoun is not None and s.candidates and s.antecedent is not None
-    ]
-    return float(np.mean(guesses)) if guesses else math.nan
 
 
 class _ScoreSums:
@@ -346,7 +216,7 @@ class _ScoreSums:
         candidates = np.array(sentence.candidates)
         pick = candidates[words[..., sentence.pronoun, candidates].argmax(-1)]  # (layers, heads)
         self.add("pron_antecedent_acc", pick == sentence.antecedent, 1, "pron_antecedent")
-        self.pronoun_baseline_hits += _nearest_candidate_before(sentence) == sentence.antecedent
+        self.pronoun_baseline_hits += nearest_candidate_before(sentence) == sentence.antecedent
 
 
 def head_role_table(
@@ -458,7 +328,7 @@ def _table_columns(sums: _ScoreSums, offsets: Sequence[int],
         n = sums.counts[kind]
         sign = 1 if direction == "source_to_target" else -1
         oriented = Counter({sign * k: v for k, v in sums.offset_counts[kind].items()})
-        baseline, offset = _best_offset(oriented, n, offsets)
+        baseline, offset = best_offset(oriented, n, offsets)
         table[f"{prefix}_acc"] = sums.mean(f"{prefix}_acc", kind)
         table[f"{prefix}_baseline_acc"] = np.full(n_rows, baseline)
         table[f"{prefix}_baseline_offset"] = np.full(n_rows, offset)

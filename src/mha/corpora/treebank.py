@@ -60,7 +60,7 @@ import numpy as np
 from conllu.exceptions import ParseException
 
 from mha.core.validation import check_seed, check_whole_number, is_real_number, is_whole_number
-from mha.corpora.templates import AnnotatedSentence, Relation
+from mha.corpora.annotation import AnnotatedSentence, Relation
 from mha.data_files import DATA_DIRECTORY, how_to_restore, read_verified_file
 
 __all__ = ["NOMINAL_UPOS", "SAMPLE_TREEBANK_PATH", "EWT_DEV_PATH", "read_conllu", "parse_conllu", "relations_from_ud",

@@ -11,4 +11,6 @@
 - :mod:`~mha.lab.permutation`: heads reordered without changing what a layer computes (3.6 "Heads are not
   preassigned").
 - :mod:`~mha.lab.head_count_sweep`: one big head or many at the same parameter count (3.7 "One big head or many").
+- :mod:`~mha.lab.head_count_study`: the stored study of every head count at every learning rate, and what the
+  chapter reads from it (3.7 "One big head or many").
 """

@@ -49,23 +49,9 @@ from mha.core.validation import is_whole_number
 from mha.data_files import DATA_DIRECTORY, how_to_restore, parse_json, read_data_file
 from mha.lab.tiny_model import TinyTransformer, TinyTransformerConfig
 
-__all__ = [
-    "LAB_DIRECTORY",
-    "MANIFEST_NAME",
-    "MAX_FILE_BYTES",
-    "REGENERATE_ALL",
-    "CheckpointError",
-    "CheckpointInfo",
-    "sha256_of_file",
-    "canonical_safetensors",
-    "read_manifest",
-    "save_checkpoint",
-    "load_checkpoint",
-    "record_file",
-    "verified_path",
-    "load_json",
-    "checkpoint_names",
-]
+__all__ = ["LAB_DIRECTORY", "MANIFEST_NAME", "MAX_FILE_BYTES", "REGENERATE_ALL", "CheckpointError", "CheckpointInfo",
+           "sha256_of_file", "canonical_safetensors", "read_manifest", "save_checkpoint", "load_checkpoint", "record_file",
+           "verified_path", "load_json", "checkpoint_names"]
 
 LAB_DIRECTORY = DATA_DIRECTORY / "lab"
 """The lab's folder in the package data: the repository's ``data/lab/`` (editable install) or ``mha/data/lab/``."""

@@ -1,8 +1,14 @@
 """The pretrained model: all-MiniLM-L6-v2 rebuilt on :mod:`mha.core.attention` (chapters 2 to 4).
 
 - :mod:`~mha.pretrained.tokenizer`: text to wordpieces, each mapped back to its word (3.4 "Content and rare words").
-- :mod:`~mha.pretrained.encoder`: the encoder, its traces (every head's weights, queries, keys and values) and
-  head masks, a copy with random weights (2.1, 2.2, 3.1-3.4, 4.1, 4.2, 4.4).
+- :mod:`~mha.pretrained.encoder`: the encoder, run whole or resumed at any layer, with head masks, and a copy with
+  random weights (2.1, 2.2, 3.1-3.4, 4.1, 4.2, 4.4).
+- :mod:`~mha.pretrained.traces`: what a run computed: every head's weights, queries, keys, values and outputs,
+  for a batch or one sentence (3.1 "A tour of all 72 heads", 3.2-3.4, 4.1).
+- :mod:`~mha.pretrained.model_files`: the model's sizes and weights read from its folder without trusting them
+  (3.1 "A tour of all 72 heads").
+- :mod:`~mha.pretrained.overrides`: the forms an intervention on heads takes (head masks, attention and head-output
+  overrides) and the helpers that build them (4.1 "Attention is not explanation", 4.2, 3.3).
 - :mod:`~mha.pretrained.word_maps`: wordpiece maps turned into word maps (3.2 "Syntax: heads that follow
   grammatical relations", 3.3, 3.4).
 - :mod:`~mha.pretrained.sentence_embedding`: the model's sentence vectors, as it is used (4.1, 4.2).

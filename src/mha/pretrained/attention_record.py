@@ -15,7 +15,7 @@ from typing import Protocol
 
 import numpy as np
 
-from mha.corpora.templates import AnnotatedSentence
+from mha.corpora.annotation import AnnotatedSentence
 
 __all__ = ["AttentionLike", "AttentionRecord", "RecordLike", "as_record", "check_record"]
 

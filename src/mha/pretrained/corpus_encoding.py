@@ -30,7 +30,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from mha.core.validation import check_whole_number
-from mha.corpora.templates import AnnotatedSentence
+from mha.corpora.annotation import AnnotatedSentence
 from mha.pretrained.attention_record import AttentionRecord
 from mha.pretrained.encoder import MiniLMEncoder
 from mha.pretrained.word_maps import word_units

