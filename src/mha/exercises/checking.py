@@ -9,9 +9,8 @@ as the last line of a notebook cell; tests assert on ``passed``.
 Whatever the learner hands in, the answer is a :class:`CheckResult`, never a traceback:
 
 * an exception raised inside the learner's function is reported with its type, message and line; a name it
-  reads that is not defined is reported as that (:class:`UndefinedName`), with a spelling it may have meant;
-* in a notebook, a newer cell that defines the function but does not parse is reported as the syntax error it is
-  (:func:`syntax_error_feedback`), not as the older version's result;
+  reads that is not defined, and a newer cell that defines the function but does not parse, are reported as what
+  they are (:mod:`mha.exercises.learner_errors`);
 * the answer is read by one of the readers :func:`answer_array`, :func:`answer_number` and
   :func:`answer_tuple`. An answer of the wrong kind (a string, a dict, None, NaN, complex numbers, a
   wrong shape) makes them raise :class:`AnswerError`, whose message :func:`run_check` turns into the
@@ -23,13 +22,8 @@ Whatever the learner hands in, the answer is a :class:`CheckResult`, never a tra
 
 from __future__ import annotations
 
-import ast
-import builtins
-import difflib
 import math
-import re
 import reprlib
-import traceback
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -37,10 +31,11 @@ from typing import Any
 import numpy as np
 import torch
 
-__all__ = ["AnswerError", "CheckBug", "CheckResult", "UndefinedName", "answer_array", "answer_number", "answer_tuple", "as_array",
+from .learner_errors import newer_cell_that_does_not_parse, undefined_name_feedback, where_it_failed
+
+__all__ = ["AnswerError", "CheckBug", "CheckResult", "answer_array", "answer_number", "answer_tuple", "as_array",
            "compare_array", "compare_number", "describe_difference", "describe_value", "expected_array",
-           "matches", "one_hot_attention", "random_attention_maps", "run_check", "scalar_difference",
-           "syntax_error_feedback"]
+           "matches", "one_hot_attention", "random_attention_maps", "run_check", "scalar_difference"]
 
 
 @dataclass(frozen=True)
@@ -63,17 +58,6 @@ class AnswerError(Exception):
     Raised by the readers (:func:`answer_array`, :func:`answer_number`, :func:`answer_tuple`); :func:`run_check`
     turns it into the failing case's feedback, so a check's ``compare`` can read an answer without guarding it.
     """
-
-
-class UndefinedName(NameError):
-    """A name the learner's function reads is not defined where it ran; ``why`` says why, where that is known.
-
-    Raised by the grader's stand-in for a function run in another process (:mod:`mha.exercises.sandbox`), where a
-    name can be missing for a reason the notebook does not show (a line the grader does not run)."""
-
-    def __init__(self, name: str, why: str | None = None, where: str = ""):
-        super().__init__(f"name {name!r} is not defined", name=name)
-        self.why, self.where = why, where
 
 
 class CheckBug(RuntimeError):
@@ -361,83 +345,6 @@ def one_hot_attention(targets) -> np.ndarray:
 
 # --- running a check -----------------------------------------------------------------------------
 
-def _where_it_failed(error: BaseException, function: Callable) -> str:
-    """' (line 3: return 1 / 0)': the last line of the learner's own file in the error's traceback, or ''."""
-    if getattr(error, "where", ""):
-        return error.where
-    code = getattr(function, "__code__", None)
-    if code is None:
-        return ""
-    frames = [frame for frame in traceback.extract_tb(error.__traceback__) if frame.filename == code.co_filename]
-    if not frames:
-        return ""
-    text = f": {frames[-1].line.strip()}" if frames[-1].line else ""
-    return f" (line {frames[-1].lineno}{text})"
-
-
-def syntax_error_feedback(function_name: str, line: int, what: str, text: str = "") -> str:
-    """The feedback for a cell that defines ``function_name`` and does not parse: its ``line``, Python's ``what``
-    and, when given, the ``text`` of that line. Shared by the notebook's checks and the grader."""
-    shown = f" (`{text.strip()[:80]}`)" if text.strip() else ""
-    return (f"✗ Your cell has a syntax error at line {line}{shown}: {what}. Python could not run the cell that "
-            f"defines {function_name}, so nothing in it was checked: fix that line and run the cell again.")
-
-
-def _newer_cell_that_does_not_parse(function_name: str) -> str | None:
-    """In an IPython kernel: the feedback for the latest cell that defines ``def function_name(`` when that cell
-    does not parse (the function the check was handed is then an older version), else None."""
-    shell = getattr(builtins, "get_ipython", lambda: None)()  # IPython puts get_ipython in builtins
-    history = getattr(shell, "history_manager", None)
-    parsed, raw = getattr(history, "input_hist_parsed", None), getattr(history, "input_hist_raw", None)
-    if not parsed or not isinstance(function_name, str) or not function_name.isidentifier():
-        return None
-    definition = re.compile(rf"^\s*def\s+{function_name}\s*\(", re.MULTILINE)
-    for index in range(len(parsed) - 1, -1, -1):
-        if not isinstance(parsed[index], str) or not definition.search(parsed[index]):
-            continue
-        try:
-            compile(parsed[index], "<cell>", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
-        except (SyntaxError, ValueError) as error:
-            lines = (raw[index] if raw and index < len(raw) else parsed[index]).splitlines()
-            line = getattr(error, "lineno", None) or 0
-            text = lines[line - 1] if 0 < line <= len(lines) else ""
-            return syntax_error_feedback(function_name, line, getattr(error, "msg", str(error)), text)
-        return None
-    return None
-
-
-def _spelling_it_may_mean(missing: str, function: Callable) -> str | None:
-    """The defined name closest to ``missing`` (a typo's intended name), among the function's own names, its
-    module's and Python's built-ins; or None."""
-    code = getattr(function, "__code__", None)
-    known = set(getattr(code, "co_varnames", ())) | set(getattr(function, "__globals__", {})) | set(dir(builtins))
-    close = difflib.get_close_matches(missing, sorted(known - {missing}), n=1, cutoff=0.75)
-    return close[0] if close else None
-
-
-_MODULE_ALIASES = {"np": "import numpy as np", "torch": "import torch", "pd": "import pandas as pd",
-                   "plt": "import matplotlib.pyplot as plt", "math": "import math"}
-
-
-def _undefined_name_feedback(error: NameError, function: Callable, name: str, count: int, label: str) -> str:
-    """What to say when ``function`` read a name that is not defined (``error.name``)."""
-    missing = error.name
-    where = _where_it_failed(error, function)
-    reads = f"{name} reads it on case {count} ({label}){where}"
-    why = getattr(error, "why", None)
-    if why:
-        return f"✗ `{missing}` is not defined where the grader runs {name}: {why} ({reads})."
-    if missing in _MODULE_ALIASES:
-        return (f"✗ `{missing}` is not defined: run the cell that imports it (`{_MODULE_ALIASES[missing]}`, in the "
-                f"notebook's first code cell), then run this cell again ({reads}).")
-    meant = _spelling_it_may_mean(missing, function)
-    if meant:
-        return (f"✗ `{missing}` is not defined (did you mean `{meant}`?): {reads}. Fix the spelling, or run the cell "
-                "that defines it, then run this cell again.")
-    return (f"✗ `{missing}` is not defined: run the cell that defines it, then run this cell again ({reads}). If "
-            "no cell defines it, define it, or check its spelling.")
-
-
 def run_check(function: Callable, cases: Iterable[tuple[str, tuple, dict, Any]], compare: Callable[[Any, Any], str | None],
               what: str) -> CheckResult:
     """Call ``function(*args, **kwargs)`` for each case and compare with its expected answer.
@@ -456,7 +363,7 @@ def run_check(function: Callable, cases: Iterable[tuple[str, tuple, dict, Any]],
     if not callable(function):
         return CheckResult(False, f"✗ Expected a function, got {describe_value(function)}: pass the function itself, "
                                   "without calling it.")
-    broken_cell = _newer_cell_that_does_not_parse(name)
+    broken_cell = newer_cell_that_does_not_parse(name)
     if broken_cell:
         return CheckResult(False, broken_cell)
     count = 0
@@ -471,13 +378,13 @@ def run_check(function: Callable, cases: Iterable[tuple[str, tuple, dict, Any]],
         except Exception as error:  # the learner's bug, reported rather than raised
             if isinstance(error, NameError) and not isinstance(error, UnboundLocalError) and \
                     isinstance(getattr(error, "name", None), str):
-                return CheckResult(False, _undefined_name_feedback(error, function, name, count, label))
+                return CheckResult(False, undefined_name_feedback(error, function, name, count, label))
             if isinstance(error, SyntaxError) and getattr(error, "lineno", None):  # code the function compiles itself
                 return CheckResult(False, f"✗ {name} met a syntax error on case {count} ({label}) at line "
                                           f"{error.lineno}: {error.msg}. Fix that code and run the cell again.")
             text = f": {error}" if str(error) else " (with no message)"
             return CheckResult(False, f"✗ {name} raised {type(error).__name__} on case {count} ({label}){text}"
-                                      f"{_where_it_failed(error, function)}. Fix that error and run the cell again.")
+                                      f"{where_it_failed(error, function)}. Fix that error and run the cell again.")
         try:
             problem = compare(got, expected)
         except AnswerError as error:

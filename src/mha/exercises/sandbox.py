@@ -24,7 +24,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .checking import AnswerError, UndefinedName
+from .checking import AnswerError
+from .learner_errors import UndefinedName
 
 __all__ = ["IsolatedFunction", "Limits", "Stopped", "WORKER"]
 
