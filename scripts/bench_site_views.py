@@ -147,7 +147,9 @@ def main() -> int:
                 if slow_down > 1:
                     context.new_cdp_session(page).send("Emulation.setCPUThrottlingRate", {"rate": slow_down})
                 page.goto(address + path)
-                page.wait_for_function("() => [...document.querySelectorAll('.mha-view')].every((v) => v.dataset.ready)")
+                page.wait_for_function(
+                    "() => [...document.querySelectorAll('.mha-view')].every((v) => v.dataset.ready)"
+                )
                 views = page.locator(".mha-view")
                 for index in range(views.count()):
                     named = inputs_of(page, views.nth(index), args.moves)

@@ -29,7 +29,11 @@ def time_head_explorer() -> tuple[float, list[float]]:
     for head in (0, 1, 2, 3):
         explorer.head_slider.value = head
         timings.append(explorer.last_refresh_seconds)
-    for sentence in ("A short one .", "The keys to the cabinet are on the table .", "Colourless green ideas sleep furiously ."):
+    for sentence in (
+        "A short one .",
+        "The keys to the cabinet are on the table .",
+        "Colourless green ideas sleep furiously .",
+    ):
         explorer.sentence_box.value = sentence
         timings.append(explorer.last_refresh_seconds)
     return first, timings
@@ -98,7 +102,7 @@ def time_live_retrain() -> float:
 
 
 def _controls_of(explorer) -> list:
-    """Every slider or dropdown of a view (mha.views.explorer.Explorer.controls), with a few values to move it through."""
+    """Every slider or dropdown of a view (mha.views.explorer.Explorer.controls), with a few values to move it to."""
     from ipywidgets import Dropdown, IntSlider
 
     moves = []
@@ -106,7 +110,9 @@ def _controls_of(explorer) -> list:
         if isinstance(control, IntSlider):
             moves.append((control, [v for v in (control.max, control.min, (control.min + control.max) // 2)]))
         elif isinstance(control, Dropdown):
-            moves.append((control, [option[1] if isinstance(option, tuple) else option for option in control.options][:4]))
+            moves.append(
+                (control, [option[1] if isinstance(option, tuple) else option for option in control.options][:4])
+            )
     return moves
 
 

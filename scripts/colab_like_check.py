@@ -14,7 +14,8 @@ the same situation from the working tree, without a network beyond what pip alre
    nbclient to run the notebooks; torch==<pin> is whatever pip finds for that pin (CI's local CPU wheel here);
 3. checks that the kernel's ``mha`` and its data files come from that environment, not from a repository;
 4. copies the notebooks alone into an empty folder and executes each one, one at a time, in a kernel whose working
-   directory is another empty folder, two notebooks at a time (``--jobs``). Outputs are not compared (the tests do that with nbval); a notebook fails
+   directory is another empty folder, two notebooks at a time (``--jobs``). Outputs are not compared (the tests do that
+   with nbval); a notebook fails
    here if a cell raises, which is what a reader on Colab would see.
 
 ``.ci/run`` runs it after ``make test``. It ends with a line ``colab-like: N passed, N failed`` and exits 1 if any

@@ -32,7 +32,9 @@ def main() -> int:
                "readout": "cos(pronoun, first candidate) - cos(pronoun, second candidate) of the last layer's "
                           "states; difference and carried oriented so that positive follows the answer",
                **result.to_dict(decimals=6)}
-    write_recorded_json(COREFERENCE_PATCHING_PATH, content)  # and its sha256 in data/SHA256SUMS, which the loader checks
+    write_recorded_json(
+        COREFERENCE_PATCHING_PATH, content
+    )  # and its sha256 in data/SHA256SUMS, which the loader checks
     print(f"wrote {COREFERENCE_PATCHING_PATH}: {len(result.pair_ids)} pairs, left out {list(result.left_out)}")
     return 0
 

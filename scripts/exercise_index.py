@@ -134,11 +134,13 @@ def home_paragraph() -> str:
     checked = sum(exercise.kind == "check" for exercise in every)
     others = [f"{sum(e.kind == kind for e in every)} *{KIND_NAMES[kind].lower()}*" for kind in KIND_NAMES
               if kind != "check" and any(e.kind == kind for e in every)]
-    return (f"The book has {len(every)} exercises. {checked} of them (*write and check*) have an automatic check from "
-            "`mha.exercises`, which runs your function on seeded inputs and says what differs from the reference; "
-            f"the other {len(every) - checked} ({', '.join(others)}) are marked on their reasoning, with a model answer "
-            "or a starting point. Every exercise has its solution in a dropdown, and the {doc}`exercise_index` lists "
-            "them all with their time. Instructors: see {doc}`instructors`.")
+    return (
+        f"The book has {len(every)} exercises. {checked} of them (*write and check*) have an automatic check from "
+        "`mha.exercises`, which runs your function on seeded inputs and says what differs from the reference; "
+        f"the other {len(every) - checked} ({', '.join(others)}) are marked on their reasoning, with a model answer "
+        "or a starting point. Every exercise has its solution in a dropdown, and the {doc}`exercise_index` lists "
+        "them all with their time. Instructors: see {doc}`instructors`."
+    )
 
 
 def home_page(text: str) -> str:

@@ -29,8 +29,15 @@ from pathlib import Path
 
 import torch
 
-from mha.core.low_rank_fitting import (REGENERATE_PATTERN_FITS, dense_random_pattern, first_token_pattern,
-                                 fit_head_patterns, load_pattern_fits, permutation_pattern, previous_token_pattern)
+from mha.core.low_rank_fitting import (
+    REGENERATE_PATTERN_FITS,
+    dense_random_pattern,
+    first_token_pattern,
+    fit_head_patterns,
+    load_pattern_fits,
+    permutation_pattern,
+    previous_token_pattern,
+)
 from mha.data_files import record_sha256
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -394,10 +394,13 @@ def main() -> int:
         problems = [problem for path in args.check or [] for problem in check_grading(Path(path).resolve(), out, wheel)]
         problems += [problem for path in args.clean_check or []
                      for problem in clean_check(Path(path).resolve(), out, wheel, args.torch_index)]
-        print("\n".join(problems) or "grading works: full marks for the key, zero for the student edition, partial "
-                                     "credit with feedback for a wrong answer"
-                                     + (" (patched or not), a hang costs only its exercise" if args.check else "")
-                                     + ("; in a clean environment built from the zip alone" if args.clean_check else ""))
+        print(
+            "\n".join(problems)
+            or "grading works: full marks for the key, zero for the student edition, partial "
+            "credit with feedback for a wrong answer"
+            + (" (patched or not), a hang costs only its exercise" if args.check else "")
+            + ("; in a clean environment built from the zip alone" if args.clean_check else "")
+        )
         return 1 if problems else 0
     notebooks = sorted(p for p in (ROOT / "chapters").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
     for path in notebooks:

@@ -35,9 +35,14 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 import torch
 
 from mha.lab.checkpoints import LAB_DIRECTORY, load_checkpoint, load_json, record_file
-from mha.lab.induction import (SETTLED_REPEAT_LOSS, first_step_above, held_out_batch, repeated_block_batch,
-                               train_until_induction)
 from mha.lab.circuit_scores import head_role_scores
+from mha.lab.induction import (
+    SETTLED_REPEAT_LOSS,
+    first_step_above,
+    held_out_batch,
+    repeated_block_batch,
+    train_until_induction,
+)
 from mha.lab.tasks import InductionTask
 from mha.lab.tiny_model import TinyTransformer, TinyTransformerConfig
 from mha.lab.training import TrainingConfig, TrainingLog, steepest_drop

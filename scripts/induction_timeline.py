@@ -39,12 +39,19 @@ import time
 
 import numpy as np
 import torch
+from train_checkpoints import (
+    HELD_OUT_SEED,
+    HELD_OUT_SIZE,
+    INDUCTION_TASK,
+    held_out_batch,
+    held_out_scores,
+    induction_setup,
+    write_json,
+)
 
 from mha.lab.checkpoints import LAB_DIRECTORY, CheckpointError, checkpoint_names, load_checkpoint
 from mha.lab.timeline import REGENERATE_TIMELINE, TIMELINE_FILE, frame_steps, timeline_sequences
 from mha.lab.training import TrainingLog, steepest_drop, train
-from train_checkpoints import (HELD_OUT_SEED, HELD_OUT_SIZE, INDUCTION_TASK, held_out_batch, held_out_scores,
-                               induction_setup, write_json)
 
 SEED, N_LAYERS, MODEL_NAME = 0, 2, "induction_2layer_seed0"
 

@@ -110,7 +110,9 @@ def main() -> int:
     parser.add_argument("--prose-only", action="store_true",
                         help="execute nothing: rewrite and store the glued numbers of the prose from stored outputs")
     args = parser.parse_args()
-    paths = args.notebooks or sorted(p for p in (ROOT / "chapters").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+    paths = args.notebooks or sorted(
+        p for p in (ROOT / "chapters").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts
+    )
     write_citation_labels()
     if args.prose_only:
         for path in paths:
@@ -124,7 +126,10 @@ def main() -> int:
         seconds, peak = run(path.resolve(), args.write)
         ok = seconds <= TIME_BUDGET_S and peak <= MEMORY_BUDGET_MB
         over += not ok
-        print(f"{str(path.resolve().relative_to(ROOT)):60s} {seconds:8.1f} {peak:8.0f}  {'yes' if ok else 'NO'}", flush=True)
+        print(
+            f"{str(path.resolve().relative_to(ROOT)):60s} {seconds:8.1f} {peak:8.0f}  {'yes' if ok else 'NO'}",
+            flush=True,
+        )
     print(f"budget per notebook: {TIME_BUDGET_S:.0f} s and {MEMORY_BUDGET_MB:.0f} MB; {over} over budget")
     return 1 if over else 0
 

@@ -96,8 +96,14 @@ def setup_source(notebook: dict) -> str:
 
 def setup_cell(notebook: dict, cell_id: str = "colab-setup") -> dict:
     """The whole setup cell (no outputs), keeping ``cell_id``."""
-    return {"cell_type": "code", "execution_count": None, "id": cell_id, "metadata": {"tags": [SETUP_TAG, "hide-input"]},
-            "outputs": [], "source": setup_source(notebook).splitlines(keepends=True)}
+    return {
+        "cell_type": "code",
+        "execution_count": None,
+        "id": cell_id,
+        "metadata": {"tags": [SETUP_TAG, "hide-input"]},
+        "outputs": [],
+        "source": setup_source(notebook).splitlines(keepends=True),
+    }
 
 
 def code_cells(notebook: dict) -> list[dict]:

@@ -211,7 +211,12 @@ def answer_key(title: str, solutions: list[Solution]) -> str:
         for code in solution.code:
             lines += ["```python", code, "```", ""]
         if solution.verdicts:
-            lines += ["**The check says:**", "", *(f"> {line}" for v in solution.verdicts for line in v.splitlines()), ""]
+            lines += [
+                "**The check says:**",
+                "",
+                *(f"> {line}" for v in solution.verdicts for line in v.splitlines()),
+                "",
+            ]
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -42,8 +42,14 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 import torch
 
 from mha.lab.checkpoints import LAB_DIRECTORY, record_file, save_checkpoint
-from mha.lab.head_count_sweep import (STUDY_FILE, analysis_batch, answer_part_accuracy, best_learning_rates,
-                                      relation_shares, study_from_content)
+from mha.lab.head_count_sweep import (
+    STUDY_FILE,
+    analysis_batch,
+    answer_part_accuracy,
+    best_learning_rates,
+    relation_shares,
+    study_from_content,
+)
 from mha.lab.tasks import PairRecallTask, TwoRelationTask
 from mha.lab.tiny_model import TinyTransformer, TinyTransformerConfig
 from mha.lab.training import TrainingConfig, evaluate, train
@@ -177,8 +183,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2, help="single-thread worker processes (default 2)")
     parser.add_argument("--progress-file", help="append each finished run's record to this JSON-lines file")
     parser.add_argument("--reuse", nargs="+", help="progress files whose finished runs are not trained again")
-    parser.add_argument("--assemble-only", action="store_true",
-                        help="train nothing: write the result file from the --reuse runs alone (listing what is missing)")
+    parser.add_argument(
+        "--assemble-only",
+        action="store_true",
+        help="train nothing: write the result file from the --reuse runs alone (listing what is missing)",
+    )
     parser.add_argument("--why-incomplete", help="with --assemble-only: why some arms lack seeds (stored in the file)")
     args = parser.parse_args(argv)
     started = time.perf_counter()
@@ -265,9 +274,14 @@ def main(argv: list[str] | None = None) -> int:
     print("chosen learning rates: " + ", ".join(f"h = {h}: {rate:g}" for h, rate in chosen.items()), flush=True)
     path = LAB_DIRECTORY / STUDY_FILE
     path.write_text(json.dumps(rounded(content), separators=(",", ":")) + "\n")
-    record_file(path, directory=LAB_DIRECTORY, regenerate=SCRIPT, description="one head or many, fairly: every (h, learning rate, seed) run's "
-                "validation and held-out accuracy curves and role curves, each h's chosen rate, and the mechanism "
-                "controls")
+    record_file(
+        path,
+        directory=LAB_DIRECTORY,
+        regenerate=SCRIPT,
+        description="one head or many, fairly: every (h, learning rate, seed) run's "
+        "validation and held-out accuracy curves and role curves, each h's chosen rate, and the mechanism "
+        "controls",
+    )
     print(f"wrote {path} in {time.perf_counter() - started:.0f} s", flush=True)
     return 0
 

@@ -56,6 +56,10 @@ def _site_in(shared: Path) -> Path:
         return html
 
 
+WORKER_NICENESS = 5
+"""How much lower the workers' CPU priority is than the site build's (Linux niceness; their kernels inherit it)."""
+
+
 def pytest_sessionstart(session):
     """On a whole run with workers, start building the site at once, beside them, in the run's shared folder.
 
@@ -63,7 +67,13 @@ def pytest_sessionstart(session):
     worker ran on and then waited for it too; started here, the build overlaps the notebooks and unit tests, and the
     workers' ``built_site`` waits on the same lock. A run of chosen files (pytest tests/test_x.py) builds only if a
     test asks for the site.
+
+    The workers run at a lower CPU priority (:data:`WORKER_NICENESS`): on two cores, two workers and their kernels
+    would otherwise leave the build a third of the time, and the site's tests, which come last, would wait for it
+    with nothing else left to run. Given the build's share first, it is ready before the notebooks are done.
     """
+    if os.environ.get("PYTEST_XDIST_WORKER") and hasattr(os, "nice"):
+        os.nice(WORKER_NICENESS)
     config = session.config
     whole_run = config.args_source == pytest.Config.ArgsSource.TESTPATHS  # `pytest` with no paths: the whole suite
     if os.environ.get("PYTEST_XDIST_WORKER") or not getattr(config.option, "numprocesses", None) or not whole_run \

@@ -4,8 +4,15 @@ import numpy as np
 import pytest
 import torch
 
-from mha.analysis.ablation import (column_means, head_mask_gradients, heads_removable, keep_one_head_masks,
-                                   michel_importance, pruning_masks, single_head_masks)
+from mha.analysis.ablation import (
+    column_means,
+    head_mask_gradients,
+    heads_removable,
+    keep_one_head_masks,
+    michel_importance,
+    pruning_masks,
+    single_head_masks,
+)
 from mha.pretrained.encoder import MiniLMEncoder
 from mha.pretrained.sentence_embedding import sentence_embeddings
 

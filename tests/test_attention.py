@@ -29,7 +29,9 @@ def attention_problems(draw):
     seq_k = seq_q if self_attention else draw(st.integers(1, 6))
     n_heads = draw(st.integers(1, 4))
     d_head = draw(st.integers(1, 5))
-    mask_kind = draw(st.sampled_from(["none", "causal", "padding", "random"] if seq_q == seq_k else ["none", "padding", "random"]))
+    mask_kind = draw(
+        st.sampled_from(["none", "causal", "padding", "random"] if seq_q == seq_k else ["none", "padding", "random"])
+    )
     seed = draw(st.integers(0, 2**31 - 1))
     generator = torch.Generator().manual_seed(seed)
     d_model = n_heads * d_head

@@ -8,9 +8,14 @@ from matplotlib.text import Text
 
 from mha.analysis.p_value_adjustment import bonferroni_adjusted, holm_adjusted
 from mha.analysis.statistics import bootstrap_interval, familywise_p_values
-from mha.exercises.background import (check_bootstrap_interval, check_cross_entropy, check_holm_adjusted,
-                                      check_sign_flip_p_value, check_stream_after_each_layer,
-                                      check_words_from_wordpieces)
+from mha.exercises.background import (
+    check_bootstrap_interval,
+    check_cross_entropy,
+    check_holm_adjusted,
+    check_sign_flip_p_value,
+    check_stream_after_each_layer,
+    check_words_from_wordpieces,
+)
 from mha.views.block_diagram import draw_residual_stream, draw_transformer_layer, transformer_block_figure
 
 

@@ -33,9 +33,15 @@ def test_there_are_notebooks_and_every_one_is_in_the_table_of_contents():
 def test_notebook_is_committed_executed(path):
     cells = json.loads(path.read_text())["cells"]
     code = [c for c in cells if c["cell_type"] == "code"]
-    not_run = [i for i, c in enumerate(code) if c.get("execution_count") is None and "remove-cell" not in c["metadata"].get("tags", [])]
+    not_run = [
+        i
+        for i, c in enumerate(code)
+        if c.get("execution_count") is None and "remove-cell" not in c["metadata"].get("tags", [])
+    ]
     assert not not_run, f"code cells {not_run} of {path.name} were never executed: run `make notebooks` and commit"
-    assert sum(bool(c["outputs"]) for c in code) >= len(code) // 2, f"{path.name} has too few outputs for nbval to compare"
+    assert sum(bool(c["outputs"]) for c in code) >= len(code) // 2, (
+        f"{path.name} has too few outputs for nbval to compare"
+    )
     errors = [o for c in code for o in c["outputs"] if o["output_type"] == "error"]
     assert not errors, f"{path.name} was committed with an error output"
 
@@ -44,7 +50,9 @@ def test_notebook_is_committed_executed(path):
 def test_notebook_follows_the_section_skeleton(path):
     cells = json.loads(path.read_text())["cells"]
     markdown = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
-    assert re.search(r"\*\*After this section you will be able to\*\*", markdown), "open with what the reader will be able to do"
+    assert re.search(r"\*\*After this section you will be able to\*\*", markdown), (
+        "open with what the reader will be able to do"
+    )
     assert "## Summary" in markdown and "## Exercises" in markdown
     exercises = re.findall(r"```\{exercise\}[^\n]*\n:label: ([\w-]+)", markdown)
     # predictions, explanations and investigations have no stub; every other exercise is checked twice
@@ -67,14 +75,18 @@ def test_book_builds_without_warnings_and_renders_its_parts(built_site):
     section = (built_site / "chapters" / "1_mechanism" / "1_attention_from_scratch.html").read_text()
     assert 'class="solution' in section and "dropdown" in section, "solutions rendered as dropdowns"
     assert "Vaswani" in section, "citations resolve to the bibliography"
-    assert re.search(r"largest of 16\s+weights averages <span[^>]*>0\.\d{3}", section), "glued numbers appear in the prose"
+    assert re.search(r"largest of 16\s+weights averages <span[^>]*>0\.\d{3}", section), (
+        "glued numbers appear in the prose"
+    )
     assert "Vaswani" in (built_site / "chapters" / "references.html").read_text()
 
 
 @pytest.mark.parametrize("index", range(len(NOTEBOOKS)), ids=[p.stem for p in NOTEBOOKS])
 def test_every_notebook_page_has_launch_buttons_and_alt_text(built_site, index):
     page = notebook_pages(built_site)[index].read_text()
-    assert "mybinder.org/v2/gh/" in page and "colab.research.google.com/github/" in page, "Binder and Colab launch buttons"
+    assert "mybinder.org/v2/gh/" in page and "colab.research.google.com/github/" in page, (
+        "Binder and Colab launch buttons"
+    )
     images = re.findall(r"<img [^>]*>", page)
     output_images = [tag for tag in images if "_images/" in tag]
     assert output_images, "each section shows at least one figure"

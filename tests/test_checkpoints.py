@@ -188,7 +188,9 @@ def test_a_manifest_entry_that_points_to_another_checkpoints_file_is_refused(tmp
         manifest["checkpoints"]["second"]["file"] = "first.safetensors"
         manifest["checkpoints"]["second"]["sha256"] = manifest["checkpoints"]["first"]["sha256"]
     edit_manifest(tmp_path, swap)
-    with pytest.raises(CheckpointError, match="saved as checkpoint 'first', but the manifest .* lists it under 'second'"):
+    with pytest.raises(
+        CheckpointError, match="saved as checkpoint 'first', but the manifest .* lists it under 'second'"
+    ):
         load_checkpoint("second", tmp_path)
 
 
@@ -424,12 +426,14 @@ def test_regenerating_a_shipped_checkpoint_gives_the_committed_file(tmp_path):
     if rebuilt != committed:
         assert torch.backends.cpu.get_cpu_capability() != "AVX2", "on the CPU kind that made it, every byte agrees"
     entry_rebuilt = read_manifest(tmp_path)["checkpoints"][name]
-    assert {k: v for k, v in entry_rebuilt.items() if k != "sha256"} == {k: v for k, v in entry.items() if k != "sha256"}
+    assert {k: v for k, v in entry_rebuilt.items() if k != "sha256"} == {
+        k: v for k, v in entry.items() if k != "sha256"
+    }
 
 
 @shipped
 def test_shipped_induction_claims_hold_on_held_out_periods():
-    """Every 2-layer seed: an induction head in layer 1, a previous-token head in layer 0. The 1-layer model: neither."""
+    """Each 2-layer seed: an induction head in layer 1, a previous-token head in layer 0; the 1-layer model: neither."""
     for name in [n for n in checkpoint_names() if n.startswith("induction_")]:
         model, info = load_checkpoint(name)
         if info.steps < info.training.get("steps", 0):

@@ -3,8 +3,15 @@
 import numpy as np
 import pytest
 
-from mha.analysis.coreference import (antecedent_preference, baseline_picks, candidate_picks, candidate_weights,
-                             count_flips, flip_scores, pair_halves)
+from mha.analysis.coreference import (
+    antecedent_preference,
+    baseline_picks,
+    candidate_picks,
+    candidate_weights,
+    count_flips,
+    flip_scores,
+    pair_halves,
+)
 from mha.corpora.templates import AnnotatedSentence, pronoun_pairs
 
 

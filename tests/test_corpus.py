@@ -1,4 +1,4 @@
-"""The template corpus: deterministic, large enough, and with gold relations that point at the right words (chapter 3)."""
+"""The template corpus: deterministic, large enough, with gold relations that point at the right words (chapter 3)."""
 
 import pytest
 
@@ -22,7 +22,9 @@ from mha.corpora.templates import (
 )
 
 SINGULAR_NOUNS = {
-    pair[0] for group in (corpus_module.PEOPLE_AND_ANIMALS, corpus_module.THINGS, corpus_module.PLACES) for pair in group
+    pair[0]
+    for group in (corpus_module.PEOPLE_AND_ANIMALS, corpus_module.THINGS, corpus_module.PLACES)
+    for pair in group
 }
 SINGULAR_VERBS = {pair[0] for pair in corpus_module.INTRANSITIVE_PRESENT}
 
@@ -82,7 +84,9 @@ def test_structural_facts_of_the_templates(corpus):
     for sentence in corpus:
         assert sentence.words[-1] == "."
         assert sentence.words[0][0].isupper()
-        for r in sentence.relations_of("det_noun") + sentence.relations_of("adj_noun") + sentence.relations_of("aux_verb"):
+        for r in (
+            sentence.relations_of("det_noun") + sentence.relations_of("adj_noun") + sentence.relations_of("aux_verb")
+        ):
             assert r.source < r.target  # English puts these before their noun / verb
         for r in sentence.relations_of("verb_obj") + sentence.relations_of("prep_obj"):
             assert r.source < r.target

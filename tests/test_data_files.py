@@ -7,8 +7,8 @@ import json
 import shutil
 
 import pytest
-
 from hostile import Case, run_cases
+
 from mha.data_files import BOOK_DATA_FILES, DATA_DIRECTORY, SHA256_LIST, _json_depth, parse_json
 
 

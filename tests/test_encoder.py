@@ -1,4 +1,4 @@
-"""Tests for mha.pretrained.encoder and mha.pretrained.tokenizer: the rebuilt all-MiniLM-L6-v2 must equal transformers' BertModel.
+"""mha.pretrained.encoder and mha.pretrained.tokenizer: the rebuilt all-MiniLM-L6-v2 must equal transformers' BertModel.
 
 The reference is transformers' ``BertModel`` loaded from the same local folder
 with eager attention (so it returns attention weights). Hidden states and
@@ -51,7 +51,9 @@ SENTENCES = [
     "the proposal, many observers remained sceptical that the plan would ever be carried out as described.",
     " ".join(["The quick brown fox jumps over the lazy dog, again and again, in Zürich."] * 28),  # near 512 positions
 ]
-BATCH = SENTENCES[:-1]  # the padded batch: every length from 3 to ~70 tokens (the 500-token one would dominate the time)
+BATCH = SENTENCES[
+    :-1
+]  # the padded batch: every length from 3 to ~70 tokens (the 500-token one would dominate the time)
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+
 from conftest import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,7 +71,9 @@ def test_every_exercise_of_the_book_declares_title_kind_difficulty_time_and_hint
         for exercise in index.student_edition.exercises(json.loads(path.read_text())):
             where = f"{path.name}: {exercise.label}"
             assert exercise.title, f"{where} has no title (```{{exercise}} Title)"
-            assert exercise.kind in index.KIND_NAMES, f"{where}: no header line such as **Write and check** · ★ · 10 min"
+            assert exercise.kind in index.KIND_NAMES, (
+                f"{where}: no header line such as **Write and check** · ★ · 10 min"
+            )
             assert exercise.difficulty in (1, 2, 3) and 0 < exercise.minutes <= 120, where
             assert exercise.has_hint, f"{where} has no ```{{hint}} with :class: dropdown after its statement"
             assert (exercise.check is not None) == (exercise.kind == "check"), \

@@ -7,7 +7,6 @@ import pytest
 
 from mha import exercises
 
-
 # --- solutions, written the way a learner would --------------------------------------------------
 
 def softmax_solution(scores):
@@ -106,19 +105,45 @@ def head_contributions_with_wrong_rows(z, W_O):
 
 
 CASES = [
-    (exercises.check_softmax, softmax_solution, [
-        (naive_softmax, "NaN or infinity"), (softmax_over_wrong_axis, "wrong values"), (not_attempted, "Not attempted")]),
-    (exercises.check_attention, attention_solution, [
-        (attention_without_scaling, "weights has the right shape"), (attention_ignoring_mask, "causal mask"),
-        (attention_returning_output_only, "return a pair"), (not_attempted, "Not attempted")]),
-    (exercises.check_causal_mask, causal_mask_solution, [
-        (upper_triangular_mask, "transpose"), (float_mask, "boolean")]),
-    (exercises.check_split_heads, split_heads_solution, [
-        (split_heads_without_transpose, "Heads that differ"), (split_heads_strided, "Heads that differ")]),
-    (exercises.check_parameter_count, parameter_count_solution, [
-        (parameter_count_per_head_matrices_only, "the layer has 288"), (parameter_count_as_float, "whole number")]),
-    (exercises.check_head_contributions, head_contributions_solution, [
-        (head_contributions_with_wrong_rows, "heads that match: [0]")]),
+    (
+        exercises.check_softmax,
+        softmax_solution,
+        [
+            (naive_softmax, "NaN or infinity"),
+            (softmax_over_wrong_axis, "wrong values"),
+            (not_attempted, "Not attempted"),
+        ],
+    ),
+    (
+        exercises.check_attention,
+        attention_solution,
+        [
+            (attention_without_scaling, "weights has the right shape"),
+            (attention_ignoring_mask, "causal mask"),
+            (attention_returning_output_only, "return a pair"),
+            (not_attempted, "Not attempted"),
+        ],
+    ),
+    (
+        exercises.check_causal_mask,
+        causal_mask_solution,
+        [(upper_triangular_mask, "transpose"), (float_mask, "boolean")],
+    ),
+    (
+        exercises.check_split_heads,
+        split_heads_solution,
+        [(split_heads_without_transpose, "Heads that differ"), (split_heads_strided, "Heads that differ")],
+    ),
+    (
+        exercises.check_parameter_count,
+        parameter_count_solution,
+        [(parameter_count_per_head_matrices_only, "the layer has 288"), (parameter_count_as_float, "whole number")],
+    ),
+    (
+        exercises.check_head_contributions,
+        head_contributions_solution,
+        [(head_contributions_with_wrong_rows, "heads that match: [0]")],
+    ),
 ]
 
 
@@ -129,8 +154,11 @@ def test_check_passes_the_solution(check, solution):
     assert result.message.startswith("✓")
 
 
-@pytest.mark.parametrize("check, wrong, expected_words",
-                         [(c, w, m) for c, _, wrongs in CASES for w, m in wrongs], ids=lambda f: getattr(f, "__name__", ""))
+@pytest.mark.parametrize(
+    "check, wrong, expected_words",
+    [(c, w, m) for c, _, wrongs in CASES for w, m in wrongs],
+    ids=lambda f: getattr(f, "__name__", ""),
+)
 def test_check_fails_a_wrong_answer_and_says_why(check, wrong, expected_words):
     result = check(wrong)
     assert not result.passed and not bool(result)
@@ -253,7 +281,9 @@ def test_a_name_that_is_not_defined_is_reported_as_that_with_the_spelling_it_may
         return np.exp(shifted) / np.exp(shifted).sum(axis=-1, keepdims=True) + sifted * 0  # noqa: F821
 
     result = exercises.check_softmax(my_softmax)
-    assert not result and result.message.startswith("✗ `sifted` is not defined (did you mean `shifted`?)"), result.message
+    assert not result and result.message.startswith("✗ `sifted` is not defined (did you mean `shifted`?)"), (
+        result.message
+    )
     assert "Fix the spelling, or run the cell that defines it" in result.message and "line " in result.message
 
     def my_attention(q, k, v, mask=None):

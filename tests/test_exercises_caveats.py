@@ -4,9 +4,15 @@ learners really make."""
 import numpy as np
 from scipy.stats import rankdata
 
-from mha.exercises.caveats import (check_attention_rollout, check_heads_removable, check_michel_importance,
-                                   check_norm_based_attention, check_rank_correlation, check_ranking_accuracy,
-                                   check_sentence_embedding)
+from mha.exercises.caveats import (
+    check_attention_rollout,
+    check_heads_removable,
+    check_michel_importance,
+    check_norm_based_attention,
+    check_rank_correlation,
+    check_ranking_accuracy,
+    check_sentence_embedding,
+)
 
 
 def not_attempted(*args, **kwargs):

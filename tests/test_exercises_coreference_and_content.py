@@ -4,9 +4,15 @@ message, on the mistakes learners really make."""
 import numpy as np
 import pytest
 
-from mha.exercises.coreference_and_content import (check_candidate_picks, check_count_flips,
-                                                    check_crossed_contrast, check_detection_power,
-                                                    check_familywise_p_values, check_held_out_best, check_rarest_hits)
+from mha.exercises.coreference_and_content import (
+    check_candidate_picks,
+    check_count_flips,
+    check_crossed_contrast,
+    check_detection_power,
+    check_familywise_p_values,
+    check_held_out_best,
+    check_rarest_hits,
+)
 
 
 def not_attempted(*args, **kwargs):

@@ -1,4 +1,4 @@
-"""The chapter-3 emergence exercise checks pass the solutions and fail, with a useful message, on typical wrong answers."""
+"""The chapter-3 emergence exercise checks pass the solutions and fail, with a useful message, on typical slips."""
 
 import numpy as np
 import pytest
@@ -11,7 +11,6 @@ from mha.exercises.emergence import (
     check_previous_token_score,
     check_uniform_previous_token_score,
 )
-
 
 # --- solutions, written the way a learner would ---------------------------------------------------
 

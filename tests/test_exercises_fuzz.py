@@ -18,8 +18,15 @@ import pytest
 import torch
 
 import mha.exercises
-from mha.exercises.checking import (CheckBug, CheckResult, compare_array, compare_number, describe_difference, matches,
-                                    run_check)
+from mha.exercises.checking import (
+    CheckBug,
+    CheckResult,
+    compare_array,
+    compare_number,
+    describe_difference,
+    matches,
+    run_check,
+)
 
 
 def _all_checks() -> dict:
@@ -102,7 +109,7 @@ WRONG_KINDS = [  # (id, the answer, words its feedback must contain)
 
 
 def feedback_problem(check, answer, words) -> str | None:
-    """Why ``check(answer)`` is not the check's feedback naming ``words`` (an escaped exception, a pass, ...), or None."""
+    """Why ``check(answer)`` is not the check's feedback naming ``words`` (an escaped exception, a pass...), or None."""
     try:
         result = check(answer)
     except Exception as error:
@@ -299,7 +306,9 @@ def test_run_check_raises_a_check_bug_instead_of_passing_or_blaming_the_learner(
     with pytest.raises(CheckBug):
         run_check(lambda: np.array([123.0, 1.0]), cases, lambda got, want: describe_difference("x", got, want), "works")
     with pytest.raises(CheckBug):
-        run_check(lambda: 0.5, [("NaN", (), {}, math.nan)], lambda got, want: compare_number(got, want, {}, "x"), "works")
+        run_check(
+            lambda: 0.5, [("NaN", (), {}, math.nan)], lambda got, want: compare_number(got, want, {}, "x"), "works"
+        )
 
 
 def test_a_non_finite_answer_is_feedback_and_never_matches():

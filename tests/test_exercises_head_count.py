@@ -5,9 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mha.exercises.head_count import (check_answer_parts, check_equal_split_ceiling, check_first_step_below,
-                                      check_relation_shares)
-
+from mha.exercises.head_count import (
+    check_answer_parts,
+    check_equal_split_ceiling,
+    check_first_step_below,
+    check_relation_shares,
+)
 
 # --- relation shares -------------------------------------------------------------------------------
 
@@ -146,7 +149,9 @@ def swapped_parts(predicted, target, task):
 
 def forgets_non_answers(predicted, target, task):
     p, t = np.asarray(predicted) - task.first_answer, np.asarray(target) - task.first_answer
-    return np.mean(p // task.n_modifiers == t // task.n_modifiers), np.mean(p % task.n_modifiers == t % task.n_modifiers)
+    return np.mean(p // task.n_modifiers == t // task.n_modifiers), np.mean(
+        p % task.n_modifiers == t % task.n_modifiers
+    )
 
 
 def divides_by_values(predicted, target, task):

@@ -13,7 +13,6 @@ from mha.exercises.head_roles import (
     check_word_attention,
 )
 
-
 # --- solutions, written the way a learner would ---------------------------------------------------
 
 def previous_token_share(weights):

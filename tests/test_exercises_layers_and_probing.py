@@ -6,8 +6,14 @@ from scipy.stats import pearsonr, spearmanr
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
 
-from mha.exercises.layers_and_probing import (check_control_labels, check_depth_trend, check_held_out_gain,
-                                              check_pooled_ratio_interval, check_probe_accuracy, check_word_features)
+from mha.exercises.layers_and_probing import (
+    check_control_labels,
+    check_depth_trend,
+    check_held_out_gain,
+    check_pooled_ratio_interval,
+    check_probe_accuracy,
+    check_word_features,
+)
 
 
 def not_attempted(*args, **kwargs):

@@ -91,7 +91,7 @@ def shapes_near(draw, shape, wrong):
 
 @st.composite
 def masks(draw, shape):
-    """``(mask, well_formed)``: None, a usable boolean mask for scores of ``shape``, or one of a wrong shape or dtype."""
+    """``(mask, well_formed)``: None, a usable boolean mask for scores of ``shape``, or one of wrong shape or dtype."""
     kind = draw(st.sampled_from(["none", "good", "good", "good", "wrong shape", "wrong dtype", "empty row"]))
     if kind == "none":
         return None, True
@@ -203,7 +203,10 @@ def test_multi_head_attention_works_or_raises_input_error(problem):
     if finite_or_warned(result, warned):
         reference = MultiHeadAttention(layer.d_model, layer.n_heads, dtype=torch.float64)
         reference.load_state_dict({name: p.double() for name, p in layer.state_dict().items()})
-        as_float64 = (lambda x: None if x is None else torch.from_numpy(as_numpy(x).astype(np.float64)))
+
+        def as_float64(x):
+            return None if x is None else torch.from_numpy(as_numpy(x).astype(np.float64))
+
         expected = reference(as_float64(query), as_float64(key),
                              mask=None if mask is None else torch.from_numpy(as_numpy(mask)), head_mask=head_mask)
         tolerance = TOLERANCE[layer.W_Q.dtype]

@@ -12,12 +12,12 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import load_script
 
 import mha.exercises.grading
 import mha.exercises.mechanism
 from mha.exercises.grading import grade_exercise
 from mha.exercises.sandbox import Limits
-from conftest import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTION = ROOT / "chapters" / "1_mechanism" / "1_attention_from_scratch.ipynb"
@@ -63,12 +63,19 @@ def test_a_right_submission_gets_every_point_and_the_reference_or_a_copy_of_it_g
     is_it = notebook(tmp_path, RIGHT | {"my_softmax": "my_softmax = attention_numpy.softmax\n"})
     points, said = grade(is_it, "my_softmax")
     assert points == 0 and "the book's own implementation" in said[0]
-    imported = notebook(tmp_path, RIGHT | {"my_softmax": "from mha.core.attention_numpy import softmax as my_softmax\n"})
+    imported = notebook(
+        tmp_path, RIGHT | {"my_softmax": "from mha.core.attention_numpy import softmax as my_softmax\n"}
+    )
     assert grade(imported, "my_softmax") == (0, ["✗ my_softmax is mha.core.attention_numpy.softmax, the book's own "
                                                  "implementation, which this exercise asks you to write yourself: it "
                                                  "scores 0. Define it with `def my_softmax(...)`."] * 3)
-    hidden_import = notebook(tmp_path, RIGHT | {"my_softmax": "def my_softmax(scores):\n"
-                                                              "    return __import__('mha').core.attention_numpy.softmax(scores)\n"})
+    hidden_import = notebook(
+        tmp_path,
+        RIGHT
+        | {
+            "my_softmax": "def my_softmax(scores):\n    return __import__('mha').core.attention_numpy.softmax(scores)\n"
+        },
+    )
     points, said = grade(hidden_import, "my_softmax")
     assert points == 0 and "without the book's package" in said[0]
 

@@ -5,8 +5,14 @@ import itertools
 import numpy as np
 import pytest
 
-from mha.analysis.statistics import (bootstrap_interval, familywise_p_values, held_out_best, mean_by_unit, paired_t,
-                                sign_flip_signs)
+from mha.analysis.statistics import (
+    bootstrap_interval,
+    familywise_p_values,
+    held_out_best,
+    mean_by_unit,
+    paired_t,
+    sign_flip_signs,
+)
 
 
 def test_paired_t_matches_the_formula_and_handles_constant_heads():

@@ -1,4 +1,4 @@
-"""mha.lab.head_count_sweep: attention shares, head roles, answer parts, curve thresholds, the shipped head-count study."""
+"""mha.lab.head_count_sweep: attention shares, head roles, answer parts, curve thresholds, the shipped study."""
 
 from __future__ import annotations
 
@@ -6,9 +6,22 @@ import numpy as np
 import pytest
 import torch
 
-from mha.lab.head_count_sweep import (ROLES, analysis_batch, answer_part_accuracy, answer_parts, ask_attention_override,
-                                      best_learning_rates, fact_attention_by, first_step_below, head_role, load_study,
-                                      previous_positions, relation_shares, token_names, train_two_relation_model)
+from mha.lab.head_count_sweep import (
+    ROLES,
+    analysis_batch,
+    answer_part_accuracy,
+    answer_parts,
+    ask_attention_override,
+    best_learning_rates,
+    fact_attention_by,
+    first_step_below,
+    head_role,
+    load_study,
+    previous_positions,
+    relation_shares,
+    token_names,
+    train_two_relation_model,
+)
 from mha.lab.tasks import TwoRelationTask
 from mha.lab.training import TrainingConfig
 
@@ -162,8 +175,12 @@ def test_train_two_relation_model_reports_progress():
     config = TinyTransformerConfig(vocab_size=sweep_task.vocab_size, max_seq_len=sweep_task.seq_len, d_model=32,
                                    n_layers=1, n_heads=4)
     seen = []
-    model, log = train_two_relation_model(config, sweep_task, TrainingConfig(steps=40, log_every=20, eval_batch_size=32),
-                                          on_log=lambda step, model, log: seen.append(step))
+    model, log = train_two_relation_model(
+        config,
+        sweep_task,
+        TrainingConfig(steps=40, log_every=20, eval_batch_size=32),
+        on_log=lambda step, model, log: seen.append(step),
+    )
     assert seen == [20, 40] and [row["step"] for row in log.rows] == [0, 20, 40]
     assert not model.training
 
@@ -209,7 +226,7 @@ def test_study_curves_role_curves_and_checkpoints_agree(study):
 
 # The fair study: steps to solve, bootstrap medians, learning rates chosen on validation only.
 
-from mha.lab.head_count_sweep import (HeadCountStudy, accuracy_at, median_interval, steps_to_solve)  # noqa: E402
+from mha.lab.head_count_sweep import HeadCountStudy, accuracy_at, median_interval, steps_to_solve  # noqa: E402
 
 
 def study_record(n_heads, rate, seed, validation, held_out, every=50):

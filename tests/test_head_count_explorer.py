@@ -8,8 +8,13 @@ import torch
 
 from mha.lab.head_count_sweep import analysis_batch, token_names, train_two_relation_model
 from mha.lab.training import TrainingConfig
-from mha.views.head_count_explorer import (LIVE_TRAINING, N_EXAMPLES, HeadCountExplorer, parse_head_count,
-                                           shares_table_html)
+from mha.views.head_count_explorer import (
+    LIVE_TRAINING,
+    N_EXAMPLES,
+    HeadCountExplorer,
+    parse_head_count,
+    shares_table_html,
+)
 from mha.views.heatmaps import weight_hundredths
 from mha.views.static_form import decode_payload, stored_weights
 

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from mha.views.head_explorer import DEFAULT_SENTENCE, HeadExplorer, head_attention_maps
 from mha.core.toy_sentences import MAX_TOKENS, embed_tokens, split_into_tokens
+from mha.views.head_explorer import DEFAULT_SENTENCE, HeadExplorer, head_attention_maps
 
 
 def assert_shows(explorer, sentence, n_heads, head):
@@ -34,7 +34,9 @@ def test_same_word_same_vector_plus_position():
     vectors = embed_tokens(["dog", "Dog", "cat"], 8)[0]
     assert not np.allclose(vectors[0], vectors[2])
     difference_of_positions = embed_tokens(["dog", "dog"], 8)[0]
-    np.testing.assert_allclose(vectors[1] - vectors[0], difference_of_positions[1] - difference_of_positions[0], atol=1e-6)
+    np.testing.assert_allclose(
+        vectors[1] - vectors[0], difference_of_positions[1] - difference_of_positions[0], atol=1e-6
+    )
 
 
 @pytest.mark.parametrize("sentence, words", [("", "empty"), ("   ", "empty"), (42, "must be text"),

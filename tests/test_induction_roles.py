@@ -7,8 +7,16 @@ import torch
 
 from mha.lab.checkpoints import LAB_DIRECTORY, load_checkpoint
 from mha.lab.circuit_scores import prefix_matching_score, previous_token_score
-from mha.lab.induction import (ROLE_SCORE_THRESHOLD, attention_by_offset, head_ablation_losses, heads_with_role,
-                                 held_out_batch, role_labels, role_table, uniform_causal_weights)
+from mha.lab.induction import (
+    ROLE_SCORE_THRESHOLD,
+    attention_by_offset,
+    head_ablation_losses,
+    heads_with_role,
+    held_out_batch,
+    role_labels,
+    role_table,
+    uniform_causal_weights,
+)
 from mha.lab.tasks import INDUCTION_HELD_OUT_PERIODS, InductionTask
 
 torch.set_num_threads(1)
@@ -98,9 +106,13 @@ def test_role_table_reproduces_the_stored_roles(seed0):
     layer1 = table[table.layer == 1]
     assert layer0.loc[layer0.role == "previous-token", "head"].tolist() == stored["previous_token_heads_layer0"]
     assert layer1.loc[layer1.role == "induction", "head"].tolist() == stored["induction_heads_layer1"]
-    torch.testing.assert_close(torch.tensor(layer1.prefix_matching.tolist()), torch.tensor(stored["prefix_matching"][1]),
-                               atol=1e-5, rtol=0)
-    assert ROLE_SCORE_THRESHOLD == json.loads((LAB_DIRECTORY / "induction_roles.json").read_text())["thresholds"]["previous_token"]
+    torch.testing.assert_close(
+        torch.tensor(layer1.prefix_matching.tolist()), torch.tensor(stored["prefix_matching"][1]), atol=1e-5, rtol=0
+    )
+    assert (
+        ROLE_SCORE_THRESHOLD
+        == json.loads((LAB_DIRECTORY / "induction_roles.json").read_text())["thresholds"]["previous_token"]
+    )
 
 
 def test_removing_the_previous_token_head_breaks_induction(seed0):

@@ -9,8 +9,14 @@ import pytest
 import torch
 
 from mha.pretrained.encoder import MiniLMEncoder
-from mha.pretrained.interventions import (as_head_masks, embeddings_under_masks, final_states_under_masks,
-                                          final_states_without_each_head, key_removal_effects, permuted_attention)
+from mha.pretrained.interventions import (
+    as_head_masks,
+    embeddings_under_masks,
+    final_states_under_masks,
+    final_states_without_each_head,
+    key_removal_effects,
+    permuted_attention,
+)
 from mha.pretrained.sentence_embedding import sentence_embeddings
 
 SENTENCES = ["The trophy does not fit in the suitcase because it is too big .", "A short one ."]  # padded batch

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
-
 from conftest import load_script
+
 from mha import book
 from mha.book import PROSE_CITATION, PROSE_NUMBER, citation_text, glue, prose_expression_results
 from mha.data_files import DATA_DIRECTORY
@@ -94,10 +94,21 @@ def test_citation_labels_are_written_from_the_bibliography():
 
 
 def test_the_rewrite_turns_myst_nb_markup_into_the_forms_both_read(tmp_path):
-    notebook = nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_code_cell("", outputs=[nbformat.v4.new_output(
-            "display_data", data={book.GLUE_RECORD: "0.25"}, metadata={"scrapbook": {"name": "share"}})]),
-        nbformat.v4.new_markdown_cell("A share of {glue:text}`share:.0%` {cite:p}`clark2019what, voita2019analyzing`.")])
+    notebook = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell(
+                "",
+                outputs=[
+                    nbformat.v4.new_output(
+                        "display_data", data={book.GLUE_RECORD: "0.25"}, metadata={"scrapbook": {"name": "share"}}
+                    )
+                ],
+            ),
+            nbformat.v4.new_markdown_cell(
+                "A share of {glue:text}`share:.0%` {cite:p}`clark2019what, voita2019analyzing`."
+            ),
+        ]
+    )
     run_notebooks.store_prose_numbers(notebook)
     cell = notebook.cells[1]
     assert cell.source == ('A share of {eval}`glue.text("share:.0%")` '
@@ -143,10 +154,24 @@ def jupyterlab(tmp_path: Path, notebooks: dict[str, str]):
                JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"), JUPYTER_PATH=str(Path(sys.prefix) / "share" / "jupyter"))
     log = open(tmp_path / "server.log", "w")
     server = subprocess.Popen(
-        [str(jupyter), "lab", "--no-browser", f"--port={port}", "--ServerApp.token=", "--ServerApp.password=",
-         f"--ServerApp.root_dir={tmp_path / 'book'}", "--allow-root", f"--LabApp.user_settings_dir={tmp_path / 'settings'}",
-         f"--LabApp.workspaces_dir={tmp_path / 'workspaces'}", "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
-        stdout=log, stderr=subprocess.STDOUT, env=env)
+        [
+            str(jupyter),
+            "lab",
+            "--no-browser",
+            f"--port={port}",
+            "--ServerApp.token=",
+            "--ServerApp.password=",
+            f"--ServerApp.root_dir={tmp_path / 'book'}",
+            "--allow-root",
+            f"--LabApp.user_settings_dir={tmp_path / 'settings'}",
+            f"--LabApp.workspaces_dir={tmp_path / 'workspaces'}",
+            "--LabApp.news_url=",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=env,
+    )
     try:
         deadline = time.monotonic() + 60
         while True:

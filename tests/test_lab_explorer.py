@@ -8,7 +8,12 @@ import torch
 
 from mha.lab.checkpoints import load_checkpoint
 from mha.views.heatmaps import weight_hundredths
-from mha.views.induction_explorer import InductionLabExplorer, induction_model_names, parse_token_ids, prefix_matching_keys
+from mha.views.induction_explorer import (
+    InductionLabExplorer,
+    induction_model_names,
+    parse_token_ids,
+    prefix_matching_keys,
+)
 from mha.views.static_form import decode_payload, stored_weights
 
 torch.set_num_threads(1)

@@ -3,10 +3,21 @@
 import numpy as np
 import pytest
 
-from mha.analysis.layer_profile import (LAYER_CLAIMS, VERDICTS, bootstrap_counts, claim_table, depth_trend,
-                                        held_out_syntactic_gain, percentile_interval, relation_accuracy,
-                                        resampled_means, resampled_ratios, selection_report_split, sentence_scores,
-                                        trend_verdict)
+from mha.analysis.layer_profile import (
+    LAYER_CLAIMS,
+    VERDICTS,
+    bootstrap_counts,
+    claim_table,
+    depth_trend,
+    held_out_syntactic_gain,
+    percentile_interval,
+    relation_accuracy,
+    resampled_means,
+    resampled_ratios,
+    selection_report_split,
+    sentence_scores,
+    trend_verdict,
+)
 from mha.analysis.role_table import AttentionRecord, head_role_table
 from mha.analysis.statistics import bootstrap_interval
 from mha.corpora.templates import AnnotatedSentence, Relation

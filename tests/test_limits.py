@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 from hostile import Case, run_cases
+
 from mha.core.masks import causal_mask
 from mha.core.validation import LIMITS, SizeLimitError, check_size, head_counts_that_divide
 from mha.lab.tiny_model import TinyTransformer, TinyTransformerConfig

@@ -5,8 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mha.analysis.long_range import (UDTree, WordPair, distance_baseline, form_matched_controls, long_arcs,
-                                     pair_lifts, paired_constructions, read_ud_trees)
+from mha.analysis.long_range import (
+    UDTree,
+    WordPair,
+    distance_baseline,
+    form_matched_controls,
+    long_arcs,
+    pair_lifts,
+    paired_constructions,
+    read_ud_trees,
+)
 from mha.corpora.treebank import EWT_DEV_PATH, SAMPLE_TREEBANK_PATH, read_conllu
 
 
@@ -58,7 +66,9 @@ def test_long_arcs_respect_distance_and_skip_punctuation():
 
 
 def test_controls_use_the_same_later_word_without_a_partner():
-    unpaired_then = tree(["we", "ate", "and", "then", "left"], [1, -1, 4, 4, 1], ["nsubj", "root", "cc", "advmod", "conj"])
+    unpaired_then = tree(
+        ["we", "ate", "and", "then", "left"], [1, -1, 4, 4, 1], ["nsubj", "root", "cc", "advmod", "conj"]
+    )
     pairs = paired_constructions([IF_THEN, unpaired_then])
     controls = form_matched_controls([IF_THEN, unpaired_then], pairs)
     assert controls == [WordPair(1, 0, 3, "control_if_then")]  # distance 3, as the only pair's

@@ -7,11 +7,19 @@ import pytest
 
 from mha.pretrained.encoder import MiniLMEncoder
 from mha.views.heatmaps import weight_hundredths
-from mha.views.model_explorer import (CACHED_SENTENCES, TYPE_YOUR_OWN, ModelHeadExplorer, sentence_attention,
-                                      strongest_link)
+from mha.views.model_explorer import (
+    CACHED_SENTENCES,
+    TYPE_YOUR_OWN,
+    ModelHeadExplorer,
+    sentence_attention,
+    strongest_link,
+)
 from mha.views.static_form import decode_payload, stored_weights
 
-SENTENCES = ["The keys to the cabinet are on the table .", "The trophy does not fit in the suitcase because it is too big ."]
+SENTENCES = [
+    "The keys to the cabinet are on the table .",
+    "The trophy does not fit in the suitcase because it is too big .",
+]
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +92,9 @@ def test_html_typed_by_the_reader_is_shown_as_text_never_run(encoder, typed, mon
     import mha.views.model_explorer
 
     explorer = ModelHeadExplorer(SENTENCES, encoder=encoder)
-    monkeypatch.setattr(mha.views.model_explorer, "strongest_link", lambda weights: (1, 2))  # the link "<" -> "img"/"script"
+    monkeypatch.setattr(
+        mha.views.model_explorer, "strongest_link", lambda weights: (1, 2)
+    )  # the link "<" -> "img"/"script"
     explorer.own_sentence.value = typed + " the cat sat"
     assert explorer.refresh()
     message = explorer.message.value
@@ -212,8 +222,11 @@ def test_the_payload_runs_each_sentence_once_per_level_and_changes_nothing(encod
     explorer._cache.clear()
     calls = []
     real = model_explorer.sentence_attention
-    monkeypatch.setattr(model_explorer, "sentence_attention",
-                        lambda enc, sentence, **kw: calls.append((sentence, kw["word_level"])) or real(enc, sentence, **kw))
+    monkeypatch.setattr(
+        model_explorer,
+        "sentence_attention",
+        lambda enc, sentence, **kw: calls.append((sentence, kw["word_level"])) or real(enc, sentence, **kw),
+    )
     explorer.site_payload()
     assert sorted(calls) == sorted((sentence, level) for sentence in SENTENCES for level in (False, True))
     assert explorer.cache_size == CACHED_SENTENCES

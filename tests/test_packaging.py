@@ -90,7 +90,9 @@ def test_every_declared_dependency_is_imported_by_mha():
 def test_every_declared_dependency_is_pinned_to_the_installed_version():
     pins = pinned_requirements()
     for name in sorted(declared_dependencies()):
-        assert name in pins, f"{name} is a dependency in pyproject.toml but not pinned (name==version) in requirements.txt"
+        assert name in pins, (
+            f"{name} is a dependency in pyproject.toml but not pinned (name==version) in requirements.txt"
+        )
         installed = importlib.metadata.version(name)
         # a local version label such as torch's "+cpu" names the build, not the release
         assert installed.split("+")[0] == pins[name], (

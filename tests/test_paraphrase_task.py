@@ -4,9 +4,20 @@ import numpy as np
 import pytest
 import torch
 
-from mha.corpora.paraphrases import (TRIPLES, contrastive_loss, distractor_accuracy, pair_set, ranking_accuracy,
-                                 retrieval_accuracy, similarity_rank_correlation, similarity_scores, split_triples,
-                                 task_scores, unrelated_accuracy, word_overlap_similarity)
+from mha.corpora.paraphrases import (
+    TRIPLES,
+    contrastive_loss,
+    distractor_accuracy,
+    pair_set,
+    ranking_accuracy,
+    retrieval_accuracy,
+    similarity_rank_correlation,
+    similarity_scores,
+    split_triples,
+    task_scores,
+    unrelated_accuracy,
+    word_overlap_similarity,
+)
 
 
 def test_triples_are_distinct_sentences():

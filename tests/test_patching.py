@@ -1,4 +1,4 @@
-"""Activation patching (mha.pretrained.patching) against transformers' BertModel with a forward hook, and its properties.
+"""Activation patching (mha.pretrained.patching) against transformers' BertModel with a forward hook; its properties.
 
 The oracle is the reference model of test_encoder.py (its fixtures are shared): transformers' ``BertModel`` loaded
 from the same files, in which a forward hook on ``encoder.layer[l].attention.self`` replaces one head's slice of the
@@ -8,11 +8,14 @@ context layer (the heads' outputs, concatenated, before the output projection) w
 import numpy as np
 import pytest
 import torch
-
 from test_encoder import encoder, reference  # noqa: F401 (fixtures: our encoder and transformers' BertModel)
 
-from mha.pretrained.patching import (check_patchable, final_states_with_each_head_patched,
-                                     final_states_with_heads_patched, head_patching_effects)
+from mha.pretrained.patching import (
+    check_patchable,
+    final_states_with_each_head_patched,
+    final_states_with_heads_patched,
+    head_patching_effects,
+)
 
 # two pairs of the same length, padded together: the pronoun pair and a shorter one
 TARGETS = ["The trophy does not fit in the suitcase because it is too big .", "The dog chased the cat ."]

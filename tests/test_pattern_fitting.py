@@ -33,7 +33,9 @@ def test_target_patterns_by_hand():
     assert torch.equal(previous_token_pattern(3), torch.tensor([[1.0, 0, 0], [1, 0, 0], [0, 1, 0]], dtype=f64))
     assert torch.equal(first_token_pattern(3), torch.tensor([[1.0, 0, 0], [1, 0, 0], [1, 0, 0]], dtype=f64))
     permutation = permutation_pattern(6, seed=3)
-    assert torch.equal(permutation.sum(0), torch.ones(6, dtype=f64)) and torch.equal(permutation.sum(1), torch.ones(6, dtype=f64))
+    assert torch.equal(permutation.sum(0), torch.ones(6, dtype=f64)) and torch.equal(
+        permutation.sum(1), torch.ones(6, dtype=f64)
+    )
     assert torch.equal(permutation, permutation_pattern(6, seed=3))
     dense = dense_random_pattern(5, seed=1)
     assert bool((dense > 0).all()) and torch.allclose(dense.sum(-1), torch.ones(5, dtype=f64))

@@ -4,8 +4,16 @@ import numpy as np
 import pytest
 import torch
 
-from mha.analysis.probing import (control_labels, correct_per_sentence, fit_probe, majority_accuracy,
-                                  most_frequent_labels, probe_every_head, probe_every_layer, read_labelled_sentences)
+from mha.analysis.probing import (
+    control_labels,
+    correct_per_sentence,
+    fit_probe,
+    majority_accuracy,
+    most_frequent_labels,
+    probe_every_head,
+    probe_every_layer,
+    read_labelled_sentences,
+)
 from mha.corpora.treebank import SAMPLE_TREEBANK_PATH, read_conllu
 
 

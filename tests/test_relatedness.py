@@ -54,9 +54,14 @@ def test_noun_pairs_and_their_cosines():
     from mha.analysis.long_range import UDTree, WordPair
     from mha.analysis.relatedness import noun_pairs, pair_cosines, word_input_vectors
 
-    trees = [UDTree(("the", "dog", "saw", "a", "cat", "and", "a", "dog"), ("DET", "NOUN", "VERB", "DET", "NOUN", "CCONJ",
-                                                                            "DET", "NOUN"),
-                    (1, 2, -1, 4, 2, 7, 7, 4), ("det", "nsubj", "root", "det", "obj", "cc", "det", "conj"))]
+    trees = [
+        UDTree(
+            ("the", "dog", "saw", "a", "cat", "and", "a", "dog"),
+            ("DET", "NOUN", "VERB", "DET", "NOUN", "CCONJ", "DET", "NOUN"),
+            (1, 2, -1, 4, 2, 7, 7, 4),
+            ("det", "nsubj", "root", "det", "obj", "cc", "det", "conj"),
+        )
+    ]
     pairs = noun_pairs(trees)
     assert pairs == [WordPair(0, 1, 4, "noun_noun"), WordPair(0, 4, 7, "noun_noun")]  # dog-dog is no pair
     vocabulary = {"dog": 0, "cat": 1, "##s": 2}

@@ -8,9 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from mha.corpora.templates import AnnotatedSentence, Relation
 from mha.analysis.relations import best_heads, relation_predictions, spanning_attractor_records
 from mha.analysis.role_table import AttentionRecord, head_role_table
+from mha.corpora.templates import AnnotatedSentence, Relation
 
 WORDS = ("The", "old", "dog", "saw", "a", "cat", ".")
 RELATIONS = (Relation("det_noun", 0, 2), Relation("adj_noun", 1, 2), Relation("det_noun", 4, 5),
@@ -205,8 +205,12 @@ def test_scoring_72_heads_on_500_sentences_is_fast():
     for index in range(500):
         n_words = 8 + index % 25
         words = tuple(f"w{i}" for i in range(n_words))
-        relations = tuple(Relation(kind, i, i + 1) for kind, i in
-                          zip(("det_noun", "adj_noun", "subj_verb", "verb_obj", "prep_obj", "aux_verb"), range(0, n_words - 1, 2)))
+        relations = tuple(
+            Relation(kind, i, i + 1)
+            for kind, i in zip(
+                ("det_noun", "adj_noun", "subj_verb", "verb_obj", "prep_obj", "aux_verb"), range(0, n_words - 1, 2)
+            )
+        )
         scores = rng.normal(size=(6, 12, n_words + 2, n_words + 2)).astype(np.float32)
         attention = np.exp(scores) / np.exp(scores).sum(-1, keepdims=True)
         records.append(AttentionRecord(attention, ["[CLS]", *words, "[SEP]"], [None, *range(n_words), None],

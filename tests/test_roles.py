@@ -9,7 +9,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mha.corpora.templates import AnnotatedSentence, Relation, pronoun_pairs
 from mha.analysis.role_table import (
     COLUMN_DESCRIPTIONS,
     PATTERN_LABELS,
@@ -23,6 +22,7 @@ from mha.analysis.role_table import (
     pattern_label,
     relation_scores_long,
 )
+from mha.corpora.templates import AnnotatedSentence, Relation, pronoun_pairs
 
 
 def one_hot_map(targets):
@@ -120,8 +120,10 @@ def head_from_word_targets(word_targets):
 def test_a_determiner_head_beats_the_fixed_offset_baseline_and_a_positional_head_only_matches_it():
     # syntactic head: each determiner looks at its noun, every other word at itself
     determiner_head = head_from_word_targets([2, 1, 2, 3, 5, 5, 6])
-    table = head_role_table([plain_record(WORDS, stack_heads(determiner_head, NEXT, PREVIOUS), SENTENCE) for _ in range(10)],
-                            min_relation_count=1)
+    table = head_role_table(
+        [plain_record(WORDS, stack_heads(determiner_head, NEXT, PREVIOUS), SENTENCE) for _ in range(10)],
+        min_relation_count=1,
+    )
     syntactic, next_token, previous_token = table.iloc[0], table.iloc[1], table.iloc[2]
     assert syntactic["det_noun_acc"] == 1.0
     assert syntactic["det_noun_baseline_acc"] == 0.5 and syntactic["det_noun_baseline_offset"] == 1
@@ -135,7 +137,9 @@ def test_a_determiner_head_beats_the_fixed_offset_baseline_and_a_positional_head
     # reverse direction: the noun's row; the previous-token head finds "a" from "cat" but not "The" from "dog"
     assert previous_token["noun_det_acc"] == 0.5
     assert previous_token["noun_det_baseline_offset"] == -1 and previous_token["noun_det_baseline_acc"] == 0.5
-    assert previous_token["det_noun_acc"] == 0.0  # direction not confused: a determiner's previous word is never its noun
+    assert (
+        previous_token["det_noun_acc"] == 0.0
+    )  # direction not confused: a determiner's previous word is never its noun
     assert previous_token["verb_subj_acc"] == 1.0 and previous_token["obj_verb_acc"] == 0.0
 
 
@@ -252,7 +256,12 @@ def test_fixed_offset_baseline_directions():
 
 def test_is_punctuation():
     assert is_punctuation(".") and is_punctuation(",") and is_punctuation("##.") and is_punctuation("'")
-    assert not is_punctuation("dog") and not is_punctuation("##s") and not is_punctuation("[SEP]") and not is_punctuation("")
+    assert (
+        not is_punctuation("dog")
+        and not is_punctuation("##s")
+        and not is_punctuation("[SEP]")
+        and not is_punctuation("")
+    )
 
 
 def test_table_is_tidy_and_documented():

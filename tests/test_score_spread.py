@@ -53,7 +53,9 @@ def test_spread_is_the_quantiles_of_each_head_over_sentences():
         # by hand: the median of 40 values is the mean of the 20th and 21st smallest; the ends are min and max
         ordered = np.sort(values[name], axis=0)
         assert np.allclose(stored[..., 10], (ordered[19] + ordered[20]) / 2, atol=1e-4)
-        assert np.allclose(stored[..., 0], ordered[0], atol=1e-4) and np.allclose(stored[..., -1], ordered[-1], atol=1e-4)
+        assert np.allclose(stored[..., 0], ordered[0], atol=1e-4) and np.allclose(
+            stored[..., -1], ordered[-1], atol=1e-4
+        )
 
 
 @pytest.mark.parametrize("bad, message", [

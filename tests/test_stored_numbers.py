@@ -73,7 +73,9 @@ def test_every_glued_float_is_stored_as_the_prose_shows_it(path):
 def test_every_name_the_prose_shows_is_glued(path):
     notebook = nbformat.read(path, as_version=4)
     shown_names, glued_names = set(prose_formats(notebook)), set(glued_records(notebook))
-    assert shown_names <= glued_names, f"{path.name}: the prose shows names no cell glues: {sorted(shown_names - glued_names)}"
+    assert shown_names <= glued_names, (
+        f"{path.name}: the prose shows names no cell glues: {sorted(shown_names - glued_names)}"
+    )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)

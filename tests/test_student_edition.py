@@ -16,8 +16,8 @@ import re
 from pathlib import Path
 
 import pytest
-
 from conftest import load_script
+
 from mha.exercises.grading import modules_of_checks
 
 ROOT = Path(__file__).resolve().parents[1]

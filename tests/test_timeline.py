@@ -18,8 +18,14 @@ import torch
 from mha.lab.checkpoints import LAB_DIRECTORY, checkpoint_names, load_checkpoint, load_json, record_file
 from mha.lab.circuit_scores import head_role_scores
 from mha.lab.induction import held_out_batch
-from mha.lab.timeline import (TIMELINE_FILE, TIMELINE_PERIODS, TimelineError, frame_steps, load_induction_timeline,
-                              timeline_sequences)
+from mha.lab.timeline import (
+    TIMELINE_FILE,
+    TIMELINE_PERIODS,
+    TimelineError,
+    frame_steps,
+    load_induction_timeline,
+    timeline_sequences,
+)
 from mha.lab.training import TrainingLog, steepest_drop
 from mha.views import static_form
 from mha.views.training_timeline import TrainingTimelineView

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from mha.pretrained.encoder import MiniLMEncoder
 from mha.analysis.attention_flow import attention_rollout, masking_influence, own_token_share
+from mha.pretrained.encoder import MiniLMEncoder
 
 
 def test_rollout_of_identity_maps_is_the_identity_and_layers_chain_in_order():

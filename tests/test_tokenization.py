@@ -1,8 +1,8 @@
 """Typed text the tokenizer cannot read, or that cannot fit the model, is refused with a ValueError that says why."""
 
 import pytest
-
 from hostile import Case, run_cases
+
 from mha.pretrained.tokenizer import check_no_lone_surrogates, tokenize
 
 

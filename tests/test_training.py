@@ -17,7 +17,9 @@ TASK = InductionTask(vocab_size=24, seq_len=16, periods=(3, 5, 6), held_out_peri
 
 
 def fresh_model(seed: int = 0, task=TASK) -> TinyTransformer:
-    config = TinyTransformerConfig(vocab_size=task.vocab_size, max_seq_len=task.seq_len, d_model=16, n_layers=2, n_heads=2)
+    config = TinyTransformerConfig(
+        vocab_size=task.vocab_size, max_seq_len=task.seq_len, d_model=16, n_layers=2, n_heads=2
+    )
     return TinyTransformer(config, seed=seed)
 
 
@@ -67,13 +69,17 @@ def test_thread_count_is_set_during_training_and_restored():
 
 def test_training_learns_a_positional_task():
     task = CopyBackTask(vocab_size=8, seq_len=8, distance=2)
-    model = TinyTransformer(TinyTransformerConfig(vocab_size=8, max_seq_len=8, d_model=16, n_layers=1, n_heads=2), seed=0)
+    model = TinyTransformer(
+        TinyTransformerConfig(vocab_size=8, max_seq_len=8, d_model=16, n_layers=1, n_heads=2), seed=0
+    )
     log = train(model, task, TrainingConfig(steps=150, batch_size=32, learning_rate=1e-2, log_every=50), progress=False)
     assert log.rows[0]["accuracy"] < 0.3 and log.rows[-1]["accuracy"] > 0.9
 
 
 def test_steepest_drop_finds_the_cliff():
-    rows = [{"step": step, "seconds": step / 10, "repeat_loss": 4.0 if step < 500 else 0.5} for step in range(0, 1000, 50)]
+    rows = [
+        {"step": step, "seconds": step / 10, "repeat_loss": 4.0 if step < 500 else 0.5} for step in range(0, 1000, 50)
+    ]
     log = TrainingLog(rows=rows)
     found = steepest_drop(log, window_steps=100)
     assert found["step"] in (450, 500) and found["drop"] == pytest.approx(3.5)

@@ -201,7 +201,12 @@ def test_any_whole_number_is_a_head_count(n_heads):
     layer = MultiHeadAttention(np.int64(8), n_heads)
     assert type(layer.n_heads) is int and layer.n_heads == 4 and layer.d_head == 2
     assert split_heads(torch.zeros(1, 2, 8), n_heads).shape == (1, 4, 2, 2)
-    assert attention_numpy.multi_head_attention(np.ones((1, 2, 8)), *[np.eye(8)] * 4, n_heads).weights.shape == (1, 4, 2, 2)
+    assert attention_numpy.multi_head_attention(np.ones((1, 2, 8)), *[np.eye(8)] * 4, n_heads).weights.shape == (
+        1,
+        4,
+        2,
+        2,
+    )
 
 
 @pytest.mark.parametrize("n_heads, message", [(np.bool_(True), "whole number"), (2.5, "whole number"),
@@ -216,13 +221,15 @@ def test_other_counts_follow_the_same_rule():
     assert MultiHeadAttention(8, 2).head_weights(np.int64(1)).W_Q.shape == (8, 4)
     assert torch.equal(MultiHeadAttention(8, 2, seed=np.int64(3)).W_Q, MultiHeadAttention(8, 2, seed=3).W_Q)
     assert mha.causal_mask(np.int64(3)).shape == (3, 3)
-    for call, message in ((lambda: MultiHeadAttention(8, 2).head_weights(0.5), "head must be a whole number"),
-                          (lambda: MultiHeadAttention(8, 2, seed=1.5), "seed must be a whole number"),
-                          (lambda: MultiHeadAttention(8, 2, dtype=torch.int64), "floating-point torch dtype"),
-                          (lambda: mha.causal_mask(3.0), r"seq_len must be a whole number.*int\(3.0\)"),
-                          (lambda: mha.padding_mask([2.5, 1]), "whole number of tokens"),
-                          (lambda: mha.padding_mask([2, 1], seq_len=2.0), "seq_len must be a whole number"),
-                          (lambda: MultiHeadAttention.from_torch(MultiHeadAttention(8, 2)), "torch.nn.MultiheadAttention")):
+    for call, message in (
+        (lambda: MultiHeadAttention(8, 2).head_weights(0.5), "head must be a whole number"),
+        (lambda: MultiHeadAttention(8, 2, seed=1.5), "seed must be a whole number"),
+        (lambda: MultiHeadAttention(8, 2, dtype=torch.int64), "floating-point torch dtype"),
+        (lambda: mha.causal_mask(3.0), r"seq_len must be a whole number.*int\(3.0\)"),
+        (lambda: mha.padding_mask([2.5, 1]), "whole number of tokens"),
+        (lambda: mha.padding_mask([2, 1], seq_len=2.0), "seq_len must be a whole number"),
+        (lambda: MultiHeadAttention.from_torch(MultiHeadAttention(8, 2)), "torch.nn.MultiheadAttention"),
+    ):
         with pytest.raises(InputError, match=message):
             call()
 

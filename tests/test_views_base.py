@@ -265,6 +265,7 @@ def test_the_text_form_is_what_the_notebooks_store():
     assert format_display_data(ModelHeadExplorer(menu, layer=0, head=2))[0]["text/plain"] == (
         f"ModelHeadExplorer(sentence={menu[0]!r}, layer=0, head=2): run the notebook to use it.")
     assert repr(InductionLabExplorer(n_sequences=16, layer=0, head=3)) == (
-        "InductionLabExplorer(model='induction_2layer_seed0', layer=0, head=3, sequence=0): run the notebook to use it.")
+        "InductionLabExplorer(model='induction_2layer_seed0', layer=0, head=3, sequence=0): run the notebook to use it."
+    )
     assert repr(HeadCountExplorer(n_heads=1, seed=0)) == (
         "HeadCountExplorer(heads=1, seed=0, head=0, sequence=0): run the notebook to use it.")

@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 WEB = ROOT / "src" / "mha" / "views" / "web"
 sys.path.insert(0, str(ROOT / "site"))  # the site build's runner of model.js under Node
 from model_in_node import run_model_in_node  # noqa: E402
+
 NODE = shutil.which("node")
 pytestmark = pytest.mark.skipif(NODE is None, reason="needs Node.js (apt install nodejs)")
 
@@ -79,7 +80,9 @@ def generated_texts(count: int = 12, seed: int = 7) -> list[str]:
     rng = random.Random(seed)
     texts = []
     for _ in range(count):
-        words = [rng.choice(vocab) if rng.random() > 0.15 else rng.choice(",.;:!?-()'\"") for _ in range(rng.randint(3, 30))]
+        words = [
+            rng.choice(vocab) if rng.random() > 0.15 else rng.choice(",.;:!?-()'\"") for _ in range(rng.randint(3, 30))
+        ]
         texts.append(" ".join(words).capitalize())
     return texts
 
@@ -165,7 +168,9 @@ def test_forward_pass_matches_the_package(exported, encoder, tmp_path):
     fallback = run_node(folder, sentences[:1] + sentences[-1:], tmp_path / "js", simd=False)
     assert fallback["backend"] == "js"
     for mine, theirs in zip(fallback["results"], report["results"][:1] + report["results"][-1:]):
-        assert np.array_equal(mine["attention"], theirs["attention"]) and np.array_equal(mine["hidden"], theirs["hidden"])
+        assert np.array_equal(mine["attention"], theirs["attention"]) and np.array_equal(
+            mine["hidden"], theirs["hidden"]
+        )
 
 
 def test_a_tampered_part_is_refused_by_name(exported, tmp_path):

@@ -5,9 +5,17 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from mha.analysis.rarity import (
+    COMMON_NOUNS,
+    RARE_NOUNS,
+    count_rarity,
+    count_tokens,
+    extreme_hit_rates,
+    rare_common_items,
+    split_words,
+    vocabulary_rank,
+)
 from mha.pretrained.tokenizer import load_tokenizer
-from mha.analysis.rarity import (COMMON_NOUNS, RARE_NOUNS, count_rarity, count_tokens, extreme_hit_rates,
-                                rare_common_items, split_words, vocabulary_rank)
 
 
 def test_vocabulary_rank_on_a_toy_vocabulary():
