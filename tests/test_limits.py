@@ -49,6 +49,7 @@ def test_size_limits_refuse_before_allocating_in_a_capped_process():
         from mha.lab.head_count_sweep import HeadCountStudy
         from mha.pretrained.encoder import MiniLMEncoder
         small = mha.MultiHeadAttention(8, 2)
+        encoder = MiniLMEncoder.load()  # loaded here: the time limit is the refusal's, not the model's loading
     """
     cases = [
         Case("wide layer", "mha.MultiHeadAttention(50_000, 1)", REFUSED, "LIMITS['elements']"),
@@ -65,7 +66,7 @@ def test_size_limits_refuse_before_allocating_in_a_capped_process():
         Case("causal mask", "causal_mask(10**6)", REFUSED, "the causal mask"),
         Case("padding mask", "padding_mask([1], seq_len=10**10)", REFUSED, "the padding mask"),
         Case("seed past 2**64", "mha.MultiHeadAttention(8, 2, seed=2**70)", "InputError", "below 2**64"),
-        Case("encoder trace batch x length", "MiniLMEncoder.load().trace(['a ' * 500] * 64)", REFUSED,
+        Case("encoder trace batch x length", "encoder.trace(['a ' * 500] * 64)", REFUSED,
              "attention weights of every layer"),
         Case("bootstrap resamples", "bootstrap_interval(np.ones((10, 3)), n_resamples=10**9)", REFUSED,
              "n_resamples"),
