@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import importlib.metadata
 import json
 import sys
@@ -55,9 +56,15 @@ def imported_modules(notebook: dict) -> set[str]:
     return found
 
 
+@functools.cache
+def _providers() -> dict[str, list[str]]:
+    """Which installed distributions provide each top-level module (read once: it scans every installed package)."""
+    return importlib.metadata.packages_distributions()
+
+
 def imported_distributions(notebook: dict) -> set[str]:
     """The (normalised) distributions that provide the notebook's imports, standard library left out."""
-    providers = importlib.metadata.packages_distributions()
+    providers = _providers()
     found = set()
     for module in imported_modules(notebook):
         if module in sys.stdlib_module_names or module == "__future__":
