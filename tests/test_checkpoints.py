@@ -82,13 +82,18 @@ def test_processes_saving_at_once_lose_no_manifest_entry(tmp_path):
             time.sleep(0.005)
             return manifest
         mha.lab.checkpoints.read_manifest = read_slowly
+        (Path(sys.argv[1]) / f"ready_{{sys.argv[2]}}").write_text("")
         while not (Path(sys.argv[1]) / "go").exists():  # both start together
             time.sleep(0.001)
         for index in range(25):
             saved_model(Path(sys.argv[1]), f"{{sys.argv[2]}}_{{index}}", seed=index)
     """)
     processes = [subprocess.Popen([sys.executable, "-c", script, str(tmp_path), prefix]) for prefix in ("a", "b")]
-    time.sleep(3)  # both have imported torch
+    deadline = time.monotonic() + 120
+    while not all((tmp_path / f"ready_{prefix}").exists() for prefix in ("a", "b")):  # both have imported torch
+        assert time.monotonic() < deadline and all(process.poll() is None for process in processes), \
+            "a saving process did not start"
+        time.sleep(0.01)
     (tmp_path / "go").write_text("")
     assert [process.wait(timeout=120) for process in processes] == [0, 0]
     names = sorted(read_manifest(tmp_path)["checkpoints"])
