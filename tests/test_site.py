@@ -194,6 +194,24 @@ def test_page_carries_a_content_security_policy_that_stops_an_injected_script(vi
     assert seen.injected_ran is False, f"{path}: a script injected after loading ran"
 
 
+# A script named by an address outside the site: a <script src>, sphinx-thebe's THEBE_JS_URL, a script element's src
+# set in code, a dynamic import or a worker's importScripts
+OUTSIDE_SCRIPT = re.compile(r"""<script\b[^>]*\bsrc\s*=\s*["']?(?:https?:)?//|THEBE_JS_URL\s*=\s*["'](?:https?:)?//"""
+                            r"""|\.src\s*=\s*["'](?:https?:)?//|\bimport\s*\(\s*["'](?:https?:)?//"""
+                            r"""|importScripts\(\s*["'](?:https?:)?//""", re.IGNORECASE)
+
+
+def test_no_page_or_site_script_names_an_outside_script(built_site):
+    """Even a script the site never runs (the theme's Thebe address) is not named: every page and every script the
+    site ships are read as text, not only what a visit requests."""
+    assert OUTSIDE_SCRIPT.search('<script>const THEBE_JS_URL = "https://unpkg.com/thebe@0.8.2/lib/index.js"</script>')
+    files = [path for path in built_site.rglob("*") if path.suffix in (".html", ".js")
+             and "_sources" not in path.relative_to(built_site).parts]
+    named = [f"{path.relative_to(built_site)}: {match.group(0)!r}" for path in files
+             for match in OUTSIDE_SCRIPT.finditer(path.read_text(errors="replace"))]
+    assert len(files) > 20 and named == [], "\n".join(named)
+
+
 @pytest.mark.parametrize("path", FROM_DISK)
 def test_page_opened_from_disk_typesets_its_formulas(visits, path):
     """Opened as a file (file://), where a page may not fetch its own files: formulas and views still work."""

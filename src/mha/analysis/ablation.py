@@ -36,6 +36,7 @@ import numpy.typing as npt
 import torch
 from torch import Tensor
 
+from mha.core.validation import as_real_array
 from mha.data_files import DATA_DIRECTORY
 from mha.pretrained.encoder import HeadMask, MiniLMEncoder
 from mha.pretrained.interventions import as_head_masks
@@ -264,7 +265,7 @@ def column_means(attention: npt.ArrayLike) -> np.ndarray:
     :func:`mha.pretrained.interventions.key_removal_effects`
     (chapter 4, "Attention is not explanation").
     """
-    attention = np.asarray(attention, dtype=np.float64)
+    attention = as_real_array("attention", attention, meaning="(..., seq_q, seq_k)")
     if attention.ndim < 2:
         raise ValueError(f"attention has shape {attention.shape}; give (..., seq_q, seq_k), e.g. one head's map.")
     return attention.mean(axis=-2)  # (..., seq_k)

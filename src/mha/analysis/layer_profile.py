@@ -33,7 +33,7 @@ from scipy.stats import spearmanr
 
 from mha.analysis.role_table import RELATION_DIRECTIONS, head_role_table
 from mha.analysis.statistics import bootstrap_counts, percentile_interval, resampled_means, resampled_ratios
-from mha.core.validation import check_whole_number
+from mha.core.validation import check_size, check_whole_number
 from mha.corpora.treebank import split_sentences
 from mha.pretrained.attention_record import AttentionRecord
 
@@ -91,6 +91,7 @@ def selection_report_split(n_items: int, *, selection_fraction: float = 0.5,
     and report on the other, so that the choice is not graded on the data that made it.
     """
     n_items = check_whole_number("n_items", n_items, minimum=2, meaning="one item for each of the two sets")
+    check_size("the item indices to split", (n_items,))
     selection, report = split_sentences(range(n_items), selection_fraction, seed)
     return np.sort(np.asarray(selection, dtype=int)), np.sort(np.asarray(report, dtype=int))
 

@@ -45,7 +45,7 @@ import numpy as np
 import pandas as pd
 
 from mha.core.resampling import bootstrap_counts, bootstrap_indices
-from mha.core.validation import check_seed, check_size, check_whole_number, is_real_number
+from mha.core.validation import as_real_array, check_seed, check_size, check_whole_number, is_real_number
 
 __all__ = ["mean_by_unit", "paired_t", "bootstrap_interval", "bootstrap_counts", "resampled_means", "resampled_ratios",
            "percentile_interval", "bootstrap_ratio_interval", "sign_flip_signs",
@@ -53,7 +53,7 @@ __all__ = ["mean_by_unit", "paired_t", "bootstrap_interval", "bootstrap_counts",
 
 
 def _as_differences(differences) -> np.ndarray:
-    differences = np.asarray(differences, dtype=float)
+    differences = as_real_array("differences", differences, meaning="(items, heads...)")
     if differences.ndim < 1 or differences.shape[0] < 2:
         raise ValueError(
             f"differences has shape {differences.shape}; give (items, heads...) with at least 2 items, "

@@ -31,7 +31,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from mha.core.validation import check_rank, check_seed, check_size, check_whole_number
+from mha.core.validation import check_rank, check_real_tensor, check_seed, check_size, check_whole_number
 
 __all__ = [
     "qk_circuit",
@@ -65,6 +65,8 @@ def qk_circuit(W_Q: Tensor, W_K: Tensor) -> Tensor:
     ``x_j @ W_K`` (biases left out: see :func:`score_terms`). Its rank is at most
     ``d_head``. Chapter 2, "Each head's own subspace".
     """
+    W_Q = check_real_tensor("W_Q", W_Q, meaning="(..., d_model, d_head)")
+    W_K = check_real_tensor("W_K", W_K, meaning="(..., d_model, d_head)")
     check_rank("W_Q", W_Q.shape, range(2, 9), "(..., d_model, d_head)")
     if W_Q.shape != W_K.shape:
         raise ValueError(f"W_Q has shape {tuple(W_Q.shape)} and W_K {tuple(W_K.shape)}; one head's queries and keys "

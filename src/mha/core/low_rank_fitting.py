@@ -37,9 +37,9 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from mha.data_files import DATA_DIRECTORY, how_to_restore, parse_json, read_verified_file
 from mha.core.geometry import numerical_rank
-from mha.core.validation import check_rank, check_whole_number, is_real_number, is_whole_number
+from mha.core.validation import check_rank, check_size, check_whole_number, is_finite_number, is_whole_number
+from mha.data_files import DATA_DIRECTORY, how_to_restore, parse_json, read_verified_file
 
 __all__ = [
     "previous_token_pattern",
@@ -70,6 +70,7 @@ _MAX_PATTERN_FITS_BYTES = 2**20  # the file is a few kB; anything far larger is 
 
 def _check_length(n: int) -> None:
     check_whole_number("n", n, minimum=2, meaning="the number of tokens")
+    check_size("an attention pattern (n, n)", (n, n))
 
 
 def previous_token_pattern(n: int, dtype: torch.dtype = torch.float64) -> Tensor:
@@ -283,10 +284,6 @@ def _how_to_regenerate(path: Path) -> str:
     return how_to_restore(REGENERATE_PATTERN_FITS, path)
 
 
-def _is_number(value) -> bool:
-    return is_real_number(value) and math.isfinite(value)
-
-
 def _field(mapping: dict, key: str, check, wanted: str, where: str):
     if not isinstance(mapping, dict) or key not in mapping:
         raise ValueError(f"{where} has no field {key!r} ({wanted})")
@@ -300,7 +297,7 @@ def _table(value, shape: tuple[int, int, int], lowest: float, highest: float, wh
     """A nested list of numbers of exactly ``shape``, every entry in [lowest, highest], as a float64 tensor."""
     def walk(item, depth: int, at: str):
         if depth == len(shape):
-            if not _is_number(item) or not lowest <= item <= highest:
+            if not is_finite_number(item) or not lowest <= item <= highest:
                 raise ValueError(f"{at} should be a number in [{lowest}, {highest}], got {item!r:.80}")
             return float(item)
         if not isinstance(item, list) or len(item) != shape[depth]:
@@ -321,7 +318,7 @@ def _parse_pattern_fits(data, path: Path) -> StoredPatternFits:
     setup = _field(data, "setup", lambda v: isinstance(v, dict), "an object", "the file")
     for key in ("n", "d_model", "token_seed", "steps", "restarts"):
         _field(setup, key, lambda v: is_whole_number(v) and v >= 0, "a whole number >= 0", "setup")
-    _field(setup, "lr", lambda v: _is_number(v) and v > 0, "a positive number", "setup")
+    _field(setup, "lr", lambda v: is_finite_number(v) and v > 0, "a positive number", "setup")
     recipes = _field(data, "targets", lambda v: isinstance(v, dict) and v and all(
         isinstance(k, str) and isinstance(r, str) for k, r in v.items()),
         "an object: target name -> recipe", "the file")
@@ -335,7 +332,7 @@ def _parse_pattern_fits(data, path: Path) -> StoredPatternFits:
     score_caps, error, score_range = {}, {}, {}
     for regime, fits in regimes.items():
         where = f"regimes[{regime!r}]"
-        score_caps[regime] = _field(fits, "score_cap", lambda v: v is None or (_is_number(v) and v > 0),
+        score_caps[regime] = _field(fits, "score_cap", lambda v: v is None or (is_finite_number(v) and v > 0),
                                     "null (free scores) or a positive number", where)
         error[regime] = _table(_field(fits, "error", lambda v: True, "", where), shape, 0.0, 1.0,
                                f"{where}['error']")

@@ -21,6 +21,8 @@ import re
 import numpy as np
 import torch
 
+from mha.core.validation import check_size, check_whole_number
+
 __all__ = ["MAX_TOKENS", "split_into_tokens", "word_vector", "sinusoidal_positions", "embed_tokens"]
 
 MAX_TOKENS = 24
@@ -86,6 +88,9 @@ def word_vector(word: str, d_model: int, seed: int = 0) -> np.ndarray:
 
 def sinusoidal_positions(seq_len: int, d_model: int) -> torch.Tensor:
     """Position codes of Vaswani et al. (2017): sin/cos pairs at geometric frequencies, (seq_len, d_model), float64."""
+    seq_len = check_whole_number("seq_len", seq_len, minimum=1, meaning="positions in the sequence")
+    d_model = check_whole_number("d_model", d_model, minimum=1, meaning="features of each position's code")
+    check_size("the position codes (seq_len, d_model)", (seq_len, d_model))
     position = torch.arange(seq_len, dtype=torch.float64)[:, None]  # (seq, 1)
     pair = torch.arange(0, d_model, 2, dtype=torch.float64)  # (ceil(d_model/2),)
     angle = position / (10_000 ** (pair / d_model))  # (seq, ceil(d_model/2))

@@ -32,6 +32,8 @@ import numpy as np
 import torch
 from scipy.stats import rankdata
 
+from mha.core.validation import check_size, check_whole_number
+
 __all__ = ["ParaphraseTriple", "TRIPLES", "split_triples", "PairSet", "pair_set", "similarity_scores",
            "word_overlap_similarity", "ranking_accuracy", "unrelated_accuracy", "distractor_accuracy",
            "retrieval_accuracy", "contrastive_loss", "similarity_rank_correlation", "task_scores"]
@@ -106,7 +108,9 @@ def split_triples(n_triples: int = len(TRIPLES), n_select: int | None = None, se
     the report is not inflated by the choice. ``n_select`` defaults to half.
     Both lists come back sorted.
     """
-    n_select = n_triples // 2 if n_select is None else n_select
+    n_triples = check_whole_number("n_triples", n_triples, minimum=2, meaning="one triple for each half")
+    check_size("the triple indices to split", (n_triples,))
+    n_select = n_triples // 2 if n_select is None else check_whole_number("n_select", n_select)
     if not 1 <= n_select < n_triples:
         raise ValueError(f"n_select must be between 1 and {n_triples - 1}, got {n_select}.")
     order = np.random.default_rng(seed).permutation(n_triples)

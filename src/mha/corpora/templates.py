@@ -367,6 +367,10 @@ def pronoun_pairs() -> list[AnnotatedSentence]:
     return sentences
 
 
+MOST_SENTENCES_PER_TEMPLATE = 10_000
+"""The most sentences :func:`generate_corpus` is asked for per template: beyond it a template mostly repeats itself."""
+
+
 def _template_sentences(rng: random.Random, sentences_per_template: int) -> Iterator[AnnotatedSentence]:
     """Round-robin over the templates, skipping any sentence already produced."""
     seen: set[str] = set()
@@ -395,7 +399,9 @@ def generate_corpus(
     when ``include_pronoun_pairs``. The default gives 8 * 70 + 44 = 604
     sentences of 6 to 14 words. Returns a list of :class:`AnnotatedSentence`.
     """
-    sentences_per_template = check_whole_number("sentences_per_template", sentences_per_template, minimum=0)
+    sentences_per_template = check_whole_number("sentences_per_template", sentences_per_template, minimum=0,
+                                                maximum=MOST_SENTENCES_PER_TEMPLATE,
+                                                meaning="a template makes only so many different sentences")
     rng = random.Random(seed)
     sentences = list(_template_sentences(rng, sentences_per_template))
     if include_pronoun_pairs:

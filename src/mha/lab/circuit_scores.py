@@ -33,7 +33,7 @@ import torch
 from torch import Tensor
 
 from mha.core.geometry import ov_circuit, qk_circuit
-from mha.core.validation import check_rank
+from mha.core.validation import check_rank, check_size, check_whole_number
 
 __all__ = [
     "attention_to_key_positions",
@@ -234,6 +234,10 @@ def composition_score_baseline(d_model: int, d_head: int, n_samples: int = 200, 
     Composition scores are never 0 even for unrelated heads, so a head pair
     is only "composing" when it scores clearly above this. Chapter 3.
     """
+    d_model = check_whole_number("d_model", d_model, minimum=1)
+    d_head = check_whole_number("d_head", d_head, minimum=1, maximum=d_model, meaning="at most d_model")
+    n_samples = check_whole_number("n_samples", n_samples, minimum=1)
+    check_size("one sample's random circuits (d_model, d_model)", (d_model, d_model))
     generator = torch.Generator().manual_seed(seed)
     scores = []
     for _ in range(n_samples):

@@ -32,7 +32,13 @@ from typing import Any
 import torch
 from torch import nn
 
-from mha.core.validation import check_whole_number
+from mha.core.validation import (
+    InputError,
+    check_finite_number,
+    check_seed,
+    check_whole_number,
+    is_finite_number,
+)
 from mha.lab.tasks import Task, masked_cross_entropy
 
 __all__ = ["TrainingConfig", "TrainingLog", "train", "evaluate", "steepest_drop", "torch_threads"]
@@ -66,11 +72,20 @@ class TrainingConfig:
     def __post_init__(self) -> None:
         for name in ("steps", "batch_size", "log_every", "eval_batch_size", "threads"):
             object.__setattr__(self, name, check_whole_number(name, getattr(self, name), minimum=1))
-        if self.warmup_steps < 0:
-            raise ValueError(f"warmup_steps must be 0 or more, got {self.warmup_steps}.")
-        if not self.learning_rate > 0:
-            raise ValueError(f"learning_rate must be positive, got {self.learning_rate}.")
-        object.__setattr__(self, "betas", tuple(self.betas))
+        object.__setattr__(self, "warmup_steps", check_whole_number("warmup_steps", self.warmup_steps, minimum=0))
+        object.__setattr__(self, "seed", check_seed("seed", self.seed))
+        object.__setattr__(self, "learning_rate", check_finite_number("learning_rate", self.learning_rate,
+                                                                      positive=True, meaning="e.g. 1e-3"))
+        object.__setattr__(self, "weight_decay", check_finite_number("weight_decay", self.weight_decay, minimum=0,
+                                                                     meaning="0 for none, e.g. 0.01"))
+        if self.grad_clip is not None:
+            object.__setattr__(self, "grad_clip", check_finite_number("grad_clip", self.grad_clip, positive=True,
+                                                                      meaning="a gradient norm; None for no clipping"))
+        betas = tuple(self.betas) if isinstance(self.betas, (tuple, list)) else ()
+        if len(betas) != 2 or not all(is_finite_number(beta) and 0 <= beta < 1 for beta in betas):
+            raise InputError(f"betas must be two numbers in [0, 1), AdamW's decay rates (e.g. (0.9, 0.999)), "
+                             f"got {self.betas!r}.")
+        object.__setattr__(self, "betas", betas)
 
     def to_dict(self) -> dict:
         """A plain dict of the fields, ready for JSON."""

@@ -43,11 +43,17 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from mha.core.attention import AttentionOutput, HeadWeights, MultiHeadAttention
-from mha.core.validation import check_seed, check_size, check_whole_number, is_real_number
-from mha.pretrained.model_files import (PRETRAINED_WEIGHTS_SHA256, EncoderConfig, copy_bert_weights,
-                                        read_model_folder)
-from mha.pretrained.overrides import (AttentionOverride, HeadMask, HeadOutputOverride, HeadReplacement, for_layer,
-                                      override_heads, uniform_attention_weights)
+from mha.core.validation import check_finite_number, check_seed, check_size, check_whole_number
+from mha.pretrained.model_files import PRETRAINED_WEIGHTS_SHA256, EncoderConfig, copy_bert_weights, read_model_folder
+from mha.pretrained.overrides import (
+    AttentionOverride,
+    HeadMask,
+    HeadOutputOverride,
+    HeadReplacement,
+    for_layer,
+    override_heads,
+    uniform_attention_weights,
+)
 from mha.pretrained.tokenizer import TokenizedBatch, default_model_path, load_tokenizer, tokenize
 from mha.pretrained.traces import EncoderTrace, SentenceTrace
 
@@ -175,8 +181,7 @@ class MiniLMEncoder(nn.Module):
         limits"). This encoder is left unchanged.
         """
         seed = check_seed("seed", seed)
-        if not (is_real_number(std) and std > 0):
-            raise ValueError(f"std must be a positive number (BERT uses 0.02), got {std!r}.")
+        std = check_finite_number("std", std, positive=True, meaning="BERT uses 0.02")
         dtype = self.word_embeddings.dtype
         fresh = MiniLMEncoder(self.config, dtype=dtype, model_path=self.model_path)
         generator = torch.Generator().manual_seed(seed)

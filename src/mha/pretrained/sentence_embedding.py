@@ -15,8 +15,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+import torch
 from torch import Tensor
 
+from mha.core.validation import InputError, check_real_tensor
 from mha.pretrained.encoder import AttentionOverride, MiniLMEncoder
 
 __all__ = ["mean_pool", "sentence_embeddings", "embed", "cosine_similarity_matrix"]
@@ -27,16 +29,27 @@ def mean_pool(hidden_states: Tensor, real_tokens: Tensor) -> Tensor:
 
     ``real_tokens`` (batch, seq) is True at real tokens (``[CLS]`` and
     ``[SEP]`` included) and False at padding; leading axes of
-    ``hidden_states`` (e.g. one per intervention) broadcast. Chapter 4.
+    ``hidden_states`` (e.g. one per intervention) broadcast. A sentence with no
+    real token (a row of ``real_tokens`` all False) has no mean and is refused,
+    naming the row. Chapter 4.
     """
-    if real_tokens.shape != hidden_states.shape[-3:-1]:
+    hidden_states = check_real_tensor("hidden_states", hidden_states, meaning="(..., batch, seq, d_model)")
+    if not isinstance(real_tokens, Tensor) or real_tokens.dtype != torch.bool:
+        raise InputError(f"real_tokens should be a bool tensor (batch, seq), True at real tokens, got "
+                         f"{getattr(real_tokens, 'dtype', type(real_tokens).__name__)}; use trace.real_tokens.")
+    if hidden_states.ndim < 3 or real_tokens.shape != hidden_states.shape[-3:-1]:
         raise ValueError(
             f"real_tokens has shape {tuple(real_tokens.shape)} but hidden_states {tuple(hidden_states.shape)} needs "
             f"{tuple(hidden_states.shape[-3:-1])} = (batch, seq): one True/False per token."
         )
+    empty = (~real_tokens.any(dim=-1)).nonzero().flatten().tolist()  # rows with no real token
+    if empty:
+        raise InputError(f"sentence {empty[0]} of the batch has no real token (its row of real_tokens is all False),"
+                         " so it has no mean: every sentence has at least [CLS] and [SEP]. Drop that row, or pass "
+                         "the real_tokens that came with these hidden states.")
     weights = real_tokens.to(hidden_states.dtype)  # (batch, seq), 1 at real tokens
     summed = (hidden_states * weights[..., None]).sum(dim=-2)  # (..., batch, d_model)
-    return summed / weights.sum(dim=-1, keepdim=True).clamp(min=1.0)  # (..., batch, d_model)
+    return summed / weights.sum(dim=-1, keepdim=True)  # (..., batch, d_model)
 
 
 def sentence_embeddings(hidden_states: Tensor, real_tokens: Tensor) -> Tensor:

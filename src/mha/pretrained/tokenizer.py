@@ -26,7 +26,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from mha.core.validation import check_no_lone_surrogates, stacklevel_outside_package
+from mha.core.validation import check_flag, check_no_lone_surrogates, stacklevel_outside_package
 
 __all__ = ["TokenizedBatch", "check_no_lone_surrogates", "default_model_path", "load_tokenizer", "tokenize"]
 
@@ -219,6 +219,8 @@ def tokenize(
     does a lone surrogate (half of a UTF-16 pair, which a browser can send;
     see :func:`check_no_lone_surrogates`): such text is refused, not cleaned.
     """
+    is_split_into_words = check_flag("is_split_into_words", is_split_into_words)
+    truncate = check_flag("truncate", truncate)
     tokenizer = load_tokenizer() if tokenizer is None else tokenizer
     sentences, split = _as_sentences(text, is_split_into_words)
     max_positions = int(tokenizer.model_max_length)

@@ -31,10 +31,18 @@ import numpy as np
 import torch
 from ipywidgets import HTML, Button, Dropdown, HBox, IntProgress, IntSlider, Layout, Text, Widget
 
-from mha.core.validation import LARGEST_D_MODEL_LISTED, head_counts_that_divide
+from mha.core.validation import LARGEST_D_MODEL_LISTED, check_whole_number, head_counts_that_divide
 from mha.lab.checkpoints import LAB_DIRECTORY
-from mha.lab.head_count_sweep import (ANALYSIS_BATCH_SEED, HeadCountStudy, analysis_batch, head_role, load_study,
-                                      relation_shares, token_names, train_two_relation_model)
+from mha.lab.head_count_sweep import (
+    ANALYSIS_BATCH_SEED,
+    HeadCountStudy,
+    analysis_batch,
+    head_role,
+    load_study,
+    relation_shares,
+    token_names,
+    train_two_relation_model,
+)
 from mha.lab.training import TrainingConfig
 from mha.views.explorer import Explorer, ExplorerView
 from mha.views.heatmaps import AttentionMap
@@ -274,7 +282,9 @@ class HeadCountExplorer(Explorer):
     def _run_view(self, intro: str, view: dict, n_heads: int, seed: int, head: int, sequence: int,
                   live: dict | None) -> ExplorerView:
         """Map, share table and learning curves of one measured model (a stored run, or the live one)."""
-        head = min(head, n_heads - 1)
+        head = min(check_whole_number("head", head, minimum=0, meaning="heads are counted from 0"), n_heads - 1)
+        sequence = check_whole_number("sequence", sequence, minimum=0, maximum=len(view["maps"]) - 1,
+                                      meaning="a held-out sequence, counted from 0")
         attention_map = AttentionMap(
             view["maps"][sequence, head], view["tokens"][sequence],
             title=f"head {head} of {n_heads}, held-out sequence {sequence} (seed {ANALYSIS_BATCH_SEED + seed})")

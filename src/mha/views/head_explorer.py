@@ -22,7 +22,7 @@ from ipywidgets import IntSlider, Layout, Text
 
 from mha.core.attention import MultiHeadAttention
 from mha.core.toy_sentences import MAX_TOKENS, embed_tokens, split_into_tokens
-from mha.core.validation import check_no_lone_surrogates
+from mha.core.validation import check_no_lone_surrogates, check_whole_number
 from mha.views.explorer import Explorer, ExplorerView, problem_html
 from mha.views.heatmaps import AttentionMap
 
@@ -76,6 +76,7 @@ class HeadExplorer(Explorer):
 
     def view_data(self, *, sentence: str, heads: int, head: int) -> ExplorerView:
         """Head ``head`` (clamped to the head count) of a ``heads``-head layer on ``sentence``; ``ValueError`` if bad."""
+        head = check_whole_number("head", head, minimum=0, meaning="heads are counted from 0")
         tokens, weights = head_attention_maps(sentence, heads, self.d_model, self.seed)  # (heads, seq, seq)
         head = min(head, heads - 1)
         d_head = self.d_model // heads

@@ -25,9 +25,15 @@ import torch
 from ipywidgets import HTML, Dropdown, IntSlider, Layout, Text, Widget
 
 from mha.book import head_label
+from mha.core.validation import check_whole_number
 from mha.lab.checkpoints import checkpoint_names, load_checkpoint
-from mha.lab.circuit_scores import (composition_score_baseline, head_role_scores, k_composition_scores,
-                                    prefix_matching_score, previous_token_score)
+from mha.lab.circuit_scores import (
+    composition_score_baseline,
+    head_role_scores,
+    k_composition_scores,
+    prefix_matching_score,
+    previous_token_score,
+)
 from mha.lab.induction import ROLE_SCORE_THRESHOLD, held_out_batch, role_labels
 from mha.views.explorer import Explorer, ExplorerView
 from mha.views.heatmaps import AttentionMap
@@ -196,7 +202,8 @@ class InductionLabExplorer(Explorer):
         """Head ``head`` of ``layer`` (both clamped to the model) on a held-out sequence, or on ``typed`` token ids."""
         view = self.views[model]
         n_layers, n_heads = view.info.config.n_layers, view.info.config.n_heads
-        layer, head = min(layer, n_layers - 1), min(head, n_heads - 1)
+        layer = min(check_whole_number("layer", layer, minimum=0, meaning="layers are counted from 0"), n_layers - 1)
+        head = min(check_whole_number("head", head, minimum=0, meaning="heads are counted from 0"), n_heads - 1)
         tokens, query_mask, description = self._sequence(view, sequence, typed)
         with torch.no_grad():
             weights = view.model(tokens).attention_weights[layer]  # (1, heads, seq, seq)

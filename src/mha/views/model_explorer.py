@@ -21,6 +21,7 @@ from ipywidgets import HTML, Checkbox, Dropdown, IntSlider, Layout, Text, Widget
 
 from mha.analysis.score_spread import treebank_score_spread
 from mha.book import head_label
+from mha.core.validation import check_whole_number
 from mha.pretrained.encoder import MiniLMEncoder
 from mha.pretrained.word_maps import word_attention, word_strings
 from mha.views.explorer import OPENINGS, Explorer, ExplorerView
@@ -169,6 +170,9 @@ class ModelHeadExplorer(Explorer):
     def view_data(self, *, sentence: str, typed: str, layer: int, head: int, word_level: bool) -> ExplorerView:
         """Head ``head`` of ``layer`` on the menu's ``sentence`` (or on ``typed`` when the menu says to type one)."""
         unit = "words" if word_level else "tokens"
+        config = self.encoder.config
+        layer = check_whole_number("layer", layer, minimum=0, maximum=config.n_layers - 1, meaning="counted from 0")
+        head = check_whole_number("head", head, minimum=0, maximum=config.n_heads - 1, meaning="counted from 0")
         labels, attention = self._attention(typed if sentence == TYPE_YOUR_OWN else sentence, word_level)
         weights = attention[layer, head]  # (n, n)
         link = strongest_link(weights)
