@@ -52,7 +52,8 @@ def check_patchable(encoder: MiniLMEncoder, target: EncoderTrace, source: Encode
     """
     for name, trace in (("target", target), ("source", source)):
         if not isinstance(trace, EncoderTrace):
-            raise ValueError(f"{name} is a {type(trace).__name__}; give an EncoderTrace, e.g. encoder.trace(sentences).")
+            raise ValueError(f"{name} is a {type(trace).__name__}; give an EncoderTrace, e.g. "
+                             "encoder.trace(sentences).")
     config = encoder.config
     expected = (config.n_layers, config.n_heads, config.d_head)
     for name, trace in (("target", target), ("source", source)):
@@ -128,8 +129,9 @@ def final_states_with_heads_patched(encoder: MiniLMEncoder, target: EncoderTrace
 
 
 @torch.inference_mode()
-def final_states_with_each_head_patched(encoder: MiniLMEncoder, target: EncoderTrace, source: EncoderTrace,
-                                        heads: Iterable[tuple[int, int]] | None = None) -> dict[tuple[int, int], Tensor]:
+def final_states_with_each_head_patched(
+    encoder: MiniLMEncoder, target: EncoderTrace, source: EncoderTrace, heads: Iterable[tuple[int, int]] | None = None
+) -> dict[tuple[int, int], Tensor]:
     """Last-layer states (batch, seq, d_model) of ``target`` with one head patched from ``source``, for each head.
 
     ``heads`` lists ``(layer, head)`` pairs, by default all of them; returns
