@@ -71,6 +71,9 @@ VENDORED = {
 # CDN address found in a stored notebook output -> the vendored file that replaces it. The d3 and jQuery entries
 # are require.js module paths, written without ".js" (bertviz's require.config). jQuery is 3.7, not bertviz's 2.0
 # (npm has no 2.0.0); bertviz's views use only $(selector), .append, .val, .text, .on and .empty, the same in 3.7.
+# d3 is 7, not bertviz's 5.7.0, whose d3-color parses colour strings in super-linear time (advisory
+# GHSA-36jr-mh4h-2g58, fixed in d3-color 3.1); the head and model views call only select, selectAll, min, line, hsl,
+# scaleOrdinal and schemeCategory10, the same in 7.
 CDN_REWRITES = {
     "https://cdnjs.cloudflare.com/ajax/libs/require.js/2.3.6/require.min.js": "requirejs/require.js",
     "https://cdnjs.cloudflare.com/ajax/libs/d3/5.7.0/d3.min": "d3/d3.min",
