@@ -12,7 +12,9 @@
 # All of them create .venv with Python 3.11 and install requirements.txt the first time.
 #
 # torch: on x86-64 Linux, PyPI's torch is the CUDA build (gigabytes of GPU libraries). So there the first install
-# takes the pinned torch's CPU-only build (torch==<pin>+cpu) from PyTorch's wheel index, TORCH_INDEX. To install torch
+# takes the pinned torch's CPU-only build (torch==<pin>+cpu) from PyTorch's wheel index, TORCH_INDEX, and from that
+# index alone (--index-url, torch only; its dependencies come from PyPI with requirements.txt), so that no package is
+# looked up in two indexes. To install torch
 # from wherever pip looks by default instead (a local wheel, a mirror, a machine without that index), clear it:
 #   make test TORCH_INDEX=
 # PyPI's wheels for macOS, Windows and ARM Linux are CPU builds already, so there TORCH_INDEX is empty by default.
@@ -37,7 +39,7 @@ $(STAMP): requirements.txt pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Need $(PYTHON) (Python 3.11) on PATH, or run: make PYTHON=/path/to/python3.11"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(if $(TORCH_INDEX),$(BIN)/python -m pip install --quiet "torch==$(TORCH_PIN)+cpu" --extra-index-url $(TORCH_INDEX))
+	$(if $(TORCH_INDEX),$(BIN)/python -m pip install --quiet --no-deps "torch==$(TORCH_PIN)+cpu" --index-url $(TORCH_INDEX))
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	touch $(STAMP)
 

@@ -165,7 +165,10 @@ def _make_install_commands(*variables: str) -> list[str]:
 def test_make_on_linux_takes_torch_from_the_cpu_index_unless_told_not_to():
     commands = _make_install_commands()
     torch = [line for line in commands if "torch==" in line]
-    assert torch and f'"torch=={TORCH_PIN}+cpu"' in torch[0] and f"--extra-index-url {CPU_INDEX}" in torch[0]
+    assert torch and f'"torch=={TORCH_PIN}+cpu"' in torch[0] and f"--index-url {CPU_INDEX}" in torch[0]
+    # that index alone, for torch alone: no package is looked up in two indexes (dependency confusion); torch's own
+    # dependencies come from PyPI with requirements.txt
+    assert "--extra-index-url" not in torch[0] and "--no-deps" in torch[0], torch[0]
     assert commands.index(torch[0]) < next(i for i, line in enumerate(commands) if "-r requirements.txt" in line), (
         "the CPU build goes in before requirements.txt, whose torch pin it then satisfies")
     assert not [line for line in _make_install_commands("TORCH_INDEX=") if "torch==" in line or CPU_INDEX in line]
