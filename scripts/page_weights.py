@@ -1,4 +1,4 @@
-"""What each page of the built site weighs in a real browser (issue 9: the heaviest page stays within 3 MB).
+"""What each page of the built site weighs in a real browser (the heaviest page stays within 3 MB).
 
     python scripts/page_weights.py [HTML_FOLDER]    # default _build/html (`make book` builds it)
 
@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-BUDGET = 3_000_000  # bytes: the heaviest page stays within 3 MB (issue 9)
+BUDGET = 3_000_000  # bytes: the heaviest page stays within 3 MB
 AT_ONCE = 4  # pages loading together
 QUIET = 0.3  # seconds without a request in flight, after which a page has loaded all it will
 SECONDS = 1000  # Playwright counts milliseconds

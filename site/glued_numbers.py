@@ -1,4 +1,4 @@
-"""Glued numbers and citations read properly on the website and in JupyterLab, from one source (issue 10).
+"""Glued numbers and citations read properly on the website and in JupyterLab, from one source.
 
 The notebooks write each number the prose shows as ``{eval}`glue.text("name:fmt")```, and each citation as
 ``{eval}`glue.cite_t("key")``` or ``{eval}`glue.cite_p("key1,key2")```: MyST's inline-expression role (see

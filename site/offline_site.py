@@ -1,4 +1,4 @@
-"""Every file a page of the site loads comes from the site itself, and no page weighs more than 3 MB (issue 9), so
+"""Every file a page of the site loads comes from the site itself, and no page weighs more than 3 MB, so
 the book reads the same offline, served from 127.0.0.1 or opened straight from disk (file://).
 
 A Sphinx extension, connected in _config.yml (``sphinx: local_extensions``). It:

@@ -1,4 +1,4 @@
-// Typesets the book's formulas at build time, so that no page needs MathJax in the browser (issue 9).
+// Typesets the book's formulas at build time, so that no page needs MathJax in the browser.
 //
 // site/offline_site.py starts this script once per build, under Node.js, and talks to it one JSON line at a time:
 //   {"formulas": [["W_{QK} = W_Q W_K^\\top", false], ...], "share": true}  (TeX, displayed?: a page's formulas)

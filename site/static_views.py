@@ -1,4 +1,4 @@
-"""Every interactive view of the book works on the website, without a kernel (issue 9).
+"""Every interactive view of the book works on the website, without a kernel.
 
 A Sphinx extension, connected in _config.yml (``sphinx: local_extensions``). A notebook's view stores, beside its
 live ipywidgets form, a placeholder ``<div class="mha-view" data-mha-recipe="...">`` (``mha.views.static_form``).

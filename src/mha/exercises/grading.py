@@ -1,4 +1,4 @@
-"""Grading a submission with the book's own checks, for an autograder (instructors' page, "Grading"; issue 13).
+"""Grading a submission with the book's own checks, for an autograder (instructors' page, "Grading").
 
 ``scripts/grading.py`` writes an otter-grader autograder for each notebook: one test file per exercise, whose cases
 call :func:`grade` on the submission's function. The public case runs the check as the notebook does; hidden

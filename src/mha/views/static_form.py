@@ -1,4 +1,4 @@
-"""The kernel-free form of every view, for the book's website: one object, two representations (issue 9).
+"""The kernel-free form of every view, for the book's website: one object, two representations.
 
 In Jupyter an :class:`~mha.views.explorer.Explorer` is a live ipywidgets view. On the website there is no kernel,
 so each view also gives a placeholder (:func:`placeholder_html`): a ``<div class="mha-view">`` that names the view
