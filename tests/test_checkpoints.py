@@ -30,6 +30,7 @@ from mha.lab.checkpoints import (
     record_file,
     save_checkpoint,
     sha256_of_file,
+    verified_bytes,
 )
 from mha.lab.circuit_scores import head_role_scores
 from mha.lab.tasks import InductionTask, task_from_dict
@@ -144,10 +145,13 @@ def test_result_files_are_recorded_and_checked(tmp_path):
     path.write_text(json.dumps({"loss": [3.0, 1.0]}))
     record_file(path, regenerate=COMMAND, description="a loss curve", directory=tmp_path)
     assert load_json("curves.json", tmp_path) == {"loss": [3.0, 1.0]}
+    assert verified_bytes("curves.json", tmp_path) == path.read_bytes()  # the bytes that were checked
     path.write_text(json.dumps({"loss": [3.0, 2.0]}))
     with pytest.raises(CheckpointError, match="sha256") as raised:
         load_json("curves.json", tmp_path)
     assert COMMAND in str(raised.value)
+    with pytest.raises(CheckpointError, match="sha256"):
+        verified_bytes("curves.json", tmp_path)
     with pytest.raises(ValueError, match="regenerate"):
         save_checkpoint(TinyTransformer(TinyTransformerConfig(vocab_size=4, max_seq_len=4, d_model=4, n_heads=1)),
                         "x", seed=0, steps=0, task={}, regenerate="", directory=tmp_path)

@@ -51,7 +51,7 @@ from mha.lab.tiny_model import TinyTransformer, TinyTransformerConfig
 
 __all__ = ["LAB_DIRECTORY", "MANIFEST_NAME", "MAX_FILE_BYTES", "REGENERATE_ALL", "CheckpointError", "CheckpointInfo",
            "sha256_of_file", "canonical_safetensors", "read_manifest", "save_checkpoint", "load_checkpoint", "record_file",
-           "verified_path", "load_json", "checkpoint_names"]
+           "verified_bytes", "load_json", "checkpoint_names"]
 
 LAB_DIRECTORY = DATA_DIRECTORY / "lab"
 """The lab's folder in the package data: the repository's ``data/lab/`` (editable install) or ``mha/data/lab/``."""
@@ -475,9 +475,10 @@ def _result_file(file_name: str, directory: Path) -> tuple[Path, bytes, dict]:
     return path, data, entry
 
 
-def verified_path(file_name: str, directory: str | os.PathLike = LAB_DIRECTORY) -> Path:
-    """The path of result file ``file_name`` recorded with :func:`record_file`, after checking its sha256."""
-    return _result_file(file_name, Path(directory))[0]
+def verified_bytes(file_name: str, directory: str | os.PathLike = LAB_DIRECTORY) -> bytes:
+    """The bytes of result file ``file_name`` recorded with :func:`record_file`, read once and checked against its
+    sha256: the caller gets what was checked, never a path whose file could change between the check and a read."""
+    return _result_file(file_name, Path(directory))[1]
 
 
 def load_json(file_name: str, directory: str | os.PathLike = LAB_DIRECTORY) -> Any:
