@@ -3,7 +3,9 @@
 Every exercise declares its title (the argument of ```` ```{exercise} ````), and in the first line of its body its
 kind, difficulty and time (``**Write and check** · ★★ · 15 min``; scripts/student_edition.py reads both,
 :func:`student_edition.exercises`). This script lists them all, in the order of ``_toc.yml``, with the section, the
-check function a "Write and check" exercise calls, and the time each section's exercises take in all.
+check function a "Write and check" exercise calls, and the time each section's exercises take in all, beside the
+time its prose takes to read (:func:`reading_minutes`: the words of the student's markdown, hints left out, at
+:data:`WORDS_PER_MINUTE`).
 
 It also writes the paragraph of the book's home page (chapters/index.md) that says how many exercises there are and
 how many of them have an automatic check, between two comment lines that mark it.
@@ -38,6 +40,30 @@ KIND_NAMES = {kind: name for name, kind in student_edition.KINDS.items()}
 SHORT_NAMES = {"chapters/background/transformer_in_brief": "primer",
                "chapters/background/statistics_toolkit": "toolkit"}
 
+# A reading speed for technical prose with equations, slower than the 240 or so words a minute of plain prose.
+WORDS_PER_MINUTE = 200
+HINT_BLOCK = re.compile(r"```\{hint\}.*?\n```", re.S)
+ROLE = re.compile(r"\{(\w[\w:-]*)\}`([^`]*)`")
+FENCE_LINE = re.compile(r"^(?:```(?:\{[\w-]+\})?|:\w[\w-]*:.*)", re.M)  # a fence (its title stays), an option
+WORD = re.compile(r"[^\W_]+(?:['’.-][^\W_]+)*")
+
+
+def prose_words(notebook: dict) -> int:
+    """How many words a reader of the student edition reads in ``notebook``'s markdown: the solutions and the hints
+    (read only on demand) left out, a glued number counted as one word, a role's text as its words, a directive's
+    title as its words and its fences and options as none."""
+    student, _ = student_edition.split_notebook(notebook)
+    text = "\n\n".join("".join(cell["source"]) for cell in student["cells"] if cell["cell_type"] == "markdown")
+    text = HINT_BLOCK.sub("", text)
+    text = re.sub(r"<!--.*?-->", "", text, flags=re.S)
+    text = ROLE.sub(lambda role: "0" if role[1] == "eval" else re.sub(r"<[^>]*>", "", role[2]), text)
+    return len(WORD.findall(FENCE_LINE.sub("", text)))
+
+
+def reading_minutes(notebook: dict) -> int:
+    """The time ``notebook``'s prose takes to read, in whole minutes (at least 1), at :data:`WORDS_PER_MINUTE`."""
+    return max(1, round(prose_words(notebook) / WORDS_PER_MINUTE))
+
 
 def sections() -> list[tuple[str, str]]:
     """(notebook path without suffix, section name) of every notebook in ``_toc.yml``, in reading order: "1.2" in a
@@ -60,6 +86,11 @@ def collect() -> list[tuple[str, str, list[student_edition.Exercise]]]:
     """(notebook path, section name, its exercises) for every notebook of the book, in reading order."""
     return [(file, name, student_edition.exercises(json.loads((ROOT / f"{file}.ipynb").read_text())))
             for file, name in sections()]
+
+
+def reading_times() -> dict[str, int]:
+    """Notebook path (without suffix) -> minutes its prose takes to read, for every notebook of the book."""
+    return {file: reading_minutes(json.loads((ROOT / f"{file}.ipynb").read_text())) for file, _ in sections()}
 
 
 def _stars(difficulty: int | None) -> str:
@@ -94,9 +125,14 @@ def render() -> str:
         "This page is written by `scripts/exercise_index.py` from the notebooks, and a test fails when it is out of "
         "date. See {doc}`instructors` for the student edition, the answer key and grading.", "",
         "## Time per section", "",
-        "| Section | Exercises | Write and check | Other kinds | Estimated time |",
-        "| --- | --- | --- | --- | --- |",
+        "*Reading time* is the section's prose as the student edition shows it (its markdown, without the hints and "
+        f"solutions) at {WORDS_PER_MINUTE} words a minute, a pace for technical text with equations; it leaves out "
+        "running the code and studying the figures and views. *Exercise time* adds up the estimates of the section's "
+        "exercises.", "",
+        "| Section | Exercises | Write and check | Other kinds | Reading time | Exercise time |",
+        "| --- | --- | --- | --- | --- | --- |",
     ]
+    reading = reading_times()
     for file, name, found in books:
         if not found:
             continue
@@ -107,9 +143,11 @@ def render() -> str:
         else:
             time = _minutes(total) + (" (some estimates missing)" if any(e.minutes is None for e in found) else "")
         lines.append(f"| {name}: {{doc}}`{Path(file).relative_to('chapters')}` | {len(found)} | {checked} | "
-                     f"{len(found) - checked} | {time} |")
+                     f"{len(found) - checked} | {_minutes(reading[file])} | {time} |")
     total = sum(e.minutes or 0 for e in every)
-    lines += [f"| **All** | {len(every)} | {counts['check']} | {len(every) - counts['check']} | {_minutes(total)} |",
+    read = sum(reading[file] for file, _, found in books if found)
+    lines += [f"| **All** | {len(every)} | {counts['check']} | {len(every) - counts['check']} | {_minutes(read)} | "
+              f"{_minutes(total)} |",
               "", "## Every exercise", "",
               "| Exercise | Section | Kind | Difficulty | Time | Check (`mha.exercises.…`) |",
               "| --- | --- | --- | --- | --- | --- |"]
@@ -139,7 +177,7 @@ def home_paragraph() -> str:
         "`mha.exercises`, which runs your function on seeded inputs and says what differs from the reference; "
         f"the other {len(every) - checked} ({', '.join(others)}) are marked on their reasoning, with a model answer "
         "or a starting point. Every exercise has its solution in a dropdown, and the {doc}`exercise_index` lists "
-        "them all with their time. Instructors: see {doc}`instructors`."
+        "them all with their time, beside each section's reading time. Instructors: see {doc}`instructors`."
     )
 
 

@@ -80,15 +80,50 @@ def test_every_exercise_of_the_book_declares_title_kind_difficulty_time_and_hint
                 f"{where}: a check-kind exercise calls a check on its stub, and no other kind has a stub"
 
 
-def test_chapters_1_and_2_give_every_exercise_two_or_three_hints_labelled_in_order():
-    for path in [p for p in BOOK_NOTEBOOKS if p.parent.name in ("1_mechanism", "2_geometry")]:
+# Sections whose hints are still one level deep; every other notebook of chapters 1-4 has tiered hints.
+ONE_HINT_SECTIONS = {"3_coreference.ipynb", "7_one_head_or_many.ipynb"}
+TIERED_NOTEBOOKS = [p for p in BOOK_NOTEBOOKS if p.name not in ONE_HINT_SECTIONS]
+LEVEL_NAMES = {2: ["a nudge", "nearly the answer"], 3: ["a nudge", "a step further", "nearly the answer"]}
+
+
+def _markdown(notebook: dict) -> str:
+    return "".join("".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "markdown")
+
+
+def _hints_of(text: str, label: str) -> str:
+    """The markdown from an exercise's first hint to the start of its solution: its hints."""
+    start = text.index("```{hint}", text.index(f":label: {label}\n"))
+    return text[start:text.index("{solution-start}", start)]
+
+
+def test_every_exercise_of_chapters_1_to_4_has_two_or_three_hints_labelled_in_order():
+    assert len(TIERED_NOTEBOOKS) >= 13
+    for path in TIERED_NOTEBOOKS:
         notebook = json.loads(path.read_text())
-        text = "".join("".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "markdown")
+        text = _markdown(notebook)
         for exercise in index.student_edition.exercises(notebook):
             assert exercise.hints in (2, 3), f"{path.name}: {exercise.label} has {exercise.hints} hints"
-            start = text.index(f":label: {exercise.label}\n")
-            levels = re.findall(r"\*\*Hint (\d) of (\d)", text[start:text.index("{solution-start}", start)])
-            assert levels == [(str(i), str(exercise.hints)) for i in range(1, exercise.hints + 1)], exercise.label
+            levels = re.findall(r"\*\*Hint (\d) of (\d), ([a-z ]+)\.\*\*", _hints_of(text, exercise.label))
+            names = LEVEL_NAMES[exercise.hints]
+            assert levels == [(str(i), str(exercise.hints), name) for i, name in enumerate(names, 1)], exercise.label
+
+
+def _given_away(hints: str, code: str) -> list[str]:
+    """The inline code of ``hints`` that is a whole expression of the solution's ``code`` (spaces ignored)."""
+    solution = re.sub(r"\s", "", code)
+    return [span for span in re.findall(r"`([^`]+)`", hints) if len(re.sub(r"\s", "", span)) >= 20
+            and re.sub(r"\s", "", span) in solution]
+
+
+def test_no_hint_writes_out_an_expression_of_its_solution():
+    assert _given_away("`np.argwhere(scores > threshold)` lists them", "return np.argwhere(scores>threshold)")
+    assert not _given_away("a function lists the positions of the True entries", "return np.argwhere(scores>threshold)")
+    for path in TIERED_NOTEBOOKS:
+        notebook = json.loads(path.read_text())
+        text = _markdown(notebook)
+        for solution in index.student_edition.split_notebook(notebook)[1]:
+            given = _given_away(_hints_of(text, solution.label), "\n".join(solution.code))
+            assert not given, f"{path.name}: a hint of {solution.label} writes out its solution: {given}"
 
 
 def test_the_index_counts_the_exercises_with_tiered_hints():
@@ -116,3 +151,37 @@ def test_time_per_section_adds_up():
     total = sum(e.minutes or 0 for _, _, found in index.collect() for e in found)
     hours, minutes = divmod(total, 60)
     assert "| **All** |" in page and (f"{hours} h {minutes:02d} min" if hours else f"{minutes} min") in page
+
+
+def test_reading_time_counts_the_prose_a_student_reads_at_the_stated_speed():
+    words = " ".join(["attention"] * 399) + " {eval}`glue.text(\"n_heads\")`"  # 400 words, one a glued number
+    one = {"cells": [
+        {"cell_type": "markdown", "metadata": {}, "source": words + "\n\n```{exercise} A\n:label: ex-a\n\n"
+         "**Write and check** · ★ · 5 min\n```\n\n```{hint}\n:class: dropdown\n" + "hint " * 500 + "\n```\n"},
+        {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": "x = 1 " * 300},
+        {"cell_type": "markdown", "metadata": {}, "source": "```{solution-start} ex-a\n:class: dropdown\n```\n"
+         + "solution " * 700 + "\n```{solution-end}\n```\n"}]}
+    assert index.prose_words(one) == 400 + len("A Write and check 5 min".split())
+    assert index.WORDS_PER_MINUTE == 200 and index.reading_minutes(one) == 2
+    page = index.PAGE.read_text()
+    assert f"at {index.WORDS_PER_MINUTE} words a minute" in page
+    guide = " ".join((ROOT / "chapters" / "instructors.md").read_text().split())
+    assert f"at {index.WORDS_PER_MINUTE} words a minute" in guide
+    reading = index.reading_times()
+    for file, name, found in index.collect():
+        if found:
+            row = next(line for line in page.splitlines() if line.startswith(f"| {name}: "))
+            assert row.split(" | ")[4] == index._minutes(reading[file]), row
+    assert sum(reading.values()) > 60  # the book's prose takes hours to read, not minutes
+
+
+def test_the_learning_objectives_table_has_a_row_for_every_section_background_included():
+    guide = (ROOT / "chapters" / "instructors.md").read_text()
+    table = guide.split("## Learning objectives")[1].split("\n## ")[0]
+    rows = re.findall(r"^\| \{doc\}`([^`]+)` \| (.+) \|$", table, re.M)
+    wanted = [str(Path(file).relative_to("chapters")) for file, _ in index.sections()]
+    assert sorted(doc for doc, _ in rows) == sorted(wanted)
+    for doc, objectives in rows:
+        notebook = json.loads((ROOT / "chapters" / f"{doc}.ipynb").read_text())
+        assert "**After this section you will be able to**" in "".join(notebook["cells"][0]["source"]), doc
+        assert objectives.strip(" |"), f"{doc}: say what a learner will be able to do"

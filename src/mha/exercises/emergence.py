@@ -54,8 +54,8 @@ def _tokens_with_repeats(rng: np.random.Generator, seq: int, vocab: int) -> np.n
 # --- chapter 3, section 5: induction heads ---------------------------------------------------
 
 def check_previous_token_score(previous_token_score_fn: Callable[[np.ndarray], np.ndarray], seed: int = 0) -> CheckResult:
-    """``previous_token_score_fn(weights)``: weights (batch, heads, seq, seq) -> (heads,), the mean over the batch
-    and over queries i = 1..seq-1 of weights[b, h, i, i-1]."""
+    """``previous_token_score_fn(weights)``: weights (batch, heads, seq, seq) -> (heads,), each head's mean weight
+    from a query to the token just before it, over the batch and the queries that have one."""
     rng = np.random.default_rng(seed)
 
     def cases() -> Iterator:

@@ -66,7 +66,8 @@ def _table_for(maps: Sequence[np.ndarray], tokens: Sequence[Sequence[str]] | Non
 # --- chapter 3, section 1: a tour of all 72 heads --------------------------------------------
 
 def check_previous_token_share(previous_token_share: Callable[[np.ndarray], float], seed: int = 0) -> CheckResult:
-    """``previous_token_share(weights)``: mean over rows i = 1..seq-1 of weights[i, i-1], for one (seq, seq) map."""
+    """``previous_token_share(weights)``: one (seq, seq) map -> a float, the mean weight a row puts on the token just
+    before it, over the rows that have one."""
     rng = np.random.default_rng(seed)
 
     def cases() -> Iterator:
@@ -331,8 +332,8 @@ def check_word_attention(merge: Callable[[np.ndarray, Sequence[int | None]], np.
 
 
 def check_distance_matched_lift(lift: Callable[[np.ndarray, int, int], float], seed: int = 0) -> CheckResult:
-    """``lift(weights, first, second)``: for one (n, n) word map, the weight of row ``second`` on column ``first``
-    minus the mean weight of every row ``q`` on column ``q - d``, d = second - first (3.1, bridging heads)."""
+    """``lift(weights, first, second)``: one (n, n) word map and a pair of word indices, ``first`` < ``second`` ->
+    a float, the pair's weight against the head's mean weight at the same distance (3.1, bridging heads)."""
     from mha.analysis.long_range import WordPair, distance_baseline, pair_lifts
 
     rng = np.random.default_rng(seed)
