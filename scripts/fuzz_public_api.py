@@ -22,12 +22,13 @@ temporary one; if a call kills the child, a new child goes on from the next call
 ``tests/fuzz_ratchet.json``.
 
     python scripts/fuzz_public_api.py                   # every call; the summary in fuzz_public_api.json
-    python scripts/fuzz_public_api.py --sample 600 --seed 0 --json /tmp/sample.json
+    python scripts/fuzz_public_api.py --sample 0.1 --seed 0 --json /tmp/sample.json
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import subprocess
@@ -109,8 +110,16 @@ SKIPPED: dict[str, str] = {
 
 # --------------------------------------------------------------------------- the child: runs the calls
 
-def _child(first: int, sample: int | None, seed: int) -> None:
-    import random
+def in_sample(qualified: str, bad: str, fraction: float | None, seed: int) -> bool:
+    """Whether the call of ``qualified`` with ``bad`` is in the seeded sample: a fixed share of all calls, each chosen
+    by a hash of its own name, so that adding a callable adds calls to the sample but changes no other."""
+    if fraction is None:
+        return True
+    digest = hashlib.sha256(f"{seed}:{qualified}:{bad}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") < fraction * 2**32
+
+
+def _child(first: int, sample: float | None, seed: int) -> None:
     import resource
     import signal
     import traceback
@@ -138,9 +147,8 @@ def _child(first: int, sample: int | None, seed: int) -> None:
     _encoder(), load_tokenizer()  # loaded once here, so that no call's time limit pays for it
     package = str(ROOT / "src" / "mha")
     callables = dict(public_callables())
-    chosen = range(len(plan)) if sample is None else sorted(random.Random(seed).sample(range(len(plan)),
-                                                                                          min(sample, len(plan))))
-    chosen = [index for index in chosen if index >= first]
+    chosen = [index for index, (qualified, bad) in enumerate(plan)
+              if index >= first and in_sample(qualified, bad, sample, seed)]
     for index in chosen:
         qualified, bad = plan[index]
         print(json.dumps({"start": index}), flush=True)
@@ -346,8 +354,9 @@ def arguments(value, bad) -> tuple[list, dict]:
 
 # --------------------------------------------------------------------------- the parent: restarts, summary
 
-def run_fuzz(sample: int | None = None, seed: int = 0, timeout: float = 1800.0) -> dict:
-    """Run the fuzz (every call, or a seeded ``sample`` of them) in capped children; return the summary."""
+def run_fuzz(sample: float | None = None, seed: int = 0, timeout: float = 1800.0) -> dict:
+    """Run the fuzz (every call, or the seeded share ``sample`` of them: :func:`in_sample`) in capped children;
+    return the summary."""
     records: dict[int, dict] = {}
     header: dict = {}
     first, deadline = 0, time.monotonic() + timeout
@@ -377,7 +386,7 @@ def run_fuzz(sample: int | None = None, seed: int = 0, timeout: float = 1800.0) 
     return summarise(header, records, time.perf_counter() - started, sample, seed)
 
 
-def summarise(header: dict, records: dict[int, dict], seconds: float, sample: int | None, seed: int) -> dict:
+def summarise(header: dict, records: dict[int, dict], seconds: float, sample: float | None, seed: int) -> dict:
     counts = Counter(record["outcome"] for record in records.values())
     by_subpackage: dict[str, Counter] = {}
     raw_callables = Counter()
@@ -400,7 +409,8 @@ def summarise(header: dict, records: dict[int, dict], seconds: float, sample: in
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sample", type=int, default=None, help="run only this many calls, drawn with --seed")
+    parser.add_argument("--sample", type=float, default=None,
+                        help="run only this share of the calls (0 to 1), chosen by a hash of each call and --seed")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", default="fuzz_public_api.json", help="where to write the summary")
     parser.add_argument("--child", help=argparse.SUPPRESS)

@@ -129,3 +129,34 @@ def test_the_shared_checks_refuse_what_the_functions_refuse():
     with pytest.raises(InputError, match="could not be read as an array .* It should be \\(items,\\)"):
         as_real_array("x", [[1], [1, 2]], meaning="(items,)")
     assert check_real_tensor("x", np.ones((2, 2), dtype=np.float32)).dtype == torch.float32
+
+
+LOADERS = ["mha.corpora.treebank.read_conllu", "mha.lab.checkpoints.read_manifest",
+           "mha.analysis.ablation.load_pruning_spread", "mha.core.low_rank_fitting.load_pattern_fits",
+           "mha.pretrained.model_files.read_model_folder", "mha.pretrained.tokenizer.load_tokenizer"]
+
+
+@pytest.mark.parametrize("loader", LOADERS)
+@pytest.mark.parametrize("path", [3, None, b"data", ""])
+def test_every_loader_refuses_a_path_that_is_not_one(loader, path):
+    import importlib
+
+    module, name = loader.rsplit(".", 1)
+    if path is None and name in ("load_pattern_fits", "load_tokenizer"):
+        pytest.skip("None asks for the book's own file")
+    with pytest.raises(InputError, match="should be the path of a file or a folder"):
+        getattr(importlib.import_module(module), name)(path)
+
+
+def test_a_function_that_runs_a_model_names_the_model_it_needs():
+    from mha.lab.circuit_scores import k_composition_scores
+    from mha.pretrained.sentence_embedding import embed
+
+    with pytest.raises(InputError, match=r"encoder should be the pretrained encoder, MiniLMEncoder.load\(\), got 'x'"):
+        embed("x", ["the cat sat"])
+    with pytest.raises(InputError, match="model should be a TinyTransformer: one you trained, or one loaded with"):
+        k_composition_scores(None)
+    with pytest.raises(InputError, match="log should be the TrainingLog that train returned"):
+        from mha.lab.training import steepest_drop
+
+        steepest_drop({"rows": []})

@@ -33,7 +33,8 @@ def _calls(summary: dict, outcome: str) -> list[str]:
 
 
 def test_no_call_hangs_or_exhausts_memory(fuzz_sample):
-    assert fuzz_sample["calls"] == json.loads(RATCHET.read_text())["sample"]
+    share = json.loads(RATCHET.read_text())["sample"]
+    assert 0.7 * share < fuzz_sample["calls"] / fuzz_sample["planned_calls"] < 1.3 * share
     assert _calls(fuzz_sample, "timeout") == []
     assert _calls(fuzz_sample, "memory") == []
 

@@ -36,9 +36,9 @@ import numpy.typing as npt
 import torch
 from torch import Tensor
 
-from mha.core.validation import as_real_array
+from mha.core.validation import as_path, as_real_array
 from mha.data_files import DATA_DIRECTORY
-from mha.pretrained.encoder import HeadMask, MiniLMEncoder
+from mha.pretrained.encoder import HeadMask, MiniLMEncoder, check_encoder
 from mha.pretrained.interventions import as_head_masks
 from mha.pretrained.sentence_embedding import sentence_embeddings
 from mha.pretrained.tokenizer import TokenizedBatch
@@ -111,6 +111,7 @@ def head_mask_gradients(encoder: MiniLMEncoder, inputs: TokenizedBatch,
     changes when that head's output is switched off in that sentence
     (chapter 4, "Redundancy and pruning").
     """
+    encoder = check_encoder(encoder)
     n_layers, n_heads = encoder.config.n_layers, encoder.config.n_heads
     base = torch.ones(n_layers, n_heads) if mask is None else as_head_masks(encoder, mask)[0]  # (layers, heads)
     per_sentence = base.repeat(len(inputs), 1, 1).to(encoder.word_embeddings)  # (batch, layers, heads)
@@ -181,6 +182,7 @@ def load_pruning_spread(path: str | Path = PRUNING_SPREAD_PATH) -> dict:
     """
     from mha.data_files import how_to_restore, parse_json, read_verified_file
 
+    path = as_path("path", path)
     how = how_to_restore("python scripts/pruning_spread.py", path)
     what = "the stored pruning curves"
     content = parse_json(read_verified_file(path, what=what, how=how, limit=10_000_000), what=what, path=path, how=how)

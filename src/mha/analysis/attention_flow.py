@@ -26,7 +26,7 @@ import dataclasses
 import numpy as np
 import torch
 
-from mha.pretrained.encoder import MiniLMEncoder
+from mha.pretrained.encoder import MiniLMEncoder, check_encoder
 
 __all__ = ["attention_rollout", "masking_influence", "own_token_share"]
 
@@ -69,6 +69,7 @@ def masking_influence(encoder: MiniLMEncoder, sentence: str, *, replacement: str
     columns of ``[CLS]`` and ``[SEP]`` are 0. Rows = positions whose state is
     read, columns = input tokens changed. Returns ``(tokens, influence)``.
     """
+    encoder = check_encoder(encoder)
     inputs = encoder.tokenize(sentence)
     if len(inputs) != 1:
         raise ValueError("masking_influence takes one sentence (a string).")

@@ -15,6 +15,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from mha.core.validation import check_type
+
 __all__ = ["PATTERN_LABELS", "block_segments", "is_punctuation", "pattern_label"]
 
 PATTERN_LABELS: tuple[str, ...] = ("vertical", "diagonal", "vertical+diagonal", "block", "heterogeneous")
@@ -22,6 +24,7 @@ PATTERN_LABELS: tuple[str, ...] = ("vertical", "diagonal", "vertical+diagonal", 
 
 def is_punctuation(token: str, continuation_prefix: str = "##") -> bool:
     """True when a token (prefix such as ``##`` removed) is non-empty and made only of Unicode punctuation."""
+    check_type("token", token, str, "a token, as text")
     if continuation_prefix and token.startswith(continuation_prefix) and len(token) > len(continuation_prefix):
         token = token[len(continuation_prefix):]
     return bool(token) and all(unicodedata.category(ch).startswith("P") for ch in token)

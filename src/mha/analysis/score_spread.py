@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from mha.analysis.role_table import SENTENCE_SCORES, sentence_head_scores
-from mha.core.validation import InputError, check_whole_number
+from mha.core.validation import check_whole_number
 
 __all__ = ["SPREAD_SCORES", "SPREAD_QUANTILES", "score_spread", "treebank_score_spread"]
 
@@ -58,10 +58,9 @@ def treebank_score_spread(encoder, n_sentences: int = 150) -> dict:
     """
     from mha.corpora.treebank import EWT_DEV_PATH, read_conllu, split_sentences
     from mha.pretrained.corpus_encoding import encode_records
-    from mha.pretrained.encoder import MiniLMEncoder
+    from mha.pretrained.encoder import check_encoder
 
-    if not isinstance(encoder, MiniLMEncoder):
-        raise InputError(f"encoder should be the pretrained model, MiniLMEncoder.load(), got {type(encoder).__name__}.")
+    encoder = check_encoder(encoder)
     n_sentences = check_whole_number("n_sentences", n_sentences, minimum=1)
 
     treebank = read_conllu(EWT_DEV_PATH)

@@ -81,6 +81,8 @@ def ov_circuit(W_V: Tensor, W_O: Tensor) -> Tensor:
     ``x @ W_OV`` (plus ``b_V @ W_O``). Its rank is at most ``d_head``.
     Chapter 2, "Each head's own subspace".
     """
+    W_V = check_real_tensor("W_V", W_V)
+    W_O = check_real_tensor("W_O", W_O)
     check_rank("W_V", W_V.shape, range(2, 9), "(..., d_model, d_head)")
     if W_O.shape[-2] != W_V.shape[-1] or W_O.shape[-1] != W_V.shape[-2]:
         raise ValueError(f"W_V has shape {tuple(W_V.shape)} and W_O {tuple(W_O.shape)}; for one head they should be "
@@ -114,6 +116,10 @@ def score_terms(x_query: Tensor, x_key: Tensor, W_Q: Tensor, W_K: Tensor,
     ``W_K`` (d_model, d_head), biases (d_head,) or None. Returns
     :class:`ScoreTerms`, each (..., n_q, n_k); their sum is ``q @ k.T / sqrt(d_head)``.
     """
+    x_query = check_real_tensor("x_query", x_query)
+    x_key = check_real_tensor("x_key", x_key)
+    W_Q = check_real_tensor("W_Q", W_Q)
+    W_K = check_real_tensor("W_K", W_K)
     check_rank("W_Q", W_Q.shape, (2,), "(d_model, d_head), one head's query matrix")
     _check_same_d_model("x_query", x_query, "W_Q", W_Q, -1, 0)
     _check_same_d_model("x_key", x_key, "W_K", W_K, -1, 0)
@@ -150,6 +156,10 @@ def head_writes(x: Tensor, weights: Tensor, W_V: Tensor, W_O: Tensor,
     (d_model,). Because every row of ``A_h`` sums to 1, head ``h``'s value bias
     reaches the output as the constant ``b_V^h @ W_O^h``.
     """
+    x = check_real_tensor("x", x)
+    weights = check_real_tensor("weights", weights)
+    W_V = check_real_tensor("W_V", W_V)
+    W_O = check_real_tensor("W_O", W_O)
     check_rank("W_V", W_V.shape, (3,), "(heads, d_model, d_head), e.g. stacked_head_weights().W_V[layer]")
     check_rank("weights", weights.shape, range(3, 9), "(..., heads, n_q, n_k) attention weights")
     if weights.shape[-3] != W_V.shape[0] or weights.shape[-1] != x.shape[-2]:
@@ -175,6 +185,7 @@ def numerical_rank(matrix: Tensor, rtol: float | None = None) -> Tensor:
     largest singular value, so compute in float64, or pass a larger ``rtol``.
     Chapter 2, "Each head's own subspace".
     """
+    matrix = check_real_tensor("matrix", matrix)
     check_rank("matrix", matrix.shape, range(2, 9), "(..., m, n)")
     if rtol is None:
         rtol = max(matrix.shape[-2:]) * torch.finfo(matrix.dtype).eps
@@ -192,6 +203,7 @@ def energy_rank(matrix: Tensor, energy: float = 0.99) -> Tensor:
     of an attention pattern (``min_head_width``). Chapter 2, "The low-rank
     bottleneck".
     """
+    matrix = check_real_tensor("matrix", matrix)
     check_rank("matrix", matrix.shape, range(2, 9), "(..., m, n)")
     if not 0.0 < energy <= 1.0:
         raise ValueError(f"energy is a share of the squared norm, between 0 (excluded) and 1; got {energy}.")
@@ -209,6 +221,7 @@ def orthonormal_basis(W: Tensor) -> Tensor:
     Computed from the SVD, so it is the same subspace for any choice of the
     head's internal basis. Chapter 2.
     """
+    W = check_real_tensor("W", W)
     check_rank("W", W.shape, range(2, 9), "(..., d, k)")
     if W.shape[-1] > W.shape[-2]:
         raise ValueError(f"W has shape {tuple(W.shape)}: a basis of its column space needs k <= d; "
@@ -224,6 +237,8 @@ def principal_angle_cosines(A: Tensor, B: Tensor) -> Tensor:
     A cosine of 1 is a direction the two spaces share; 0 a direction of one
     orthogonal to all of the other. Chapter 2, "Each head's own subspace".
     """
+    A = check_real_tensor("A", A)
+    B = check_real_tensor("B", B)
     _check_same_d_model("A", A, "B", B, -2, -2)
     overlap = orthonormal_basis(A).transpose(-1, -2) @ orthonormal_basis(B)  # (..., k_a, k_b)
     return torch.linalg.svdvals(overlap).clamp(0.0, 1.0)  # (..., min(k_a, k_b))
@@ -237,6 +252,7 @@ def head_subspace_angles(W: Tensor, W_other: Tensor | None = None) -> Tensor:
     Returns (heads, heads_b, d_head). Column spaces are compared, so pass
     ``W_O.transpose(-1, -2)`` for the spaces heads write to.
     """
+    W = check_real_tensor("W", W)
     check_rank("W", W.shape, (3,), "(heads, d_model, d_head)")
     W_other = W if W_other is None else W_other
     check_rank("W_other", W_other.shape, (3,), "(heads, d_model, d_head)")
@@ -253,6 +269,7 @@ def subspace_overlap(angles: Tensor) -> Tensor:
     For two random ``k``-dimensional subspaces of ``d`` dimensions its expected
     value is ``k / d`` (chapter 2).
     """
+    angles = check_real_tensor("angles", angles)
     return torch.cos(angles).pow(2).mean(dim=-1)
 
 
@@ -284,6 +301,7 @@ def projector_sum_spectrum(W: Tensor) -> Tensor:
     would give all ones; directions no head reads give 0; the eigenvalues
     always sum to ``heads * d_head``. Chapter 2.
     """
+    W = check_real_tensor("W", W)
     check_rank("W", W.shape, (3,), "(heads, d_model, d_head)")
     basis = orthonormal_basis(W)  # (heads, d_model, d_head)
     projector_sum = torch.einsum("hdk,hek->de", basis, basis)  # (d_model, d_model)
@@ -296,6 +314,8 @@ def share_in_subspace(vectors: Tensor, W: Tensor) -> Tensor:
     ``vectors`` (..., n, d_model), ``W`` (..., d_model, k) -> (..., n). A random
     ``k``-dimensional subspace holds ``k / d_model`` of a typical vector.
     """
+    vectors = check_real_tensor("vectors", vectors)
+    W = check_real_tensor("W", W)
     _check_same_d_model("vectors", vectors, "W", W, -1, -2)
     coordinates = vectors @ orthonormal_basis(W)  # (..., n, k)
     return coordinates.pow(2).sum(dim=-1) / vectors.pow(2).sum(dim=-1)

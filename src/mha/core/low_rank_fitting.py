@@ -38,7 +38,15 @@ import torch
 from torch import Tensor
 
 from mha.core.geometry import numerical_rank
-from mha.core.validation import check_rank, check_size, check_whole_number, is_finite_number, is_whole_number
+from mha.core.validation import (
+    as_path,
+    check_rank,
+    check_real_tensor,
+    check_size,
+    check_whole_number,
+    is_finite_number,
+    is_whole_number,
+)
 from mha.data_files import DATA_DIRECTORY, how_to_restore, parse_json, read_verified_file
 
 __all__ = [
@@ -113,6 +121,7 @@ def row_centred(scores: Tensor) -> Tensor:
     two score matrices that differ by a constant per row give the same
     pattern; centring picks one representative. Chapter 2.
     """
+    scores = check_real_tensor("scores", scores, meaning="(..., n_q, n_k)")
     return scores - scores.mean(dim=-1, keepdim=True)
 
 
@@ -126,6 +135,7 @@ def min_head_width(pattern: Tensor, rtol: float = 1e-9) -> int:
     (when the tokens themselves have at least ``n`` dimensions). Patterns with
     zeros need infinite scores and have no exact answer. Chapter 2.
     """
+    pattern = check_real_tensor("pattern", pattern, meaning="(n, n)")
     check_rank("pattern", pattern.shape, (2,), "(n_q, n_k), one head's attention pattern")
     if not bool((pattern > 0).all()):
         raise ValueError("pattern has zero weights, which only infinite scores produce; min_head_width needs a "
@@ -140,6 +150,8 @@ def pattern_error(fitted: Tensor, target: Tensor) -> Tensor:
     distributions: the share of attention that sits in the wrong place.
     Chapter 2, "The low-rank bottleneck".
     """
+    fitted = check_real_tensor("fitted", fitted, meaning="(..., n_q, n_k)")
+    target = check_real_tensor("target", target, meaning="(..., n_q, n_k)")
     if fitted.shape[-2:] != target.shape[-2:]:
         raise ValueError(f"fitted has shape {tuple(fitted.shape)} and target {tuple(target.shape)}; "
                          "both should end in (n_q, n_k).")
@@ -181,6 +193,8 @@ def fit_head_patterns(tokens: Tensor, targets: Tensor, d_heads: Sequence[int], *
     ``seed``. Returns a :class:`PatternFit` with the best restart per target and
     width. Chapter 2, "The low-rank bottleneck".
     """
+    tokens = check_real_tensor("tokens", tokens, meaning="(n, d_model) token vectors")
+    targets = check_real_tensor("targets", targets, meaning="(patterns, n, n)")
     check_rank("tokens", tokens.shape, (2,), "(n, d_model), one vector per token")
     check_rank("targets", targets.shape, (3,), "(targets, n, n), one pattern per target")
     n, d_model = tokens.shape
@@ -354,7 +368,7 @@ def load_pattern_fits(path: str | os.PathLike | None = None) -> StoredPatternFit
     unreadable or malformed file raises :class:`PatternFitsError` with the
     command that regenerates it.
     """
-    path = PATTERN_FITS_PATH if path is None else Path(path)
+    path = PATTERN_FITS_PATH if path is None else as_path("path", path)
     how = _how_to_regenerate(path)
     raw = read_verified_file(path, what="the stored pattern fits", how=how, limit=_MAX_PATTERN_FITS_BYTES,
                              error=PatternFitsError)

@@ -21,7 +21,7 @@ import re
 import numpy as np
 import torch
 
-from mha.core.validation import check_size, check_whole_number
+from mha.core.validation import check_size, check_type, check_whole_number
 
 __all__ = ["MAX_TOKENS", "split_into_tokens", "word_vector", "sinusoidal_positions", "embed_tokens"]
 
@@ -69,6 +69,7 @@ def word_vector(word: str, d_model: int, seed: int = 0) -> np.ndarray:
     a xorshift generator; after four steps to spread the state, each pair of its uniform numbers (u1, u2) in
     (0, 1) gives two normal ones, sqrt(-2 ln u1) cos(2 pi u2) and sqrt(-2 ln u1) sin(2 pi u2).
     """
+    check_type("word", word, str, "a word, as text")
     state = _FNV_OFFSET ^ (seed * _SEED_MIX & _MASK32)
     for byte in word.lower().encode("utf-8"):
         state = ((state ^ byte) * _FNV_PRIME) & _MASK32

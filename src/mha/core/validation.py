@@ -34,40 +34,17 @@ import re
 import sys
 import warnings
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 
 import numpy as np
 import torch
 
-__all__ = [
-    "LIMITS",
-    "LARGEST_D_MODEL_LISTED",
-    "InputError",
-    "NonFiniteWarning",
-    "SizeLimitError",
-    "check_size",
-    "check_seed",
-    "head_counts_that_divide",
-    "is_whole_number",
-    "is_real_number",
-    "is_finite_number",
-    "check_whole_number",
-    "check_finite_number",
-    "check_flag",
-    "as_real_array",
-    "check_real_tensor",
-    "check_head_count",
-    "check_last_dim",
-    "check_same_shape",
-    "check_rank",
-    "check_attention_shapes",
-    "check_not_empty",
-    "check_no_lone_surrogates",
-    "as_tensor",
-    "as_array",
-    "as_float_tensors",
-    "as_float_arrays",
-    "warn_if_not_finite",
-]
+__all__ = ["LIMITS", "LARGEST_D_MODEL_LISTED", "InputError", "NonFiniteWarning", "SizeLimitError", "check_size",
+           "check_seed", "head_counts_that_divide", "is_whole_number", "is_real_number", "is_finite_number",
+           "check_whole_number", "check_finite_number", "check_flag", "as_real_array", "check_real_tensor",
+           "as_path", "check_type", "check_head_count", "check_last_dim", "check_same_shape", "check_rank",
+           "check_attention_shapes", "check_not_empty", "check_no_lone_surrogates", "as_tensor", "as_array",
+           "as_float_tensors", "as_float_arrays", "warn_if_not_finite"]
 
 
 class InputError(ValueError):
@@ -149,86 +126,78 @@ def is_real_number(value) -> bool:
 
 
 def is_finite_number(value) -> bool:
-    """True for a real number that is neither NaN nor infinite (see :func:`is_real_number`); the test
-    :func:`check_finite_number` makes, for code that collects problems rather than raising at the first."""
+    """:func:`is_real_number`, and neither NaN nor infinite: the test :func:`check_finite_number` makes."""
     return is_real_number(value) and math.isfinite(value)
 
 
 def check_finite_number(name: str, value, *, minimum: float | None = None, positive: bool = False,
                         meaning: str = "") -> float:
-    """``value`` as a Python ``float``, for a finite real number (``int``, ``float``, numpy's scalars).
-
-    Booleans, text, complex numbers, NaN and infinity are refused: a learning rate of ``inf`` or a scale of
-    ``nan`` runs without complaint and gives numbers that mean nothing. ``positive`` asks for a number above 0,
-    ``minimum`` for one at or above it; ``meaning`` says what the number is ("BERT uses 0.02") and goes in the
-    message. The one check of a real-valued setting in the package.
-    """
+    """``value`` as a ``float``, for a finite real number; booleans, text, complex numbers, NaN and infinity are
+    refused (a learning rate of ``inf`` would run without complaint). ``positive``: above 0; ``minimum``: at or
+    above it; ``meaning`` says what the number is ("BERT uses 0.02"). The one check of a real-valued setting."""
     bound = " above 0" if positive else f" of at least {minimum}" if minimum is not None else ""
-    wanted = f"{name} must be a finite number{bound}{f' ({meaning})' if meaning else ''}"
+    wanted = f"{name} must be a finite number{bound}{f' ({meaning})' if meaning else ''}, got {value!r}"
     if not is_finite_number(value):
-        flag = isinstance(value, (bool, np.bool_))
-        kind = (type(value).__name__ if flag or not isinstance(value, numbers.Complex)
+        kind = (type(value).__name__ if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Complex)
                 else "not finite" if isinstance(value, numbers.Real) else "a complex number")
-        raise InputError(f"{wanted}, got {value!r} ({kind}).")
-    value = float(value)
+        raise InputError(f"{wanted} ({kind}).")
     if (positive and not value > 0) or (minimum is not None and value < minimum):
-        raise InputError(f"{wanted}, got {value!r}.")
-    return value
+        raise InputError(f"{wanted}.")
+    return float(value)
 
 
 def check_flag(name: str, value) -> bool:
-    """``value`` as a ``bool``, for ``True`` or ``False`` only (numpy's ``np.True_`` too).
-
-    A string such as ``"no"`` or ``"False"`` is truthy in Python, so reading it as a flag would do the opposite
-    of what was meant; numbers such as 0 and 1 are refused too, so that a flag cannot be confused with a count.
-    """
+    """``value`` for ``True`` or ``False`` only: ``"no"`` is truthy, so reading text as a flag would do the opposite
+    of what was meant, and 0 or 1 could be a count passed in the wrong place."""
     if not isinstance(value, (bool, np.bool_)):
         raise InputError(f"{name} must be True or False, got {value!r} ({type(value).__name__}).")
     return bool(value)
 
 
-def _refuse_complex(name: str, dtype, is_complex: bool) -> None:
-    if is_complex:
+def as_path(name: str, value) -> Path:
+    """``value`` as a :class:`~pathlib.Path`, for text or an ``os.PathLike``; anything else is refused before it
+    reaches the file system."""
+    if isinstance(value, bytes) or not isinstance(value, (str, os.PathLike)) or not str(value).strip():
+        raise InputError(f"{name} should be the path of a file or a folder (text or a pathlib.Path), got "
+                         f"{value!r:.60} ({type(value).__name__}).")
+    return Path(value)
+
+
+def check_type(name: str, value, kind: type | tuple[type, ...], what: str):
+    """``value`` if it is a ``kind``; else an :class:`InputError` saying what to pass (``what``: "the pretrained
+    encoder, MiniLMEncoder.load()")."""
+    if not isinstance(value, kind):
+        raise InputError(f"{name} should be {what}, got {value!r:.60} ({type(value).__name__}).")
+    return value
+
+
+def _as_real(name: str, x, meaning: str, convert: Callable):
+    """``convert(name, x)``, after refusing complex numbers (never cut to their real part), ``meaning`` (the
+    expected axes) added to any message."""
+    try:
+        dtype = x.dtype if isinstance(x, (torch.Tensor, np.ndarray)) else np.asarray(x).dtype
+    except (TypeError, ValueError):
+        dtype = None  # ragged: convert says so
+    if x.is_complex() if isinstance(x, torch.Tensor) else dtype is not None and dtype.kind == "c":
         raise InputError(f"{name} holds complex numbers ({dtype}), but it should hold real numbers: dropping the "
                          f"imaginary part silently would give a wrong answer. Pass {name}.real if the imaginary "
                          "parts are meant to be 0.")
+    try:
+        return convert(name, x)
+    except InputError as problem:
+        raise InputError(f"{problem}{f' It should be {meaning}.' if meaning else ''}") from None
 
 
 def as_real_array(name: str, x, *, meaning: str = "") -> np.ndarray:
-    """``x`` (a tensor, a numpy array, a nested list of numbers, or one number) as a float64 numpy array.
-
-    Complex numbers are refused rather than cut to their real part; text, objects and ragged lists are refused
-    with a message that says what to pass. Booleans read as 0 and 1. ``meaning`` spells out the expected axes,
-    e.g. "(items, heads...)", and goes in the message.
-    """
-    if isinstance(x, torch.Tensor):
-        _refuse_complex(name, x.dtype, x.is_complex())
-    else:
-        try:
-            x = np.asarray(x)
-        except (TypeError, ValueError):
-            pass  # ragged: as_array says so
-        else:
-            _refuse_complex(name, x.dtype, x.dtype.kind == "c")
-    try:
-        array = as_array(name, x)
-    except InputError as problem:
-        raise InputError(f"{problem}{f' It should be {meaning}.' if meaning else ''}") from None
-    return array.astype(np.float64, copy=False)
+    """``x`` (a tensor, an array, a nested list or one number) as a float64 array; booleans read as 0 and 1; complex
+    numbers, text, objects and ragged lists are refused. ``meaning`` spells out the axes: "(items, heads...)"."""
+    return _as_real(name, x, meaning, as_array).astype(np.float64, copy=False)
 
 
 def check_real_tensor(name: str, x, *, meaning: str = "") -> torch.Tensor:
-    """``x`` as a tensor of real numbers (a numpy array or a nested list is converted); complex, text and objects
-    are refused. The dtype is kept. ``meaning`` spells out the expected axes, e.g. "(d_model, d_head)"."""
-    if not isinstance(x, torch.Tensor):
-        if isinstance(x, np.ndarray):
-            _refuse_complex(name, x.dtype, x.dtype.kind == "c")
-        try:
-            x = as_tensor(name, x)
-        except InputError as problem:
-            raise InputError(f"{problem}{f' It should be {meaning}.' if meaning else ''}") from None
-    _refuse_complex(name, x.dtype, x.is_complex())
-    return x
+    """``x`` as a tensor of real numbers in its own dtype (an array or a nested list is converted); complex numbers,
+    text and objects are refused. ``meaning`` spells out the axes, e.g. "(d_model, d_head)"."""
+    return _as_real(name, x, meaning, as_tensor)
 
 
 def _whole_number_range(minimum: int | None, maximum: int | None) -> str:

@@ -59,7 +59,7 @@ import conllu
 import numpy as np
 from conllu.exceptions import ParseException
 
-from mha.core.validation import check_seed, check_whole_number, is_real_number, is_whole_number
+from mha.core.validation import as_path, check_seed, check_whole_number, is_real_number, is_whole_number
 from mha.corpora.annotation import AnnotatedSentence, Relation
 from mha.data_files import DATA_DIRECTORY, how_to_restore, read_verified_file
 
@@ -232,7 +232,7 @@ def _parsed_sentences(text: str, source: str) -> Iterator[tuple[conllu.TokenList
 
 def _treebank_text(path: str | Path) -> tuple[Path, str]:
     """The text of CoNLL-U file ``path``: read once, bounded, verified when it is one of the book's, UTF-8."""
-    path = Path(path)
+    path = as_path("path", path)
     if not path.is_file() and not path.exists():
         raise FileNotFoundError(
             f"no CoNLL-U file at {path} (resolved to {path.resolve()}); check the path, or download a treebank "

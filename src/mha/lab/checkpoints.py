@@ -45,7 +45,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load as load_safetensors_bytes
 
-from mha.core.validation import is_whole_number
+from mha.core.validation import as_path, check_type, is_whole_number
 from mha.data_files import DATA_DIRECTORY, how_to_restore, parse_json, read_data_file
 from mha.lab.tiny_model import TinyTransformer, TinyTransformerConfig
 
@@ -114,7 +114,7 @@ def _read_regular_file(path: Path, what: str, how: str) -> bytes:
 
 def sha256_of_file(path: str | os.PathLike) -> str:
     """Hex sha256 of a regular file's bytes; :class:`CheckpointError` for a missing, special or oversized file."""
-    path = Path(path)
+    path = as_path("path", path)
     return hashlib.sha256(_read_regular_file(path, "file", "Check the path.")).hexdigest()
 
 
@@ -128,6 +128,8 @@ def canonical_safetensors(tensors: dict[str, torch.Tensor], metadata: dict[str, 
     safetensors keeps metadata in a hash map whose order changes from process
     to process, so the same weights got a different sha256 on every save.
     """
+    check_type("tensors", tensors, dict, "a dict of tensors by name")
+    check_type("metadata", metadata, dict, "a dict of text by name")
     if sys.byteorder != "little":  # pragma: no cover - every platform torch ships for is little-endian
         raise RuntimeError("canonical_safetensors writes little-endian data and needs a little-endian machine.")
     if not all(isinstance(key, str) and isinstance(value, str) for key, value in metadata.items()):
@@ -176,7 +178,7 @@ def _check_name(name: str) -> None:
 
 
 def _manifest_path(directory: str | os.PathLike) -> Path:
-    return Path(directory) / MANIFEST_NAME
+    return as_path("directory", directory) / MANIFEST_NAME
 
 
 def _describe(value: object) -> str:
@@ -478,11 +480,11 @@ def _result_file(file_name: str, directory: Path) -> tuple[Path, bytes, dict]:
 def verified_bytes(file_name: str, directory: str | os.PathLike = LAB_DIRECTORY) -> bytes:
     """The bytes of result file ``file_name`` recorded with :func:`record_file`, read once and checked against its
     sha256: the caller gets what was checked, never a path whose file could change between the check and a read."""
-    return _result_file(file_name, Path(directory))[1]
+    return _result_file(file_name, as_path("directory", directory))[1]
 
 
 def load_json(file_name: str, directory: str | os.PathLike = LAB_DIRECTORY) -> Any:
     """A JSON result file (e.g. ``"head_count_sweep.json"``) from the lab directory, checked against the manifest."""
-    path, data, entry = _result_file(file_name, Path(directory))
+    path, data, entry = _result_file(file_name, as_path("directory", directory))
     return parse_json(data, what="result file", path=path, how=_how(entry["regenerate"], directory),
                       error=CheckpointError)

@@ -33,7 +33,8 @@ import torch
 from torch import Tensor
 
 from mha.core.geometry import ov_circuit, qk_circuit
-from mha.core.validation import check_rank, check_size, check_whole_number
+from mha.core.validation import InputError, check_rank, check_real_tensor, check_size, check_whole_number
+from mha.lab.tiny_model import check_tiny_model
 
 __all__ = [
     "attention_to_key_positions",
@@ -51,8 +52,43 @@ __all__ = [
 ]
 
 
-def _check_weights(weights: Tensor) -> None:
+def _check_weights(weights: Tensor) -> Tensor:
+    weights = check_real_tensor("weights", weights, meaning="(..., batch, heads, seq_q, seq_k) attention weights")
     check_rank("weights", weights.shape, range(4, 9), "(..., batch, heads, seq_q, seq_k) attention weights")
+    return weights
+
+
+def _matrices(named: dict[str, object], meaning: str) -> list[Tensor]:
+    """Each of ``named`` as a real 2-d tensor, or an ``InputError`` naming the one that is not."""
+    found = []
+    for name, value in named.items():
+        value = check_real_tensor(name, value, meaning=meaning)
+        check_rank(name, value.shape, (2,), meaning)
+        found.append(value)
+    return found
+
+
+def _circuit_factors(W_E, W_V, W_O, W_U) -> list[Tensor]:
+    """``W_E`` (vocab, d_model), ``W_V`` (d_model, d_head), ``W_O`` (d_head, d_model), ``W_U`` (d_model, vocab), checked
+    to be matrices that chain."""
+    factors = _matrices({"W_E": W_E, "W_V": W_V, "W_O": W_O, "W_U": W_U}, "a matrix (rows, columns)")
+    names = ("W_E", "W_V", "W_O", "W_U")
+    for (name_a, a), (name_b, b) in zip(zip(names, factors), zip(names[1:], factors[1:])):
+        if a.shape[1] != b.shape[0]:
+            raise InputError(f"{name_a} has shape {tuple(a.shape)} and {name_b} {tuple(b.shape)}: they do not chain. "
+                             "Give W_E (vocab, d_model), W_V (d_model, d_head), W_O (d_head, d_model) and W_U "
+                             "(d_model, vocab).")
+    return factors
+
+
+def _circuits(named: dict[str, object]) -> list[Tensor]:
+    """Two (d_model, d_model) circuits of the same shape, checked."""
+    first, second = _matrices(named, "a (d_model, d_model) circuit, e.g. from qk_circuit or ov_circuit")
+    (name_a, name_b) = named
+    if first.shape != second.shape or first.shape[0] != first.shape[1]:
+        raise InputError(f"{name_a} has shape {tuple(first.shape)} and {name_b} {tuple(second.shape)}; both should be "
+                         "(d_model, d_model) circuits of one model.")
+    return [first, second]
 
 
 def attention_to_key_positions(weights: Tensor, key_positions: Tensor) -> Tensor:
@@ -65,7 +101,7 @@ def attention_to_key_positions(weights: Tensor, key_positions: Tensor) -> Tensor
     from a task's ``details["induction_key"]`` this is the prefix-matching
     score on exactly the positions the task designed.
     """
-    _check_weights(weights)
+    weights = _check_weights(weights)
     batch, seq_q, seq_k = weights.shape[-4], weights.shape[-2], weights.shape[-1]
     if tuple(key_positions.shape) != (batch, seq_q):
         raise ValueError(f"key_positions has shape {tuple(key_positions.shape)}; it should be (batch, seq_q) = "
@@ -90,7 +126,7 @@ def previous_token_score(weights: Tensor) -> Tensor:
     previous-token head scores near 1; a uniform causal head scores about
     ``mean_i 1/(i+1)``.
     """
-    _check_weights(weights)
+    weights = _check_weights(weights)
     seq_q = weights.shape[-2]
     if seq_q < 2 or weights.shape[-1] < 2:
         raise ValueError(f"weights has shape {tuple(weights.shape)}; a previous token needs at least 2 positions.")
@@ -110,7 +146,7 @@ def prefix_matching_score(weights: Tensor, tokens: Tensor, query_mask: Tensor | 
     (..., heads). On a repeated random sequence an induction head scores near
     1. Olsson et al. 2022, "In-context learning and induction heads"; chapter 3.
     """
-    _check_weights(weights)
+    weights = _check_weights(weights)
     batch, seq = weights.shape[-4], weights.shape[-2]
     if tuple(tokens.shape) != (batch, seq) or weights.shape[-1] != seq:
         raise ValueError(f"tokens has shape {tuple(tokens.shape)} and weights {tuple(weights.shape)}; self-attention "
@@ -142,6 +178,7 @@ def full_ov_circuit(W_E: Tensor, W_V: Tensor, W_O: Tensor, W_U: Tensor) -> Tenso
     attending fully to token ``a`` raises the logit of token ``b`` (direct path,
     no LayerNorm). A copying head has a large diagonal. Chapter 3.
     """
+    W_E, W_V, W_O, W_U = _circuit_factors(W_E, W_V, W_O, W_U)
     return W_E @ W_V @ W_O @ W_U  # (vocab, vocab)
 
 
@@ -158,6 +195,7 @@ def copying_score(W_E: Tensor, W_V: Tensor, W_O: Tensor, W_U: Tensor) -> float:
     at most ``d_head`` non-zero eigenvalues, the same as those of the small
     ``W_O W_U W_E W_V`` (d_head, d_head), which is what is computed. Chapter 3.
     """
+    W_E, W_V, W_O, W_U = _circuit_factors(W_E, W_V, W_O, W_U)
     small = (W_O @ W_U @ W_E @ W_V).detach()  # (d_head, d_head): same non-zero eigenvalues as the full circuit
     eigenvalues = torch.linalg.eigvals(small.double())  # (d_head,) complex
     total = eigenvalues.abs().sum()
@@ -174,7 +212,7 @@ def copying_top1_fraction(ov_circuit: Tensor) -> float:
     diagonal-dominance check that complements :func:`copying_score`. Chance
     level is ``1 / vocab``. Chapter 3.
     """
-    check_rank("ov_circuit", ov_circuit.shape, (2,), "(vocab, vocab)")
+    (ov_circuit,) = _matrices({"ov_circuit": ov_circuit}, "(vocab, vocab)")
     if ov_circuit.shape[0] != ov_circuit.shape[1]:
         raise ValueError(f"ov_circuit has shape {tuple(ov_circuit.shape)}; it should be square (vocab, vocab).")
     return float((ov_circuit.argmax(dim=-1) == torch.arange(ov_circuit.shape[0])).float().mean())
@@ -204,6 +242,7 @@ def k_composition_score(W_QK_later: Tensor, W_OV_earlier: Tensor) -> float:
     random matrices of the same shapes give. Induction heads K-compose with a
     previous-token head. Chapter 3.
     """
+    W_QK_later, W_OV_earlier = _circuits({"W_QK_later": W_QK_later, "W_OV_earlier": W_OV_earlier})
     return _normalised_product_norm(W_QK_later @ W_OV_earlier.T, W_QK_later, W_OV_earlier)
 
 
@@ -215,6 +254,7 @@ def q_composition_score(W_QK_later: Tensor, W_OV_earlier: Tensor) -> float:
     the score as ``y @ W_OV_earlier @ W_QK_later @ x_k.T``. Shapes and
     reference as in :func:`k_composition_score`. Chapter 3.
     """
+    W_QK_later, W_OV_earlier = _circuits({"W_QK_later": W_QK_later, "W_OV_earlier": W_OV_earlier})
     return _normalised_product_norm(W_OV_earlier @ W_QK_later, W_OV_earlier, W_QK_later)
 
 
@@ -225,6 +265,7 @@ def v_composition_score(W_OV_later: Tensor, W_OV_earlier: Tensor) -> float:
     The later head moves ``y @ W_OV_earlier @ W_OV_later``. Shapes and
     reference as in :func:`k_composition_score`. Chapter 3.
     """
+    W_OV_later, W_OV_earlier = _circuits({"W_OV_later": W_OV_later, "W_OV_earlier": W_OV_earlier})
     return _normalised_product_norm(W_OV_earlier @ W_OV_later, W_OV_earlier, W_OV_later)
 
 
@@ -259,6 +300,7 @@ def head_role_scores(model, tokens: Tensor, query_mask: Tensor | None = None, *,
     ``prefix_matching``, ``copying`` (eigenvalue score of the direct-path OV
     circuit). Chapter 3.
     """
+    model = check_tiny_model(model)
     with torch.no_grad():
         if attention_weights is None:
             attention_weights = model(tokens).attention_weights  # (the model checks the tokens)
@@ -289,6 +331,7 @@ def k_composition_scores(model, earlier_layer: int = 0, later_layer: int = 1) ->
     ``[a, b]`` is :func:`k_composition_score` of later head ``b``'s ``W_QK``
     with earlier head ``a``'s ``W_OV``. Chapter 3.
     """
+    model = check_tiny_model(model)
     if not earlier_layer < later_layer:
         raise ValueError(f"earlier_layer ({earlier_layer}) must come before later_layer ({later_layer}).")
     n_heads = model.config.n_heads

@@ -19,7 +19,13 @@ from typing import Any
 import numpy as np
 
 from mha.core.resampling import bootstrap_indices
-from mha.core.validation import LARGEST_D_MODEL_LISTED, check_whole_number, head_counts_that_divide, is_whole_number
+from mha.core.validation import (
+    LARGEST_D_MODEL_LISTED,
+    check_type,
+    check_whole_number,
+    head_counts_that_divide,
+    is_whole_number,
+)
 from mha.lab.checkpoints import LAB_DIRECTORY, load_checkpoint, load_json
 from mha.lab.tasks import TwoRelationTask, task_from_dict
 from mha.lab.tiny_model import TinyTransformer, TinyTransformerConfig
@@ -198,6 +204,7 @@ def steps_to_solve(record: dict, threshold: float, split: str = "held_out") -> f
     trained (runs stop early only after solving at the strictest threshold, so a looser one is never censored by
     the early stop). Chapter 3.
     """
+    check_type("record", record, dict, "one run's record (a dict), e.g. study.run(n_heads, learning_rate, seed)")
     if split not in ("validation", "held_out"):
         raise ValueError(f"split must be 'validation' (to choose) or 'held_out' (to report), got {split!r}.")
     if not 0.0 < threshold <= 1.0:
@@ -209,6 +216,7 @@ def steps_to_solve(record: dict, threshold: float, split: str = "held_out") -> f
 
 def accuracy_at(record: dict, step: int, split: str = "held_out") -> float:
     """A run's accuracy on ``split`` at logged ``step``; ``ValueError`` if the run did not log that step."""
+    check_type("record", record, dict, "one run's record (a dict), e.g. study.run(n_heads, learning_rate, seed)")
     curve = record["curve"]
     if step not in curve["step"]:
         raise ValueError(f"step {step} was not logged by this run (it logged every {curve['step'][0]} steps up to "
@@ -240,6 +248,7 @@ def best_learning_rates(study: HeadCountStudy, threshold: float) -> dict[int, fl
     median validation accuracy at ``study.min_steps``, then to the smaller rate. The held-out batch plays no part in the choice, and a rate not trained from every seed
     is left out of it. Chapter 3.
     """
+    check_type("study", study, HeadCountStudy, "the HeadCountStudy of load_study()")
     chosen = {}
     for n_heads in study.head_counts:
         complete = [rate for rate in study.learning_rates

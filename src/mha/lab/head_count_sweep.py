@@ -42,10 +42,18 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import Tensor
 
-from mha.core.validation import check_rank, check_whole_number
+from mha.core.validation import check_rank, check_real_tensor, check_type, check_whole_number
 from mha.lab.circuit_scores import attention_to_key_positions
-from mha.lab.head_count_study import (STUDY_FILE, HeadCountStudy, accuracy_at, best_learning_rates, load_study,
-                                      median_interval, steps_to_solve, study_from_content)
+from mha.lab.head_count_study import (
+    STUDY_FILE,
+    HeadCountStudy,
+    accuracy_at,
+    best_learning_rates,
+    load_study,
+    median_interval,
+    steps_to_solve,
+    study_from_content,
+)
 from mha.lab.tasks import TaskBatch, TwoRelationTask
 from mha.lab.tiny_model import TinyTransformer, TinyTransformerConfig
 from mha.lab.training import TrainingConfig, TrainingLog, train
@@ -91,11 +99,13 @@ ROLES = ("fact", "previous", "split", "other")
 
 def analysis_batch(task: TwoRelationTask, seed: int, size: int = ANALYSIS_BATCH_SIZE) -> TaskBatch:
     """The fixed held-out batch on which the attention of the run with this ``seed`` is measured."""
+    check_type("task", task, TwoRelationTask, "a TwoRelationTask, e.g. the study's own: load_study().task")
     return task.sample(size, ANALYSIS_BATCH_SEED + seed)
 
 
 def previous_positions(fact_position: Tensor) -> Tensor:
     """(batch, seq) -> (batch, seq): ``i - 1`` at the ask positions (where ``fact_position >= 0``), -1 elsewhere."""
+    fact_position = check_real_tensor("fact_position", fact_position, meaning="(batch, seq)")
     check_rank("fact_position", fact_position.shape, (2,), "(batch, seq), -1 where there is no ask")
     ask = fact_position >= 0  # (batch, seq)
     return torch.where(ask, torch.arange(fact_position.shape[1]) - 1, -1)  # (batch, seq)
@@ -165,6 +175,7 @@ def ask_attention_override(fact_position: Tensor, fact_weight: float | None) -> 
     ...}``: ``fact_weight = 1`` reads only the fact, 0 only the modifier.
     Chapter 3, "One big head or many".
     """
+    fact_position = check_real_tensor("fact_position", fact_position, meaning="(batch, seq)")
     if fact_weight is not None and not 0.0 <= fact_weight <= 1.0:
         raise ValueError(f"fact_weight must lie in [0, 1] (or be None to keep each head's own split), got {fact_weight}.")
     rows, queries = torch.nonzero(fact_position >= 0, as_tuple=True)  # (n_ask,) each
@@ -238,6 +249,7 @@ def answer_part_accuracy(logits: Tensor, batch: TaskBatch, task: TwoRelationTask
     previous-token relation gets the modifier right and the value right 1
     time in ``n_values``; one that only reads the fact, the reverse. Chapter 3.
     """
+    logits = check_real_tensor("logits", logits, meaning="(batch, seq, vocab)")
     check_rank("logits", logits.shape, (3,), "(batch, seq, vocab)")
     mask = batch.loss_mask  # (batch, seq)
     return answer_parts(logits.argmax(-1)[mask], batch.targets[mask], task)  # over the (n_ask,) scored positions
@@ -255,6 +267,7 @@ def first_step_below(steps: Sequence[int], losses: Sequence[float], threshold: f
 
 def token_names(task: TwoRelationTask, tokens: Sequence[int]) -> list[str]:
     """Readable names for a two-relation sequence: ``k3=v5`` (a fact), ``m2``, ``ask k3``, ``v5·m2`` (an answer)."""
+    check_type("task", task, TwoRelationTask, "a TwoRelationTask, e.g. the study's own: load_study().task")
     names = []
     for token in (int(t) for t in tokens):
         if token < task.first_ask:

@@ -37,9 +37,10 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from mha.core.validation import check_rank, check_real_tensor, check_type, check_whole_number
 from mha.lab.circuit_scores import head_role_scores
 from mha.lab.tasks import InductionTask, TaskBatch
-from mha.core.validation import check_rank, check_whole_number
+from mha.lab.tiny_model import check_tiny_model
 
 __all__ = [
     "ROLE_SCORE_THRESHOLD",
@@ -79,6 +80,7 @@ def held_out_batch(task: InductionTask | None = None, size: int = HELD_OUT_BATCH
     ``induction_roles.json`` were measured on, so numbers computed here can be
     compared with the stored ones. ``task`` defaults to :class:`~mha.lab.tasks.InductionTask`.
     """
+    check_type("task", task, (InductionTask, type(None)), "an InductionTask, or None for the book's own")
     task = InductionTask() if task is None else task
     return task.held_out().sample(size, seed)
 
@@ -134,6 +136,7 @@ def role_table(models: Mapping[str, object], batch: TaskBatch, threshold: float 
     repeat (``details["repeat_mask"]``). Returns a pandas DataFrame with
     columns ``model, layer, head, previous_token, prefix_matching, copying, role``.
     """
+    check_type("models", models, Mapping, 'a dict of TinyTransformers by label, e.g. {"seed 0": model}')
     import pandas
 
     rows = []
@@ -158,6 +161,7 @@ def head_ablation_losses(model, task: InductionTask, batch: TaskBatch, metric: s
     a :class:`~mha.lab.tiny_model.TinyTransformer` (its ``head_mask``
     argument does the removal).
     """
+    model = check_tiny_model(model)
     n_layers, n_heads = model.config.n_layers, model.config.n_heads
     losses = torch.empty(n_layers, n_heads)
     for layer in range(n_layers):
@@ -177,6 +181,7 @@ def attention_by_offset(weights: Tensor, query_mask: Tensor | None = None) -> Te
     peaks at ``d = 1``; a head that copies from a fixed distance back peaks at
     that distance. Offsets no scored query can reach are NaN.
     """
+    weights = check_real_tensor("weights", weights, meaning="(..., heads, seq, seq) attention weights")
     check_rank("weights", weights.shape, range(4, 9), "(..., batch, heads, seq, seq) attention weights")
     batch, seq = weights.shape[-4], weights.shape[-2]
     if weights.shape[-1] != seq:
@@ -282,6 +287,7 @@ def train_until_induction(model, task: InductionTask, training, held_out: TaskBa
 
 def first_step_above(head_scores: list[dict], key: str, threshold: float) -> int | None:
     """The first scoring step at which ``key`` (e.g. ``"best_prefix_matching"``) exceeds ``threshold``; None if never."""
+    check_type("head_scores", head_scores, list, "the list of per-step head scores of a timeline")
     return next((int(row["step"]) for row in head_scores if row[key] > threshold), None)
 
 
@@ -298,6 +304,7 @@ def repeated_block_batch(task: InductionTask, copies: int, size: int, seed: int,
     copy), plus ``copy_index`` (batch, seq): which copy each input position
     is in (0 for noise, 1 for the first copy, ...), so losses can be read per copy.
     """
+    check_type("task", task, InductionTask, "an InductionTask, e.g. InductionTask()")
     copies = check_whole_number("copies", copies, minimum=2, meaning="a repeat needs two copies")
     n_tokens = task.seq_len + 1
     if periods is None:

@@ -17,6 +17,8 @@ from collections.abc import Sequence
 
 import torch
 
+from mha.lab.tiny_model import check_tiny_model
+
 __all__ = ["head_order_columns", "permute_head_weights", "permute_heads"]
 
 
@@ -62,6 +64,7 @@ def permute_heads(model, layer: int, order: Sequence[int]):
     weights are the old ones with the heads reordered. ``model`` is not
     changed. Chapter 3, "Heads are not preassigned".
     """
+    model = check_tiny_model(model)
     if not 0 <= layer < model.config.n_layers:
         raise ValueError(f"layer must be in 0..{model.config.n_layers - 1}, got {layer}.")
     if len(order) != model.config.n_heads:

@@ -37,7 +37,7 @@ from typing import NamedTuple, Protocol
 import torch
 from torch import Tensor
 
-from mha.core.validation import InputError, check_size, check_whole_number
+from mha.core.validation import InputError, check_size, check_type, check_whole_number
 
 __all__ = [
     "IGNORE_INDEX",
@@ -107,29 +107,23 @@ def _check_positive(task: object, *names: str) -> None:
 
 
 def _check_scored(logits: Tensor, targets: Tensor, loss_mask: Tensor) -> None:
-    """Shapes (batch, seq, vocab), (batch, seq), (batch, seq) bool, and at least one position to score."""
+    """Tensors (batch, seq, vocab), (batch, seq), (batch, seq) bool, with at least one position to score."""
     for name, value in (("logits", logits), ("targets", targets), ("loss_mask", loss_mask)):
-        if not isinstance(value, Tensor):
-            raise InputError(f"{name} should be a tensor, got {type(value).__name__}; the logits, targets and "
-                             "loss_mask of a batch are (batch, seq, vocab), (batch, seq) and (batch, seq) tensors.")
-    if logits.ndim != 3 or logits.shape[:2] != targets.shape or targets.shape != loss_mask.shape:
+        check_type(name, value, Tensor, "a tensor: logits (batch, seq, vocab), targets and loss_mask (batch, seq)")
+    if logits.ndim != 3 or not logits.shape[:2] == targets.shape == loss_mask.shape or loss_mask.dtype != torch.bool:
         raise InputError(f"logits {tuple(logits.shape)}, targets {tuple(targets.shape)} and loss_mask "
-                         f"{tuple(loss_mask.shape)} should be (batch, seq, vocab), (batch, seq), (batch, seq).")
-    if loss_mask.dtype != torch.bool:
-        raise InputError(f"loss_mask has dtype {loss_mask.dtype}; it should be a bool tensor, True where a position "
-                         "is scored (e.g. batch.loss_mask).")
+                         f"{tuple(loss_mask.shape)} {loss_mask.dtype} should be (batch, seq, vocab), (batch, seq), "
+                         "(batch, seq) bool.")
     if not bool(loss_mask.any()):
-        raise InputError("loss_mask scores no position (it is False everywhere), so there is nothing to average: "
-                         "a mean over no positions is no number. Score at least one position, or leave this batch "
-                         "out.")
+        raise InputError("loss_mask scores no position (it is False everywhere): a mean over no positions is no "
+                         "number. Score at least one position, or leave this batch out.")
 
 
 def masked_cross_entropy(logits: Tensor, targets: Tensor, loss_mask: Tensor) -> Tensor:
     """Mean cross-entropy (nats) over the positions where ``loss_mask`` is True.
 
     ``logits`` (batch, seq, vocab), ``targets`` (batch, seq), ``loss_mask``
-    (batch, seq) bool -> a scalar tensor. A mask that scores no position is
-    refused: a mean over nothing is no number. Chapter 3, "Induction heads".
+    (batch, seq) bool -> a scalar tensor; an empty mask is refused. Chapter 3, "Induction heads".
     """
     _check_scored(logits, targets, loss_mask)
     return torch.nn.functional.cross_entropy(logits[loss_mask], targets[loss_mask])  # mean over scored positions
@@ -138,8 +132,7 @@ def masked_cross_entropy(logits: Tensor, targets: Tensor, loss_mask: Tensor) -> 
 def masked_accuracy(logits: Tensor, targets: Tensor, loss_mask: Tensor) -> float:
     """Fraction of scored positions (``loss_mask`` True) where the top logit is the target.
 
-    Shapes as in :func:`masked_cross_entropy`; returns a float in [0, 1]. A mask that scores no position is
-    refused. Chapter 3.
+    Shapes as in :func:`masked_cross_entropy` (an empty mask is refused); returns a float in [0, 1]. Chapter 3.
     """
     _check_scored(logits, targets, loss_mask)
     correct = logits.argmax(-1)[loss_mask] == targets[loss_mask]  # (n_scored,)

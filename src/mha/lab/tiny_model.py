@@ -27,7 +27,7 @@ from torch import Tensor, nn
 
 from mha.core.attention import HeadWeights, MultiHeadAttention
 from mha.core.masks import causal_mask
-from mha.core.validation import check_head_count, check_rank, check_seed, check_size, check_whole_number
+from mha.core.validation import check_head_count, check_rank, check_seed, check_size, check_type, check_whole_number
 from mha.data_files import parse_json
 
 __all__ = ["TinyTransformerConfig", "TinyTransformerOutput", "TinyTransformer"]
@@ -175,7 +175,8 @@ class TinyTransformer(nn.Module):
 
     def __init__(self, config: TinyTransformerConfig, seed: int = 0) -> None:
         super().__init__()
-        self.config = config
+        self.config = check_type("config", config, TinyTransformerConfig, "a TinyTransformerConfig, e.g. "
+                                 "TinyTransformerConfig(vocab_size=16, max_seq_len=32, d_model=32)")
         generator = torch.Generator().manual_seed(check_seed("seed", seed))
         d_model = config.d_model
         # embeddings start with entries of size ~1/sqrt(d_model): unit-length rows, like the attention inputs of chapter 1
@@ -255,3 +256,10 @@ class TinyTransformer(nn.Module):
 
     def extra_repr(self) -> str:
         return self.config.to_json()
+
+
+def check_tiny_model(model) -> TinyTransformer:
+    """``model`` if it is a :class:`TinyTransformer`; else an ``InputError`` that says where one comes from. The first
+    check of every function that reads or runs a lab model."""
+    return check_type("model", model, TinyTransformer, "a TinyTransformer: one you trained, or one loaded with "
+                      "mha.lab.checkpoints.load_checkpoint(name)")

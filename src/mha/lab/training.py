@@ -36,6 +36,7 @@ from mha.core.validation import (
     InputError,
     check_finite_number,
     check_seed,
+    check_type,
     check_whole_number,
     is_finite_number,
 )
@@ -129,6 +130,7 @@ def steepest_drop(log: TrainingLog, column: str = "repeat_loss", window_steps: i
     the size of that fall. Using a window rather than neighbouring rows keeps
     one noisy evaluation from being mistaken for the phase change.
     """
+    check_type("log", log, TrainingLog, "the TrainingLog that train returned")
     rows = log.rows
     if len(rows) < 3:
         raise ValueError(f"the log has {len(rows)} rows; a drop needs at least 3 (log more often or train longer).")
@@ -162,6 +164,7 @@ def torch_threads(n_threads: int):
 @torch.no_grad()
 def evaluate(model: nn.Module, task: Task, batch) -> dict[str, float]:
     """The task's metrics for ``model`` on ``batch`` (a :class:`~mha.lab.tasks.TaskBatch`), without gradients."""
+    check_type("model", model, nn.Module, "a model to evaluate, e.g. a TinyTransformer")
     was_training = model.training
     model.eval()
     logits = model(batch.inputs).logits  # (batch, seq, vocab)

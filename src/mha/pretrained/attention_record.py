@@ -15,6 +15,7 @@ from typing import Protocol
 
 import numpy as np
 
+from mha.core.validation import check_type
 from mha.corpora.annotation import AnnotatedSentence
 
 __all__ = ["AttentionLike", "AttentionRecord", "RecordLike", "as_record", "check_record"]
@@ -70,6 +71,7 @@ def check_record(record: AttentionRecord, index: int, shape: tuple[int, int] | N
     The maps must be square, cover as many tokens as there are tokens and word ids, hold (layers, heads) = ``shape``
     when ``shape`` is given (the earlier records' model), and have rows that are probabilities.
     """
+    check_type("record", record, AttentionRecord, "an AttentionRecord, e.g. one of encode_records(encoder, sentences)")
     attention = np.asarray(record.attention, dtype=np.float64)
     if attention.ndim != 4 or attention.shape[-1] != attention.shape[-2]:
         raise ValueError(

@@ -43,7 +43,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from mha.core.attention import AttentionOutput, HeadWeights, MultiHeadAttention
-from mha.core.validation import check_finite_number, check_seed, check_size, check_whole_number
+from mha.core.validation import check_finite_number, check_seed, check_size, check_type, check_whole_number
 from mha.pretrained.model_files import PRETRAINED_WEIGHTS_SHA256, EncoderConfig, copy_bert_weights, read_model_folder
 from mha.pretrained.overrides import (
     AttentionOverride,
@@ -85,6 +85,7 @@ class EncoderLayer(nn.Module):
 
     def __init__(self, config: EncoderConfig, dtype: torch.dtype = torch.float32) -> None:
         super().__init__()
+        check_type("config", config, EncoderConfig, "an EncoderConfig (e.g. MiniLMEncoder.load().config)")
         self.attention = MultiHeadAttention(config.d_model, config.n_heads, dtype=dtype)
         self.attention_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps, dtype=dtype)
         self.W_in = nn.Parameter(torch.zeros(config.d_model, config.d_mlp, dtype=dtype))
@@ -133,7 +134,8 @@ class MiniLMEncoder(nn.Module):
         self, config: EncoderConfig, dtype: torch.dtype = torch.float32, model_path: str | Path | None = None
     ) -> None:
         super().__init__()
-        self.config = config
+        self.config = check_type("config", config, EncoderConfig, "an EncoderConfig (read one with "
+                                 "EncoderConfig.from_json, or use MiniLMEncoder.load())")
         self.model_path = None if model_path is None else Path(model_path)
         self.word_embeddings = nn.Parameter(torch.zeros(config.vocab_size, config.d_model, dtype=dtype))
         self.position_embeddings = nn.Parameter(torch.zeros(config.max_positions, config.d_model, dtype=dtype))
@@ -450,3 +452,9 @@ class MiniLMEncoder(nn.Module):
 @lru_cache(maxsize=4)
 def _load_cached(path: str, dtype: torch.dtype, sha256: str | None) -> MiniLMEncoder:
     return MiniLMEncoder.from_folder(path, dtype=dtype, sha256=sha256)
+
+
+def check_encoder(encoder) -> MiniLMEncoder:
+    """``encoder`` if it is a :class:`MiniLMEncoder`; else an ``InputError`` that says to pass ``MiniLMEncoder.load()``.
+    The first check of every function that runs the pretrained model on the reader's behalf."""
+    return check_type("encoder", encoder, MiniLMEncoder, "the pretrained encoder, MiniLMEncoder.load()")

@@ -38,8 +38,15 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from mha.pretrained.encoder import (AttentionOverride, EncoderTrace, HeadMask, HeadOutputOverride, MiniLMEncoder,
-                                   override_heads)
+from mha.pretrained.encoder import (
+    AttentionOverride,
+    EncoderTrace,
+    HeadMask,
+    HeadOutputOverride,
+    MiniLMEncoder,
+    check_encoder,
+    override_heads,
+)
 from mha.pretrained.sentence_embedding import sentence_embeddings
 
 __all__ = ["as_head_masks", "embeddings_under_masks", "final_states_under_masks", "final_states_without_each_head",
@@ -140,6 +147,7 @@ def final_states_without_each_head(encoder: MiniLMEncoder, trace: EncoderTrace,
     give; it is :func:`final_states_under_masks` with one mask per head
     (chapter 3, "Coreference, honestly").
     """
+    encoder = check_encoder(encoder)
     config = encoder.config
     every_head = [(layer, head) for layer in range(config.n_layers) for head in range(config.n_heads)]
     chosen = sorted(every_head if heads is None else encoder.check_heads(heads), key=lambda pair: pair[0])

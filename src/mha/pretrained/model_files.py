@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import torch
 from torch import Tensor
 
-from mha.core.validation import check_head_count, check_size, check_whole_number, is_real_number
+from mha.core.validation import as_path, check_head_count, check_size, check_whole_number, is_real_number
 from mha.data_files import parse_json, read_data_file
 
 if TYPE_CHECKING:
@@ -114,7 +114,7 @@ def read_model_folder(path: str | Path, *, sha256: str | None = None) -> tuple[E
     from safetensors import SafetensorError
     from safetensors.torch import load as load_safetensors_bytes
 
-    folder = Path(path)
+    folder = as_path("path", path)
     for name in ("config.json", "model.safetensors"):
         if not (folder / name).is_file():
             raise ValueError(

@@ -15,6 +15,8 @@ import numpy.typing as npt
 import torch
 from torch import Tensor
 
+from mha.core.validation import check_type
+
 __all__ = ["AttentionOverride", "HeadMask", "HeadOutputOverride", "HeadReplacement", "override_heads",
            "uniform_attention_weights"]
 
@@ -44,6 +46,7 @@ def uniform_attention_weights(real_tokens: Tensor, seq_q: int, dtype: torch.dtyp
     that broadcast over heads. The baseline "a head that looks at nothing in
     particular" (chapter 4, "Attention is not explanation").
     """
+    check_type("real_tokens", real_tokens, Tensor, "the (batch, seq) bool real_tokens of a TokenizedBatch")
     real = real_tokens.to(dtype)  # (batch, seq_k), 1 at real keys
     uniform = real / real.sum(dim=-1, keepdim=True)  # (batch, seq_k), rows sum to 1
     return uniform[:, None, None, :].expand(-1, 1, seq_q, -1)  # (batch, 1, seq_q, seq_k)

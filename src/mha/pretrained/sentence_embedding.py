@@ -19,7 +19,7 @@ import torch
 from torch import Tensor
 
 from mha.core.validation import InputError, check_real_tensor
-from mha.pretrained.encoder import AttentionOverride, MiniLMEncoder
+from mha.pretrained.encoder import AttentionOverride, MiniLMEncoder, check_encoder
 
 __all__ = ["mean_pool", "sentence_embeddings", "embed", "cosine_similarity_matrix"]
 
@@ -73,6 +73,7 @@ def embed(encoder: MiniLMEncoder, sentences: Sequence[str], *, head_mask=None,
     by length before batching (less padding); the rows follow the order of
     ``sentences``.
     """
+    encoder = check_encoder(encoder)
     if isinstance(sentences, str):
         raise ValueError("sentences must be a list of strings, not one string; wrap it: [sentence].")
     sentences = list(sentences)

@@ -26,7 +26,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from mha.core.validation import check_flag, check_no_lone_surrogates, stacklevel_outside_package
+from mha.core.validation import InputError, as_path, check_flag, check_no_lone_surrogates, stacklevel_outside_package
 
 __all__ = ["TokenizedBatch", "check_no_lone_surrogates", "default_model_path", "load_tokenizer", "tokenize"]
 
@@ -56,7 +56,11 @@ def load_tokenizer(path: str | Path | None = None):
     ``path`` is a model folder (default: :func:`default_model_path`). Only
     local files are read (``local_files_only=True``). Chapter 3, "Empirical head roles".
     """
-    return _load_tokenizer_from(str(Path(path) if path is not None else default_model_path()))
+    folder = default_model_path() if path is None else as_path("path", path)
+    if not (folder / "tokenizer.json").is_file() and not (folder / "vocab.txt").is_file():
+        raise InputError(f"{folder} is not a model folder: it has no tokenizer.json or vocab.txt. Give the folder of a "
+                         "BERT model, or leave path out for the book's model.")
+    return _load_tokenizer_from(str(folder))
 
 
 @dataclass(frozen=True)

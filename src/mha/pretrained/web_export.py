@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mha.core.validation import check_whole_number
+from mha.core.validation import check_type, check_whole_number
 from mha.pretrained.encoder import MiniLMEncoder
 from mha.pretrained.tokenizer import default_model_path
 
@@ -46,6 +46,7 @@ ROWS_PER_CHUNK = 256
 def shuffle_bytes(array: np.ndarray) -> bytes:
     """The little-endian bytes of ``array`` (any shape) regrouped by significance: every element's top byte, then
     every element's next byte, down to the lowest (itemsize planes of ``array.size`` bytes each)."""
+    check_type("array", array, np.ndarray, "a numpy array")
     little = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<"))
     planes = little.view(np.uint8).reshape(-1, array.dtype.itemsize)  # (elements, itemsize), byte 0 lowest
     return planes[:, ::-1].T.tobytes()  # (itemsize, elements): highest byte plane first

@@ -22,7 +22,7 @@ from ipywidgets import HTML, Checkbox, Dropdown, IntSlider, Layout, Text, Widget
 from mha.analysis.score_spread import treebank_score_spread
 from mha.book import head_label
 from mha.core.validation import check_whole_number
-from mha.pretrained.encoder import MiniLMEncoder
+from mha.pretrained.encoder import MiniLMEncoder, check_encoder
 from mha.pretrained.word_maps import word_attention, word_strings
 from mha.views.explorer import OPENINGS, Explorer, ExplorerView
 from mha.views.heatmaps import AttentionMap
@@ -45,6 +45,7 @@ def sentence_attention(encoder: MiniLMEncoder, sentence: str, *, word_level: boo
     Word level merges word pieces (received attention summed, sent attention
     averaged; [CLS] and [SEP] kept as units of their own, so rows still sum to 1).
     """
+    encoder = check_encoder(encoder)
     if not isinstance(sentence, str):
         raise ValueError(f"the sentence must be text (str), got {type(sentence).__name__}.")
     if not sentence.strip():

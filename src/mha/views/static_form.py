@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from ipywidgets import Checkbox, Dropdown, IntSlider, Widget
 
+from mha.core.validation import InputError, check_type
 from mha.views.heatmaps import COLORMAP, KEY_AXIS, QUERY_AXIS, AttentionMap, cell_colours, weight_hundredths
 from mha.views.widget import check_payload
 
@@ -56,11 +57,19 @@ PAYLOAD_VERSION = 2
 """Bumped when the payload's layout changes; ``views.js`` draws one version and refuses any other."""
 
 
+def _check_explorer(explorer) -> None:
+    """Raise unless ``explorer`` is one of the book's views: anything with the view's ``recipe`` and payload."""
+    if not all(callable(getattr(explorer, name, None)) for name in ("recipe", "site_payload")):
+        raise InputError(f"explorer should be one of the book's views, e.g. HeadExplorer(), got {explorer!r:.60} "
+                         f"({type(explorer).__name__}).")
+
+
 def placeholder_html(explorer: Explorer) -> str:
     """What a notebook stores for the website: the view's recipe, and a text line for where no script runs.
 
     Deterministic (nbval compares it): the recipe is JSON with sorted keys, HTML-escaped into an attribute.
     """
+    _check_explorer(explorer)
     recipe = explorer.recipe()
     text = html.escape(explorer.describe().replace(": run the notebook to use it.", ""))
     if recipe is None:
@@ -95,6 +104,7 @@ def site_payload(explorer: Explorer, *, hosted: bool = False) -> dict:
     ``hosted``: for Jupyter, where the kernel can type and train, so the website's note on what it cannot do is left
     out.
     """
+    _check_explorer(explorer)
     payload = explorer.site_payload()
     model = None if hosted or not hasattr(explorer, "page_model") else explorer.page_model()  # the timeline has none
     if model is not None:
@@ -160,6 +170,7 @@ def table_payload(explorer: Explorer) -> dict:
     ``views`` maps a key (each control's option index, joined by "|") to an index into ``drawn``; a value beyond a
     slider's reach (a head past the head count) maps to the view that the package itself would show, clamped.
     """
+    _check_explorer(explorer)
     choices = explorer.site_choices()
     names = list(choices)
     strings = _Strings()
@@ -213,6 +224,7 @@ def _others(values: dict, leave_out: str) -> tuple:
 def encode_payload(payload: dict) -> str:
     """The payload as base64 text of gzip-compressed bytes: the JSON's length (4 bytes, little-endian), the JSON,
     then the map weights (``payload["weights"]``, one byte each). The same payload gives the same text."""
+    check_type("payload", payload, dict, "a view's payload (a dict), e.g. site_payload(view)")
     content = {key: value for key, value in payload.items() if key != "weights"}
     text = json.dumps(content, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
     raw = struct.pack("<I", len(text)) + text + payload.get("weights", b"")
@@ -221,6 +233,7 @@ def encode_payload(payload: dict) -> str:
 
 def decode_payload(encoded: str) -> dict:
     """The payload :func:`encode_payload` wrote, for tests and for anyone who wants the numbers."""
+    check_type("encoded", encoded, str, "the text that encode_payload wrote")
     raw = gzip.decompress(base64.b64decode(encoded))
     (length,) = struct.unpack("<I", raw[:4])
     return {**json.loads(raw[4:4 + length].decode("utf-8")), "weights": raw[4 + length:]}
@@ -228,6 +241,7 @@ def decode_payload(encoded: str) -> dict:
 
 def stored_weights(payload: dict, drawn_map: dict) -> np.ndarray:
     """A stored map's weights (rows, columns) as the page shows them, in hundredths."""
+    check_type("payload", payload, dict, "a view's payload (a dict), e.g. decode_payload(text)")
     rows, columns = drawn_map["shape"]
     start = drawn_map["offset"]
     return np.frombuffer(payload["weights"], dtype=np.uint8, count=rows * columns, offset=start).reshape(rows, columns)

@@ -22,6 +22,8 @@ import anywidget
 import jsonschema
 import traitlets
 
+from mha.core.validation import check_type
+
 __all__ = ["PAYLOAD_SCHEMA", "web_file", "payload_schema", "check_payload", "ViewWidget"]
 
 WEB_FILES = ("views.js", "views.css", "model.js")
@@ -65,6 +67,7 @@ def check_payload(payload: dict) -> dict:
 
     The map weights (``payload["weights"]``, bytes) travel beside the JSON and are not part of the schema.
     """
+    check_type("payload", payload, dict, "a view's payload (a dict), e.g. site_payload(view)")
     content = {key: value for key, value in payload.items() if key != "weights"}
     try:
         jsonschema.validate(content, PAYLOAD_SCHEMA)
