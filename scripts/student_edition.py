@@ -29,8 +29,14 @@ solution in markdown and code cells. What the learner's cells are depends on the
 
 The student edition is each notebook with every solution block removed, whatever the kind (so rubrics go only to
 the answer key): the exercise, its hint, its stub or prediction cell and its check stay, with their stored outputs,
-so it runs under nbval like the book (``.ci/run`` executes it). The answer key is one markdown file per notebook:
-each exercise's title and statement, the solution's explanation and code, and what the check said of it.
+so it runs under nbval like the book (``.ci/run`` executes it). Its markdown is then made readable outside JupyterLab
+(Colab, plain Jupyter, nbconvert's HTML), where MyST's roles and directives show as raw text
+(:func:`readable_markdown`): every ``{eval}`` role becomes the text it showed when the book was executed, every
+exercise a bold title above its statement, every hint an HTML ``<details>`` fold, and ``{doc}`` and ``{ref}`` roles
+plain links and words. The book's own notebooks and the website keep the MyST.
+
+The answer key is one markdown file per notebook: each exercise's title and statement, the solution's explanation
+and code, and what the check said of it.
 ``tests/test_student_edition.py`` proves that no solution line leaks into the student edition.
 scripts/exercise_index.py reads the same headers (:func:`exercises`) to write the exercise index.
 
@@ -40,6 +46,7 @@ scripts/exercise_index.py reads the same headers (:func:`exercises`) to write th
 from __future__ import annotations
 
 import argparse
+import ast
 import copy
 import json
 import re
@@ -229,10 +236,96 @@ def notebook_title(notebook: dict, path: Path) -> str:
     return path.stem
 
 
-def write_edition(out: Path) -> dict[str, int]:
-    """Write the student notebooks under ``out/chapters`` and the answer key under ``out/answer_key``."""
+EVAL_ROLE = re.compile(r"\{eval\}`([^`]+)`")
+DOC_ROLE = re.compile(r"\{doc\}`(?:(?P<text>[^`<]*?)\s*<(?P<target>[^`>]+)>|(?P<bare>[^`]+))`")
+REF_ROLE = re.compile(r"\{ref\}`(?:(?P<text>[^`<]*?)\s*<[^`>]+>|(?P<bare>[^`]+))`")
+HINT_PARTS = re.compile(r"```\{hint\}[^\n]*\n(?:[ \t]*:[\w-]+:[^\n]*\n)*(?P<body>.*?)\n?```", re.S)
+HINT_LEVEL = re.compile(r"^\*\*(?P<summary>Hint \d+ of \d+[^*]*?)\.?\*\*\s*")
+OPTION_LINE = re.compile(r"^[ \t]*:[\w-]+:[^\n]*\n?", re.M)
+
+
+def shown_expressions(notebook: dict) -> dict[str, str]:
+    """What each ``{eval}`` expression of an executed book notebook shows: the text stored in its markdown cells'
+    ``user_expressions`` metadata (what jupyterlab-myst displays), and for an expression stored nowhere, the text
+    ``mha.book.prose_expression_results`` computes from the glued values the notebook's outputs hold."""
+    shown: dict[str, str] = {}
+    for cell in notebook["cells"]:
+        for entry in cell.get("metadata", {}).get("user_expressions", []):
+            result = entry.get("result", {})
+            if result.get("status") == "ok" and "text/plain" in result.get("data", {}):
+                value = ast.literal_eval(result["data"]["text/plain"])
+                shown[entry["expression"]] = value if isinstance(value, str) else str(value)
+    wanted = {expression for cell in notebook["cells"] if cell["cell_type"] == "markdown"
+              for expression in EVAL_ROLE.findall(_source(cell))}
+    if wanted - set(shown):
+        import nbformat
+
+        from mha.book import prose_expression_results
+
+        computed = prose_expression_results(nbformat.reads(json.dumps(notebook), as_version=4))
+        for entries in filter(None, computed):
+            for entry in entries:
+                shown.setdefault(entry["expression"], ast.literal_eval(entry["result"]["data"]["text/plain"]))
+    return shown
+
+
+def _doc_link(match: re.Match, here: Path) -> str:
+    target = match["target"] or match["bare"]
+    notebook = (here.parent / target).with_suffix(".ipynb")
+    page = notebook if notebook.exists() else notebook.with_suffix(".md")
+    text = match["text"]
+    if not text:
+        text = notebook_title(json.loads(notebook.read_text()), notebook) if notebook.exists() else Path(target).name
+    return f"[{text}]({target}{page.suffix})"
+
+
+def readable_markdown(text: str, shown: dict[str, str], here: Path) -> str:
+    """One markdown cell of the student edition as any notebook front end shows it: glued numbers as their stored
+    text (``shown``, :func:`shown_expressions`), exercises as a bold title and hints as HTML ``<details>`` folds,
+    ``{doc}`` roles as links to the notebook ``here`` names and ``{ref}`` roles as their words. ValueError when an
+    ``{eval}`` role has no stored result: execute the book's notebook (scripts/run_notebooks.py) first."""
+    def number(match: re.Match) -> str:
+        if match[1] not in shown:
+            raise ValueError(f"{here.name}: no stored result for {{eval}}`{match[1]}`: run scripts/run_notebooks.py "
+                             f"{here.relative_to(ROOT) if here.is_relative_to(ROOT) else here} --write first")
+        return shown[match[1]]
+
+    def exercise(match: re.Match) -> str:
+        label = LABEL.search(match["body"])
+        anchor = f'<a id="{label.group(1)}"></a>\n\n' if label else ""
+        body = OPTION_LINE.sub("", match["body"]).strip("\n")
+        return f"{anchor}**Exercise: {match['title'].strip()}**\n\n{body}"
+
+    def hint(match: re.Match) -> str:
+        body = match["body"].strip("\n")
+        level = HINT_LEVEL.match(body)
+        summary = level["summary"] if level else "Hint"
+        body = body[level.end():] if level else body
+        return f"<details>\n<summary>{summary}</summary>\n\n{body}\n\n</details>"
+
+    text = EVAL_ROLE.sub(number, text)
+    text = EXERCISE_PARTS.sub(exercise, text)
+    text = HINT_PARTS.sub(hint, text)
+    text = DOC_ROLE.sub(lambda match: _doc_link(match, here), text)
+    return REF_ROLE.sub(lambda match: (match["text"] or match["bare"]).strip(), text)
+
+
+def readable_edition(student: dict, book: dict, here: Path) -> dict:
+    """``student`` (:func:`split_notebook` of ``book``, the notebook at ``here``) with every markdown cell made
+    readable outside JupyterLab (:func:`readable_markdown`); its code cells and their outputs stay as they are."""
+    readable, shown = copy.deepcopy(student), shown_expressions(book)
+    for cell in readable["cells"]:
+        if cell["cell_type"] == "markdown":
+            _set_source(cell, readable_markdown(_source(cell), shown, here))
+            cell["metadata"].pop("user_expressions", None)  # nothing is left for jupyterlab-myst to evaluate
+    return readable
+
+
+def write_edition(out: Path, notebooks: list[Path] | None = None) -> dict[str, int]:
+    """Write the student notebooks under ``out/chapters`` and the answer key under ``out/answer_key``: of every
+    notebook of the book, or of ``notebooks`` (paths under chapters/)."""
     counts = {}
-    for path in sorted(CHAPTERS.rglob("*.ipynb")):
+    for path in sorted(CHAPTERS.rglob("*.ipynb")) if notebooks is None else notebooks:
         if ".ipynb_checkpoints" in path.parts:
             continue
         notebook = json.loads(path.read_text())
@@ -240,7 +333,7 @@ def write_edition(out: Path) -> dict[str, int]:
         relative = path.relative_to(ROOT)
         target = out / relative
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(json.dumps(student, indent=1, ensure_ascii=False) + "\n")
+        target.write_text(json.dumps(readable_edition(student, notebook, path), indent=1, ensure_ascii=False) + "\n")
         key = out / "answer_key" / relative.with_suffix(".md")
         key.parent.mkdir(parents=True, exist_ok=True)
         key.write_text(answer_key(notebook_title(notebook, path), solutions))

@@ -10,6 +10,7 @@ student edition itself under nbval, after the main suite.
 
 from __future__ import annotations
 
+import ast
 import importlib
 import json
 import re
@@ -84,10 +85,13 @@ def test_every_exercise_keeps_its_statement_stub_and_not_attempted_check(written
     stubs = [c for c in student["cells"] if c["cell_type"] == "code" and "NotImplementedError" in "".join(c["source"])]
     checked = [label for label, exercise in exercises.items() if exercise.kind == "check"]
     assert len(stubs) == len(checked), f"{path}: {len(stubs)} stubs for {len(checked)} check-kind exercises"
-    assert [e.label for e in edition.exercises(student)] == list(exercises), f"{path}: an exercise is gone"
+    unrendered, _ = edition.split_notebook(book)  # the same cells before their markdown is made readable
+    assert [e.label for e in edition.exercises(unrendered)] == list(exercises), f"{path}: an exercise is gone"
+    assert re.findall(r'<a id=\\"(ex-[\w-]+)\\"></a>', text) == list(exercises), f"{path}: an exercise is gone"
     for solution in solutions:
         exercise = exercises[solution.label]
-        assert f":label: {solution.label}" in text, f"{path}: the statement of {solution.label} is gone"
+        title = json.dumps(f"**Exercise: {exercise.title}**", ensure_ascii=False)[1:-1]
+        assert title in text, f"{path}: the statement of {solution.label} is gone"
         if exercise.kind == "check":
             passed = [v for v in solution.verdicts if v.startswith("✓")]
             assert passed and not any("✗" in v for v in solution.verdicts), \
@@ -101,9 +105,12 @@ def test_every_exercise_keeps_its_statement_stub_and_not_attempted_check(written
     for stub in stubs:
         said = edition._output_text(stub)
         assert said.startswith("✗ Not attempted yet"), f"{path}: a stub's check says {said!r}"
-    # nothing but the solutions went: every other cell is there, in order
+    # nothing but the solutions went: every other cell is there, in order, code cells and outputs unchanged
+    assert [c["cell_type"] for c in student["cells"]] == [c["cell_type"] for c in unrendered["cells"]]
+    assert [c for c in student["cells"] if c["cell_type"] == "code"] == \
+        [c for c in unrendered["cells"] if c["cell_type"] == "code"]
     book_cells = ["".join(c["source"]) for c in book["cells"]]
-    kept = ["".join(c["source"]) for c in student["cells"]]
+    kept = ["".join(c["source"]) for c in unrendered["cells"]]
     untouched = [k for k in kept if k in book_cells]
     assert untouched == [b for b in book_cells if b in untouched]
 
@@ -140,3 +147,38 @@ def test_every_check_answers_its_stub_with_not_attempted_yet():
         result = getattr(importlib.import_module(f"mha.exercises.{modules[check]}"), check)(stub)
         assert not result.passed, check
         assert str(result).startswith("✗ Not attempted yet") and name in str(result), f"{check}: {result}"
+
+
+def test_the_student_edition_reads_outside_jupyterlab(tmp_path):
+    """Colab, plain Jupyter and nbconvert know no MyST: the student edition shows each glued number as the text the
+    book stored for it, each exercise as plain markdown and each hint folded in an HTML <details>."""
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    path = ROOT / "chapters" / "3_head_roles" / "1_tour_of_heads.ipynb"
+    edition.write_edition(tmp_path, [path])
+    book = json.loads(path.read_text())
+    student = json.loads((tmp_path / path.relative_to(ROOT)).read_text())
+    markdown = ["".join(c["source"]) for c in student["cells"] if c["cell_type"] == "markdown"]
+    for text in markdown:
+        assert "{eval}`" not in text and "{doc}`" not in text and "{ref}`" not in text, text[:200]
+        assert "```{exercise" not in text and "```{hint" not in text, text[:200]
+    everything = "\n".join(markdown)
+    exercises = edition.exercises(book)
+    hints = sum(exercise.hints for exercise in exercises)
+    assert hints >= 14 and everything.count("<details>") == everything.count("</details>") == hints
+    folded = re.findall(r"<details>\n<summary>(Hint \d of \d, [a-z ]+)</summary>\n\n(.+?)\n\n</details>", everything,
+                        re.S)
+    assert len(folded) == hints and all(body.strip() and "**Hint" not in body for _, body in folded)
+    assert [f"**Exercise: {e.title}**" in everything for e in exercises] == [True] * len(exercises)
+    # the numbers are the texts the book stored for JupyterLab to show
+    stored = [(entry["expression"], entry["result"]["data"]["text/plain"]) for cell in book["cells"]
+              for entry in cell.get("metadata", {}).get("user_expressions", [])]
+    assert len(stored) >= 20
+    for expression, plain in stored[:40]:
+        assert ast.literal_eval(plain) in everything, expression  # text/plain holds a Python string literal
+    # and nbconvert's HTML shows them: a fold per hint, with its markdown rendered inside
+    html, _ = HTMLExporter(template_name="basic").from_notebook_node(
+        nbformat.reads(json.dumps(student), as_version=4))
+    assert html.count("<details>") == hints and "{eval}" not in html and "```{" not in html
+    assert re.search(r"<summary>Hint 1 of \d, a nudge</summary>\s*<p>", html)
