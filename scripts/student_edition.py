@@ -36,7 +36,7 @@ exercise a bold title above its statement, every hint an HTML ``<details>`` fold
 plain links and words. The book's own notebooks and the website keep the MyST.
 
 The answer key is one markdown file per notebook: each exercise's title and statement, the solution's explanation
-and code, and what the check said of it.
+and code, and what the check said of it, its glued numbers written in as in the student edition.
 ``tests/test_student_edition.py`` proves that no solution line leaks into the student edition.
 scripts/exercise_index.py reads the same headers (:func:`exercises`) to write the exercise index.
 
@@ -279,17 +279,23 @@ def _doc_link(match: re.Match, here: Path) -> str:
     return f"[{text}]({target}{page.suffix})"
 
 
-def readable_markdown(text: str, shown: dict[str, str], here: Path) -> str:
-    """One markdown cell of the student edition as any notebook front end shows it: glued numbers as their stored
-    text (``shown``, :func:`shown_expressions`), exercises as a bold title and hints as HTML ``<details>`` folds,
-    ``{doc}`` roles as links to the notebook ``here`` names and ``{ref}`` roles as their words. ValueError when an
-    ``{eval}`` role has no stored result: execute the book's notebook (scripts/run_notebooks.py) first."""
+def with_numbers(text: str, shown: dict[str, str], here: Path) -> str:
+    """``text`` with every ``{eval}`` role replaced by what it shows (``shown``, :func:`shown_expressions` of the
+    notebook at ``here``); ValueError when one has no stored result: execute that notebook
+    (scripts/run_notebooks.py) first."""
     def number(match: re.Match) -> str:
         if match[1] not in shown:
             raise ValueError(f"{here.name}: no stored result for {{eval}}`{match[1]}`: run scripts/run_notebooks.py "
                              f"{here.relative_to(ROOT) if here.is_relative_to(ROOT) else here} --write first")
         return shown[match[1]]
 
+    return EVAL_ROLE.sub(number, text)
+
+
+def readable_markdown(text: str, shown: dict[str, str], here: Path) -> str:
+    """One markdown cell of the student edition as any notebook front end shows it: glued numbers as their stored
+    text (:func:`with_numbers`), exercises as a bold title and hints as HTML ``<details>`` folds, ``{doc}`` roles as
+    links to the notebook ``here`` names and ``{ref}`` roles as their words."""
     def exercise(match: re.Match) -> str:
         label = LABEL.search(match["body"])
         anchor = f'<a id="{label.group(1)}"></a>\n\n' if label else ""
@@ -303,7 +309,7 @@ def readable_markdown(text: str, shown: dict[str, str], here: Path) -> str:
         body = body[level.end():] if level else body
         return f"<details>\n<summary>{summary}</summary>\n\n{body}\n\n</details>"
 
-    text = EVAL_ROLE.sub(number, text)
+    text = with_numbers(text, shown, here)
     text = EXERCISE_PARTS.sub(exercise, text)
     text = HINT_PARTS.sub(hint, text)
     text = DOC_ROLE.sub(lambda match: _doc_link(match, here), text)
@@ -336,7 +342,8 @@ def write_edition(out: Path, notebooks: list[Path] | None = None) -> dict[str, i
         target.write_text(json.dumps(readable_edition(student, notebook, path), indent=1, ensure_ascii=False) + "\n")
         key = out / "answer_key" / relative.with_suffix(".md")
         key.parent.mkdir(parents=True, exist_ok=True)
-        key.write_text(answer_key(notebook_title(notebook, path), solutions))
+        key.write_text(with_numbers(answer_key(notebook_title(notebook, path), solutions), shown_expressions(notebook),
+                                    path))
         counts[str(relative)] = len(solutions)
     return counts
 

@@ -124,6 +124,7 @@ def test_the_answer_key_holds_every_solution_and_what_its_check_said(written):
             for code in solution.code:
                 assert code in key
         assert key.count("**The check says:**") == sum(bool(s.verdicts) for s in solutions)
+        assert "{eval}`" not in key, f"{path}: the answer key shows a glued number's role, not the number"
         kinds = {e.label: e.kind for e in edition.exercises(json.loads((ROOT / path).read_text()))}
         assert all(s.verdicts for s in solutions if kinds[s.label] == "check"), path
 
