@@ -18,6 +18,8 @@
   statistics toolkit for reading heads").
 - :mod:`~mha.analysis.coreference`: heads scored on pronoun minimal pairs, and patched between their halves (3.3
   "Coreference, honestly").
+- :mod:`~mha.analysis.natural_coreference`: every head scored on the pronouns of LitBank's fiction, against rules
+  that read no attention, summed per work (3.3 "Coreference, honestly").
 - :mod:`~mha.analysis.relatedness`: do heads link related words, in a crossed design (3.4 "Content and rare words").
 - :mod:`~mha.analysis.rarity`: how rare a token is, and which heads look at the rarest (3.4).
 - :mod:`~mha.analysis.ablation`: how much each head matters: mask builders, gradient importance, pruning curves,

@@ -36,7 +36,7 @@ import numpy.typing as npt
 import torch
 from torch import Tensor
 
-from mha.core.validation import as_path, as_real_array
+from mha.core.validation import as_path, as_real_array, check_items, check_size, check_whole_number
 from mha.data_files import DATA_DIRECTORY
 from mha.pretrained.encoder import HeadMask, MiniLMEncoder, check_encoder
 from mha.pretrained.interventions import as_head_masks
@@ -54,6 +54,9 @@ def single_head_masks(n_layers: int, n_heads: int) -> np.ndarray:
     Row ``layer * heads + head`` removes head ``head`` of layer ``layer``
     (chapter 4, "Redundancy and pruning").
     """
+    n_layers = check_whole_number("n_layers", n_layers, minimum=1)
+    n_heads = check_whole_number("n_heads", n_heads, minimum=1)
+    check_size("one mask per head (layers * heads, layers, heads)", (n_layers * n_heads, n_layers, n_heads))
     masks = np.ones((n_layers * n_heads, n_layers, n_heads), dtype=np.float32)
     for index in range(n_layers * n_heads):
         masks[index].flat[index] = 0.0
@@ -67,6 +70,8 @@ def keep_one_head_masks(n_layers: int, n_heads: int, layer: int, keep: Sequence[
     many layers of a trained model work almost as well with a single head
     at test time (chapter 4, "Redundancy and pruning").
     """
+    n_layers = check_whole_number("n_layers", n_layers, minimum=1)
+    n_heads = check_whole_number("n_heads", n_heads, minimum=1)
     if not 0 <= layer < n_layers:
         raise ValueError(f"layer must be in 0..{n_layers - 1}, got {layer}.")
     bad = [h for h in keep if not 0 <= h < n_heads]
@@ -86,6 +91,7 @@ def pruning_masks(order: Sequence[int] | np.ndarray, counts: Sequence[int], n_la
     first to be pruned first (e.g. ``np.argsort(importance.ravel())``)
     (chapter 4, "Redundancy and pruning").
     """
+    order = check_items("order", order, "the heads as flat indices, the first to prune first")
     order = [int(i) for i in order]
     total = n_layers * n_heads
     if sorted(order) != sorted(set(order)) or any(not 0 <= i < total for i in order):
@@ -134,7 +140,7 @@ def michel_importance(gradients: npt.ArrayLike, *, normalize_layers: bool = True
     scores are divided by their Euclidean norm, as Michel et al. do before
     comparing heads of different layers (chapter 4, "Redundancy and pruning").
     """
-    gradients = np.asarray(gradients, dtype=np.float64)
+    gradients = as_real_array("gradients", gradients)
     if gradients.ndim != 3:
         raise ValueError(f"gradients has shape {gradients.shape}; give (examples, layers, heads).")
     importance = np.abs(gradients).mean(axis=0)  # (layers, heads)
@@ -153,6 +159,7 @@ def heads_removable(counts: Sequence[int], quality: npt.ArrayLike, reference: fl
     before that point (the largest count if the curve never drops)
     (chapter 4, "Redundancy and pruning").
     """
+    counts = check_items("counts", counts, "a list of head counts (whole numbers)")
     counts, quality = list(counts), np.asarray(quality, dtype=float)
     if len(counts) != len(quality) or not counts:
         raise ValueError(f"counts and quality must be non-empty and of equal length, got {len(counts)} and {len(quality)}.")

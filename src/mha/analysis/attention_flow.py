@@ -26,6 +26,7 @@ import dataclasses
 import numpy as np
 import torch
 
+from mha.core.validation import as_real_array
 from mha.pretrained.encoder import MiniLMEncoder, check_encoder
 
 __all__ = ["attention_rollout", "masking_influence", "own_token_share"]
@@ -41,7 +42,7 @@ def attention_rollout(attention, residual_weight: float = 0.5) -> np.ndarray:
     of ``R_l`` (rows = query positions, sums to 1) estimates how much of
     position ``i``'s output of layer ``l`` comes from each INPUT token.
     """
-    attention = np.asarray(attention, dtype=np.float64)
+    attention = as_real_array("attention", attention)
     if attention.ndim == 4:
         attention = attention.mean(axis=1)  # (layers, n, n): the heads averaged
     if attention.ndim != 3 or attention.shape[-1] != attention.shape[-2]:
@@ -101,7 +102,7 @@ def own_token_share(mixing, positions=None) -> np.ndarray:
     columns = input tokens, non-negative). ``positions`` selects the rows
     (and the columns summed over), e.g. the word pieces only; by default all.
     """
-    mixing = np.asarray(mixing, dtype=np.float64)
+    mixing = as_real_array("mixing", mixing)
     if mixing.ndim < 2 or mixing.shape[-1] != mixing.shape[-2]:
         raise ValueError(f"mixing has shape {mixing.shape}; give (..., n, n).")
     if (mixing < 0).any():

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from mha.core.validation import check_type
+from mha.core.validation import check_items, check_type
 
 __all__ = ["PATTERN_LABELS", "block_segments", "is_punctuation", "pattern_label"]
 
@@ -42,6 +42,7 @@ def block_segments(tokens: Sequence[str], word_ids: Sequence[int | None], *, sep
     segment 1 (a word's pieces always share a segment). Returns an int array
     of shape (seq,), -1 for special tokens.
     """
+    tokens = check_items("tokens", tokens, "a list of tokens (text)")
     segments = np.full(len(tokens), -1)
     current, seen_content = 0, False
     for position, (token, word) in enumerate(zip(tokens, word_ids)):

@@ -33,7 +33,7 @@ from scipy.stats import spearmanr
 
 from mha.analysis.role_table import RELATION_DIRECTIONS, head_role_table
 from mha.analysis.statistics import bootstrap_counts, percentile_interval, resampled_means, resampled_ratios
-from mha.core.validation import check_size, check_whole_number
+from mha.core.validation import as_real_array, check_items, check_size, check_whole_number
 from mha.corpora.treebank import split_sentences
 from mha.pretrained.attention_record import AttentionRecord
 
@@ -130,6 +130,7 @@ def sentence_scores(records: Iterable[AttentionRecord], columns: Sequence[str] =
     the role table to keep per sentence. Relation scores keep their hits and counts (see :class:`SentenceScores`),
     which pool across sentences exactly as the role table pools them.
     """
+    records = check_items("records", records, "a list of attention records, e.g. encode_records(encoder, sentences)")
     records = list(records)
     if not records:
         raise ValueError("records is empty; give at least one sentence's attention record.")
@@ -180,6 +181,8 @@ def relation_accuracy(hits: np.ndarray, counts: np.ndarray,
     (prefixes, layers, heads), ``baseline`` (prefixes,): the share of pairs the best single offset gets right, and
     ``best_offset`` (prefixes,): the index of that offset (ties: the first). A relation with no pair gets NaN.
     """
+    hits, counts = as_real_array("hits", hits), as_real_array("counts", counts)
+    offset_counts = as_real_array("offset_counts", offset_counts)
     pairs = counts.sum(axis=0)  # (prefixes,)
     with np.errstate(invalid="ignore", divide="ignore"):
         accuracy = hits.sum(axis=0) / pairs[:, None, None]  # (prefixes, layers, heads)
@@ -253,8 +256,8 @@ def depth_trend(layer_values, resampled, *, early: Sequence[int] = (0, 1), late:
     ones), its percentile interval ``low`` and ``high``, and ``rank_correlation``: Spearman's correlation of the
     layer values with the layer index (+1: rises at every layer; -1: falls at every layer). Section 4.3.
     """
-    layer_values = np.asarray(layer_values, dtype=float)
-    resampled = np.asarray(resampled, dtype=float)
+    layer_values = as_real_array("layer_values", layer_values)
+    resampled = as_real_array("resampled", resampled)
     n_layers = layer_values.shape[0]
     if layer_values.ndim != 1 or resampled.ndim != 2 or resampled.shape[1] != n_layers:
         raise ValueError(f"layer_values {layer_values.shape} should be (layers,) and resampled {resampled.shape} "

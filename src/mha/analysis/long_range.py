@@ -21,8 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mha.core.validation import check_whole_number
-
+from mha.core.validation import check_items, check_whole_number
 from mha.corpora.treebank import UDTree, read_ud_trees
 
 __all__ = ["UDTree", "WordPair", "CORRELATIVES", "read_ud_trees", "paired_constructions", "long_arcs",
@@ -55,6 +54,7 @@ def paired_constructions(trees: Sequence[UDTree]) -> list[WordPair]:
     :data:`CORRELATIVES` and the first matching ``cc`` after it that shares its head's coordination (its head is
     a ``conj`` of the preconj's head). Kinds are ``"if_then"`` and ``"<first>_<second>"``.
     """
+    trees = check_items("trees", trees, "a list of UDTrees, e.g. read_ud_trees(path)")
     pairs = []
     for s, tree in enumerate(trees):
         lower = [w.lower() for w in tree.words]
@@ -83,6 +83,7 @@ def long_arcs(trees: Sequence[UDTree], *, min_distance: int = 6,
     Relations in ``skip_deprels`` are left out (a full stop hangs off the main verb however far it is). The kind
     is the dependent's relation without its subtype (``nsubj``, ``advcl``, ...).
     """
+    trees = check_items("trees", trees, "a list of UDTrees, e.g. read_ud_trees(path)")
     min_distance = check_whole_number("min_distance", min_distance, minimum=1, meaning="words between the two")
     pairs = []
     for s, tree in enumerate(trees):
@@ -142,6 +143,7 @@ def distance_baseline(word_maps: Sequence[np.ndarray], max_distance: int | None 
     the weight on word ``q - d`` (looking back), ``[1, d]`` the weight on ``q + d`` (looking ahead); NaN where no
     sentence is long enough. ``d = 0`` is the word itself in both.
     """
+    word_maps = check_items("word_maps", word_maps, "a list of word-level attention maps")
     maps = _check_maps(word_maps)
     longest = max(m.shape[-1] for m in maps)
     max_distance = longest - 1 if max_distance is None else max_distance

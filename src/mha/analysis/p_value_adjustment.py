@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from mha.core.validation import as_real_array
+
 __all__ = ["bonferroni_adjusted", "holm_adjusted"]
 
 
 def _as_p_values(p_values) -> np.ndarray:
-    p_values = np.asarray(p_values, dtype=float)
+    p_values = as_real_array("p_values", p_values)
     if p_values.ndim != 1 or p_values.size == 0:
         raise ValueError(f"p_values has shape {p_values.shape}; give a flat list of at least one p-value, "
                          "one per test (flatten a (layers, heads) table with .ravel() first).")

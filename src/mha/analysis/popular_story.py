@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from mha.core.resampling import bootstrap_counts
-from mha.core.validation import check_whole_number, is_real_number
+from mha.core.validation import as_real_array, check_items, check_type, check_whole_number, is_real_number
 
 __all__ = ["FOX_SENTENCE", "POPULAR_ROLES", "REAL_TEXT_RULES", "VERDICTS", "fox_role_weights", "real_text_role_scores",
            "role_verdict", "unit_bootstrap"]
@@ -62,7 +62,7 @@ def fox_role_weights(attention: np.ndarray, tokens: Sequence[str]) -> dict[str, 
     ``attention`` is (layers, heads, seq, seq) for :data:`FOX_SENTENCE` and ``tokens`` its word pieces, with
     ``[CLS]`` and ``[SEP]``. Returns role -> (layers, heads) array of weights between 0 and 1.
     """
-    attention = np.asarray(attention, dtype=float)
+    attention = as_real_array("attention", attention)
     if attention.ndim != 4 or attention.shape[-1] != attention.shape[-2] or attention.shape[-1] != len(tokens):
         raise ValueError(f"attention has shape {attention.shape} for {len(tokens)} tokens; it should be (layers, "
                          "heads, seq, seq) with seq = the number of tokens, rows = queries.")
@@ -106,6 +106,7 @@ def unit_bootstrap(statistic: Callable[[np.ndarray], np.ndarray], n_units: int, 
     (n_units,); all ones for the data as they are) and returns an array. It is called ``n_resamples`` times on
     the resamples of :func:`mha.core.resampling.bootstrap_counts`. Returns ``(low, high)`` at ``level``, each of the statistic's shape.
     """
+    check_type("statistic", statistic, Callable, "a function of the units' resample counts")
     n_units = check_whole_number("n_units", n_units, minimum=2, meaning="units to resample")
     if not 0 < level < 1:
         raise ValueError(f"level must be between 0 and 1 (e.g. 0.95), got {level!r}.")
@@ -133,6 +134,7 @@ def real_text_role_scores(records, trees, embeddings: np.ndarray,
     are more similar than the median pair with the rest, each pair's weight (both directions averaged) taken
     minus the head's mean weight at the same distance (:func:`mha.analysis.long_range.distance_baseline`).
     """
+    records = check_items("records", records, "a list of attention records, e.g. encode_records(encoder, sentences)")
     from mha.analysis.long_range import distance_baseline, pair_lifts
     from mha.analysis.relatedness import noun_pairs, pair_cosines, word_input_vectors
     from mha.analysis.relations import relation_hits

@@ -27,8 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mha.core.validation import check_whole_number
-
+from mha.core.validation import as_real_array, check_items, check_whole_number
 from mha.corpora.treebank import read_ud_trees
 
 __all__ = ["LabelledSentence", "read_labelled_sentences", "most_frequent_labels", "control_labels",
@@ -64,6 +63,7 @@ def most_frequent_labels(labels: Sequence[str], k: int, *, other: str = "other")
 
     Fewer classes make 72 probes fast; the merged class keeps every word in the data.
     """
+    labels = check_items("labels", labels, "a list of labels")
     k = check_whole_number("k", k, minimum=1, meaning="labels to keep")
     kept = {label for label, _ in Counter(labels).most_common(k)}
     return np.array([label if label in kept else other for label in labels], dtype=object)
@@ -108,8 +108,8 @@ def fit_probe(train_features, train_labels, test_features, test_labels, *, max_i
     from sklearn.preprocessing import StandardScaler
     from threadpoolctl import threadpool_limits
 
-    train_features = np.asarray(train_features, dtype=np.float64)
-    test_features = np.asarray(test_features, dtype=np.float64)
+    train_features = as_real_array("train_features", train_features)
+    test_features = as_real_array("test_features", test_features)
     train_labels, test_labels = np.asarray(train_labels), np.asarray(test_labels)
     if train_features.ndim != 2 or test_features.ndim != 2 or train_features.shape[1] != test_features.shape[1]:
         raise ValueError(f"features must be (words, features) with the same features: got {train_features.shape} "

@@ -36,6 +36,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mha.core.validation import as_real_array, check_items
+
 __all__ = [
     "vocabulary_rank",
     "count_tokens",
@@ -75,6 +77,7 @@ def vocabulary_rank(tokens: Sequence[str], vocabulary: dict[str, int], *, first_
 
 def count_tokens(token_lists: Iterable[Sequence[str]], *, skip: Iterable[str] = ("[CLS]", "[SEP]", "[PAD]")) -> Counter:
     """How often each token occurs over a reference text given as lists of tokens (chapter 3)."""
+    token_lists = check_items("token_lists", token_lists, "a list of token lists, one per sentence")
     skip = set(skip)
     return Counter(t for tokens in token_lists for t in tokens if t not in skip)
 
@@ -92,6 +95,7 @@ def split_words(word_ids: Sequence[int | None]) -> np.ndarray:
 
     A coarse rarity score (larger = rarer) of the same shape as the others, (n,).
     """
+    word_ids = check_items("word_ids", word_ids, "the word ids of a sentence, one per token (None for special tokens)")
     pieces = Counter(w for w in word_ids if w is not None)
     return np.array([np.nan if w is None else float(pieces[w] > 1) for w in word_ids])
 
@@ -135,8 +139,8 @@ def extreme_hit_rates(attention: np.ndarray, rarity: Sequence[float], *, which: 
     share it. The random expectation per row is (tokens with the extreme
     value) / (keys).
     """
-    attention = np.asarray(attention, dtype=float)
-    rarity = np.asarray(rarity, dtype=float)
+    attention = as_real_array("attention", attention)
+    rarity = as_real_array("rarity", rarity)
     n = attention.shape[-1]
     if attention.ndim < 2 or attention.shape[-2] != n or rarity.shape != (n,):
         raise ValueError(f"attention {attention.shape} should be (..., n, n) and rarity ({n},), got {rarity.shape}.")

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mha.core.validation import as_real_array, check_items
+
 __all__ = ["RELATED_PAIRS", "FRAMES", "CrossedItem", "crossed_items", "slot_weights", "crossed_trace",
            "crossed_slot_weights", "crossed_contrast", "noun_pairs", "word_input_vectors", "pair_cosines"]
 
@@ -196,7 +198,7 @@ def crossed_contrast(weights) -> np.ndarray:
     the mean of the first two minus the mean of the last two, in which every
     single word's own effect cancels. Chapter 3, "Content and rare words".
     """
-    weights = np.asarray(weights, dtype=float)
+    weights = as_real_array("weights", weights)
     if weights.ndim < 2 or weights.shape[1] != 4:
         raise ValueError(f"weights has shape {weights.shape}; give (items, 4, heads...) with the sentences in the "
                          "order related (a1 b1), related (a2 b2), unrelated (a1 b2), unrelated (a2 b1).")
@@ -232,6 +234,7 @@ def word_input_vectors(tokens: Sequence[str], word_ids: Sequence[int | None], em
     skipped); ``embeddings`` is the model's (vocabulary, d_model) word-embedding matrix and ``vocabulary`` maps
     a piece to its row. Returns (words, d_model).
     """
+    tokens = check_items("tokens", tokens, "a list of tokens (text)")
     embeddings = np.asarray(embeddings)
     rows: dict[int, list[int]] = {}
     for token, word in zip(tokens, word_ids):

@@ -41,8 +41,9 @@ import numpy as np
 import pandas as pd
 
 from mha.analysis.role_table import RELATION_DIRECTIONS, SYNTACTIC_GAIN_MIN, relation_scores_long
-from mha.pretrained.attention_record import AttentionRecord
 from mha.analysis.statistics import bootstrap_ratio_interval
+from mha.core.validation import check_items
+from mha.pretrained.attention_record import AttentionRecord
 from mha.pretrained.word_maps import word_attention, word_units
 
 __all__ = ["best_heads", "relation_predictions", "spanning_attractor_records", "RelationHits", "relation_hits",
@@ -171,6 +172,7 @@ def spanning_attractor_records(records: Iterable[AttentionRecord]) -> list[Atten
     else. Pairs inside a relative clause, which no attractor separates, are
     dropped.
     """
+    records = check_items("records", records, "a list of attention records, e.g. encode_records(encoder, sentences)")
     kept = []
     for record in records:
         sentence = record.sentence
@@ -247,6 +249,7 @@ def relation_hits(
     ``poss`` ("where 's attends", not attention to it). The baseline's guess for the word at ``i`` is ``i + k``
     for each ``k`` of ``offsets`` (0 dropped). Records without a gold sentence count as sentences without pairs.
     """
+    records = check_items("records", records, "a list of attention records, e.g. encode_records(encoder, sentences)")
     if mode not in ("row", "column"):
         raise ValueError(f"mode must be 'row' (the word's row argmax) or 'column' (Clark et al.'s reverse mode, the "
                          f"argmax over queries of the word's column), got {mode!r}.")

@@ -43,9 +43,15 @@ import pandas as pd
 
 from mha.analysis.attention_patterns import PATTERN_LABELS, block_segments, is_punctuation, pattern_label
 from mha.core.resampling import bootstrap_counts
-from mha.corpora.baselines import (SYNTACTIC_KINDS, best_offset, fixed_offset_baseline, nearest_candidate_baseline,
-                                   nearest_candidate_before)
+from mha.core.validation import check_items, check_type
 from mha.corpora.annotation import AnnotatedSentence
+from mha.corpora.baselines import (
+    SYNTACTIC_KINDS,
+    best_offset,
+    fixed_offset_baseline,
+    nearest_candidate_baseline,
+    nearest_candidate_before,
+)
 from mha.pretrained.attention_record import AttentionRecord, RecordLike, as_record, check_record
 from mha.pretrained.word_maps import word_attention, word_units
 
@@ -249,6 +255,7 @@ def head_role_table(
     once per prefix of :data:`RELATION_DIRECTIONS`), with ``attrs`` holding
     ``n_sentences``, ``n_annotated`` and ``n_tokens``.
     """
+    records = check_items("records", records, "a list of attention records, e.g. encode_records(encoder, sentences)")
     records = [as_record(item, i) for i, item in enumerate(records)]
     if not records:
         raise ValueError("records is empty; give at least one sentence's attention to score the heads.")
@@ -369,6 +376,7 @@ def relation_scores_long(table: pd.DataFrame) -> pd.DataFrame:
     ``count``; pronoun rows have direction ``"pronoun_to_candidates"`` and a
     NaN offset. Handy for plotting heads against their baselines.
     """
+    check_type("table", table, pd.DataFrame, "the table of head_role_table(records)")
     parts = []
     for prefix, kind, direction in RELATION_DIRECTIONS:
         parts.append(pd.DataFrame({
@@ -414,6 +422,7 @@ def sentence_head_scores(records: Iterable[RecordLike], *, cls_token: str = "[CL
     sentence's score averages: weighting by them gives back the pooled means of :func:`head_role_table`.
     "Content rows" are the rows of real word pieces (not [CLS] or [SEP]).
     """
+    records = check_items("records", records, "a list of attention records, e.g. encode_records(encoder, sentences)")
     records = [as_record(item, i) for i, item in enumerate(records)]
     if not records:
         raise ValueError("records is empty; give at least one sentence's attention to score the heads.")

@@ -72,7 +72,7 @@ def mean_by_unit(values, units) -> tuple[list, np.ndarray]:
     unit before testing keeps the tests honest. Labels keep their order of
     first appearance. Chapter 3, "Content and rare words".
     """
-    values = np.asarray(values, dtype=float)
+    values = as_real_array("values", values)
     units = list(units)
     if len(units) != values.shape[0]:
         raise ValueError(f"{len(units)} unit labels for {values.shape[0]} items; give one label per item.")
@@ -151,7 +151,7 @@ def familywise_p_values(differences, signs, *, statistic: str = "t") -> tuple[np
     ``(p_values (heads...), null_max (permutations,))``.
     """
     differences = _as_differences(differences)
-    signs = np.asarray(signs, dtype=float)
+    signs = as_real_array("signs", signs)
     n = differences.shape[0]
     if signs.ndim != 2 or signs.shape[1] != n:
         raise ValueError(f"signs has shape {signs.shape}; it should be (permutations, {n}): one sign per item.")
@@ -277,8 +277,8 @@ def bootstrap_ratio_interval(numerators, denominators, *, n_resamples: int = 200
     ``np.random.default_rng(seed)``: pairs of one sentence are not independent, so sentences are the unit. Returns
     ``(low, high)``, each of the trailing shape; a resample without any pair is dropped.
     """
-    numerators = np.asarray(numerators, dtype=float)
-    denominators = np.asarray(denominators, dtype=float)
+    numerators = as_real_array("numerators", numerators)
+    denominators = as_real_array("denominators", denominators)
     if numerators.ndim < 1 or numerators.shape[0] < 2:
         raise ValueError(f"numerators has shape {numerators.shape}; give (units, ...) with at least 2 units, one count "
                          "per unit (sentence).")
@@ -296,8 +296,8 @@ def bootstrap_ratio_interval(numerators, denominators, *, n_resamples: int = 200
 
 
 def _check_items(values, counts, name: str) -> np.ndarray:
-    values = np.asarray(values, dtype=float)
-    counts = np.asarray(counts, dtype=float)
+    values = as_real_array("values", values)
+    counts = as_real_array("counts", counts)
     if counts.ndim != 2 or values.ndim < 1 or values.shape[0] != counts.shape[1]:
         raise ValueError(f"{name} has {values.shape[0] if values.ndim else 0} items along its first axis but counts "
                          f"is {counts.shape}; give counts (resamples, items) from bootstrap_counts(items, ...).")
@@ -307,7 +307,7 @@ def _check_items(values, counts, name: str) -> np.ndarray:
 def resampled_means(values, counts) -> np.ndarray:
     """The mean over items of ``values`` (items, ...) in every resample of ``counts`` (resamples, items) (3.2, 4.3)."""
     values = _check_items(values, counts, "values")
-    counts = np.asarray(counts, dtype=float)
+    counts = as_real_array("counts", counts)
     flat = values.reshape(values.shape[0], -1)  # (items, cells)
     return (counts @ flat / counts.sum(axis=1, keepdims=True)).reshape((counts.shape[0],) + values.shape[1:])
 
@@ -321,7 +321,7 @@ def resampled_ratios(numerators, denominators, counts) -> np.ndarray:
     """
     numerators = _check_items(numerators, counts, "numerators")
     denominators = _check_items(denominators, counts, "denominators")
-    counts = np.asarray(counts, dtype=float)
+    counts = as_real_array("counts", counts)
     top = np.tensordot(counts, numerators, axes=(1, 0))  # (resamples, ...)
     bottom = np.tensordot(counts, denominators, axes=(1, 0))
     bottom = bottom.reshape(bottom.shape + (1,) * (top.ndim - bottom.ndim))
@@ -347,7 +347,7 @@ def smallest_detectable_count(null_max, n_items: int, *, alpha: float = 0.05) ->
     ``(1 + #{null_max >= k / n_items}) / (1 + permutations)``; this is the smallest ``k`` whose p-value is at most
     ``alpha``, or None when even ``n_items`` right flips would not be called.
     """
-    null_max = np.asarray(null_max, dtype=float).ravel()
+    null_max = as_real_array("null_max", null_max).ravel()
     n_items = check_whole_number("n_items", n_items, minimum=1)
     if null_max.size == 0 or not np.isfinite(null_max).all():
         raise ValueError("null_max must be a non-empty array of finite values, as familywise_p_values returns it.")

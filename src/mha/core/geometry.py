@@ -53,6 +53,8 @@ __all__ = [
 
 
 def _check_same_d_model(name_a: str, a: Tensor, name_b: str, b: Tensor, axis_a: int, axis_b: int) -> None:
+    for name, tensor, axis in ((name_a, a, axis_a), (name_b, b, axis_b)):
+        check_rank(name, tensor.shape, range(-axis, 9), f"a tensor of at least {-axis} axes, d_model at axis {axis}")
     if a.shape[axis_a] != b.shape[axis_b]:
         raise ValueError(f"{name_a} has shape {tuple(a.shape)} and {name_b} has shape {tuple(b.shape)}: they should "
                          "share the d_model axis; pass each head's (d_model, d_head) matrix, vectors as rows.")

@@ -21,7 +21,7 @@ import re
 import numpy as np
 import torch
 
-from mha.core.validation import check_size, check_type, check_whole_number
+from mha.core.validation import check_items, check_size, check_type, check_whole_number
 
 __all__ = ["MAX_TOKENS", "split_into_tokens", "word_vector", "sinusoidal_positions", "embed_tokens"]
 
@@ -108,6 +108,7 @@ def embed_tokens(tokens: list[str], d_model: int, seed: int = 0) -> torch.Tensor
     initialised embedding table; the same word and seed always give the same vector, whatever sentence it appears
     in. The sum is formed in float64 and rounded to float32 once.
     """
+    tokens = check_items("tokens", tokens, "a list of tokens, e.g. split_into_tokens(sentence)")
     if d_model < 2 or d_model % 2:
         raise ValueError(f"d_model must be an even number of at least 2 (sin/cos pairs), got {d_model}.")
     words = torch.from_numpy(np.stack([word_vector(token, d_model, seed) for token in tokens]))  # (seq, d_model)

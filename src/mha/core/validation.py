@@ -33,7 +33,7 @@ import os
 import re
 import sys
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -42,9 +42,9 @@ import torch
 __all__ = ["LIMITS", "LARGEST_D_MODEL_LISTED", "InputError", "NonFiniteWarning", "SizeLimitError", "check_size",
            "check_seed", "head_counts_that_divide", "is_whole_number", "is_real_number", "is_finite_number",
            "check_whole_number", "check_finite_number", "check_flag", "as_real_array", "check_real_tensor",
-           "as_path", "check_type", "check_head_count", "check_last_dim", "check_same_shape", "check_rank",
-           "check_attention_shapes", "check_not_empty", "check_no_lone_surrogates", "as_tensor", "as_array",
-           "as_float_tensors", "as_float_arrays", "warn_if_not_finite"]
+           "as_path", "check_type", "check_items", "check_head_count", "check_last_dim", "check_same_shape",
+           "check_rank", "check_attention_shapes", "check_not_empty", "check_no_lone_surrogates", "as_tensor",
+           "as_array", "as_float_tensors", "as_float_arrays", "warn_if_not_finite"]
 
 
 class InputError(ValueError):
@@ -171,6 +171,14 @@ def check_type(name: str, value, kind: type | tuple[type, ...], what: str):
     return value
 
 
+def check_items(name: str, value, what: str):
+    """``value`` if one can go through its items: a list, a tuple, an array of at least one axis, or another iterable
+    (read into a list once); text, a dict, a number and None are refused, saying ``what`` to pass."""
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable) or getattr(value, "ndim", 1) == 0:
+        raise InputError(f"{name} should be {what}, got {value!r:.60} ({type(value).__name__}).")
+    return value if isinstance(value, (Sequence, np.ndarray, torch.Tensor)) else list(value)
+
+
 def _as_real(name: str, x, meaning: str, convert: Callable):
     """``convert(name, x)``, after refusing complex numbers (never cut to their real part), ``meaning`` (the
     expected axes) added to any message."""
@@ -241,6 +249,7 @@ def check_no_lone_surrogates(text: str, where: str = "the text") -> None:
     Plane is cut in half (a paste, a deleted half). The text is not cleaned
     silently: the reader is told which character to delete or retype.
     """
+    check_type("text", text, str, "text (a str)")
     found = _SURROGATE.search(text)  # one pass in C: a pasted document is checked at once
     if found is None:
         return
@@ -404,6 +413,7 @@ def as_float_tensors(named: Mapping[str, object], dtype: torch.dtype | None = No
     give torch's default float). Without ``device``, that of the given tensors,
     which must agree.
     """
+    check_type("named", named, Mapping, "a dict of inputs by name, e.g. {\"q\": q}")
     tensors = {name: as_tensor(name, x) for name, x in named.items()}
     for name, t in tensors.items():
         _check_real(name, t.dtype, "b" if t.dtype == torch.bool else "c" if t.is_complex() else "f")
@@ -423,6 +433,7 @@ def as_float_tensors(named: Mapping[str, object], dtype: torch.dtype | None = No
 
 def as_float_arrays(named: Mapping[str, object]) -> list[np.ndarray]:
     """The values of ``named`` as numpy float arrays of one dtype: the widest float given, else float64."""
+    check_type("named", named, Mapping, "a dict of inputs by name, e.g. {\"q\": q}")
     arrays = {name: as_array(name, x) for name, x in named.items()}
     for name, a in arrays.items():
         _check_real(name, a.dtype, a.dtype.kind)

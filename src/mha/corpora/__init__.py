@@ -8,6 +8,8 @@
   pairs, for controlled contrasts (3.1 "A tour of all 72 heads", 3.2, 3.3 "Coreference, honestly", 3.4, 4.2).
 - :mod:`~mha.corpora.treebank`: Universal Dependencies treebanks (CoNLL-U) read into annotated sentences
   (3.2 "Syntax: heads that follow grammatical relations").
+- :mod:`~mha.corpora.litbank`: LitBank's coreference chains in fiction, cut into windows that link each pronoun to
+  its antecedent (3.3 "Coreference, honestly").
 - :mod:`~mha.corpora.paraphrases`: the model's own task in miniature, paraphrases among look-alikes
   (4.1 "Attention is not explanation", 4.2 "Redundancy and pruning").
 """

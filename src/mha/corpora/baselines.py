@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from mha.core.validation import check_items, check_type
 from mha.corpora.annotation import RELATION_KINDS, AnnotatedSentence
 
 __all__ = ["SYNTACTIC_KINDS", "best_offset", "fixed_offset_baseline", "nearest_candidate_baseline",
@@ -56,6 +57,7 @@ def fixed_offset_baseline(sentences: Iterable[AnnotatedSentence], kind: str, dir
 
 def nearest_candidate_before(sentence: AnnotatedSentence) -> int:
     """The candidate closest before the pronoun (closest after it if none precedes it)."""
+    check_type("sentence", sentence, AnnotatedSentence, "an AnnotatedSentence with a pronoun")
     before = [c for c in sentence.candidates if c < sentence.pronoun]
     if before:
         return max(before)
@@ -70,6 +72,7 @@ def nearest_candidate_baseline(sentences: Iterable[AnnotatedSentence]) -> float:
     guess. Returns NaN when no sentence qualifies. In the template corpus each
     minimal pair has one answer per candidate, so this baseline scores 0.5.
     """
+    sentences = check_items("sentences", sentences, "a list of AnnotatedSentences, e.g. generate_corpus()")
     guesses = [
         nearest_candidate_before(s) == s.antecedent
         for s in sentences

@@ -32,7 +32,7 @@ import numpy as np
 import torch
 from scipy.stats import rankdata
 
-from mha.core.validation import check_size, check_whole_number
+from mha.core.validation import as_real_array, check_size, check_type, check_whole_number
 
 __all__ = ["ParaphraseTriple", "TRIPLES", "split_triples", "PairSet", "pair_set", "similarity_scores",
            "word_overlap_similarity", "ranking_accuracy", "unrelated_accuracy", "distractor_accuracy",
@@ -185,6 +185,7 @@ def word_overlap_similarity(pairs: PairSet) -> np.ndarray:
     Words are lower-cased and stripped of punctuation; the layout is that of
     :func:`similarity_scores`, so every score of this module applies.
     """
+    check_type("pairs", pairs, PairSet, "a PairSet, e.g. pair_set(split_triples()[0])")
     def words(sentence: str) -> set[str]:
         return {w.strip(".,;:!?'\"").lower() for w in sentence.split()} - {""}
 
@@ -194,7 +195,7 @@ def word_overlap_similarity(pairs: PairSet) -> np.ndarray:
 
 
 def _check_similarity(similarity) -> np.ndarray:
-    similarity = np.asarray(similarity, dtype=np.float64)
+    similarity = as_real_array("similarity", similarity)
     if similarity.ndim < 2 or similarity.shape[-1] != 2 * similarity.shape[-2]:
         raise ValueError(f"similarity has shape {similarity.shape}; it should be (..., n, 2n) from similarity_scores.")
     return similarity

@@ -20,7 +20,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable, Iterator
 
-from mha.core.validation import check_whole_number
+from mha.core.validation import check_items, check_whole_number
 from mha.corpora.annotation import RELATION_KINDS, AnnotatedSentence, Relation
 
 __all__ = [
@@ -411,6 +411,7 @@ def generate_corpus(
 
 def relation_counts(sentences: Iterable[AnnotatedSentence]) -> dict[str, int]:
     """How many gold relations of each kind ``sentences`` hold, in :data:`RELATION_KINDS` order, zeros included."""
+    sentences = check_items("sentences", sentences, "a list of AnnotatedSentences, e.g. generate_corpus()")
     counts = dict.fromkeys(RELATION_KINDS, 0)
     for sentence in sentences:
         for relation in sentence.relations:

@@ -59,7 +59,7 @@ import conllu
 import numpy as np
 from conllu.exceptions import ParseException
 
-from mha.core.validation import as_path, check_seed, check_whole_number, is_real_number, is_whole_number
+from mha.core.validation import as_path, check_items, check_seed, check_whole_number, is_real_number, is_whole_number
 from mha.corpora.annotation import AnnotatedSentence, Relation
 from mha.data_files import DATA_DIRECTORY, how_to_restore, read_verified_file
 
@@ -92,6 +92,7 @@ def relations_from_ud(heads: list[int], deprels: list[str], upos: list[str]) -> 
     the root. Returns :class:`~mha.corpora.templates.Relation` objects (word indices,
     source -> target as the module table says), in word order of the dependent.
     """
+    heads = check_items("heads", heads, "a list of head indices, one per word")
     relations = []
     for dependent, (head, deprel, dependent_pos) in enumerate(zip(heads, deprels, upos)):
         if head < 0:

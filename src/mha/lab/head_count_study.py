@@ -21,6 +21,8 @@ import numpy as np
 from mha.core.resampling import bootstrap_indices
 from mha.core.validation import (
     LARGEST_D_MODEL_LISTED,
+    as_real_array,
+    check_items,
     check_type,
     check_whole_number,
     head_counts_that_divide,
@@ -231,7 +233,8 @@ def median_interval(values: Sequence[float], n_resamples: int = 2000, seed: int 
     ``inf`` (a censored run) is allowed and sorts last, so a median or bound that lands on a censored run is
     ``inf``: "not solved within the cap". With 5 seeds the interval can only run between observed values.
     """
-    values = np.asarray(values, dtype=float)
+    values = check_items("values", values, "a list of numbers (inf for censored runs)")
+    values = as_real_array("values", values)
     if values.ndim != 1 or len(values) == 0 or np.isnan(values).any():
         raise ValueError(f"give a non-empty 1-d list of numbers (inf for censored runs), got {values!r}.")
     resamples = values[bootstrap_indices(len(values), n_resamples, seed)]  # (n_resamples, n)

@@ -42,7 +42,7 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import Tensor
 
-from mha.core.validation import check_rank, check_real_tensor, check_type, check_whole_number
+from mha.core.validation import check_items, check_rank, check_real_tensor, check_type, check_whole_number
 from mha.lab.circuit_scores import attention_to_key_positions
 from mha.lab.head_count_study import (
     STUDY_FILE,
@@ -260,6 +260,7 @@ def first_step_below(steps: Sequence[int], losses: Sequence[float], threshold: f
 
     ``steps`` and ``losses`` are the same length (a loss curve). Chapter 3.
     """
+    steps = check_items("steps", steps, "a list of logged steps")
     if len(steps) != len(losses):
         raise ValueError(f"steps has {len(steps)} entries and losses {len(losses)}; give one loss per step.")
     return next((int(step) for step, loss in zip(steps, losses) if loss <= threshold), None)

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 import torch
 
+from mha.core.validation import check_items, check_real_tensor
 from mha.lab.tiny_model import check_tiny_model
 
 __all__ = ["head_order_columns", "permute_head_weights", "permute_heads"]
@@ -28,6 +29,7 @@ def head_order_columns(order: Sequence[int], d_head: int) -> list[int]:
     ``order`` must be a permutation of ``0 .. len(order) - 1``; raises
     ``ValueError`` (saying what is wrong) otherwise.
     """
+    order = check_items("order", order, "a list of head indices, a permutation of 0 .. heads - 1")
     order = [int(h) for h in order]
     if sorted(order) != list(range(len(order))):
         raise ValueError(f"order {order} is not a permutation of the heads 0..{len(order) - 1}: list every head "
@@ -45,6 +47,8 @@ def permute_head_weights(W_Q, W_K, W_V, W_O, order: Sequence[int]):
     matrices gives the same output; head ``k``'s weights are old head
     ``order[k]``'s. Chapter 3.
     """
+    W_Q, W_K = check_real_tensor("W_Q", W_Q), check_real_tensor("W_K", W_K)
+    W_V, W_O = check_real_tensor("W_V", W_V), check_real_tensor("W_O", W_O)
     n_features = W_Q.shape[1]
     if n_features % len(order):
         raise ValueError(f"W_Q has {n_features} columns, which do not split into len(order) = {len(order)} heads.")

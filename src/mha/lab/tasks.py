@@ -490,7 +490,7 @@ _TASKS = {"induction": InductionTask, "two_relation": TwoRelationTask, "copy_bac
 
 def task_from_dict(settings: dict) -> InductionTask | TwoRelationTask | CopyBackTask | PairRecallTask:
     """Rebuild a task from its :meth:`to_dict` output (as stored in a checkpoint manifest)."""
-    settings = dict(settings)
+    settings = dict(check_type("settings", settings, dict, "a task's settings (a dict), as to_dict wrote them"))
     name = settings.pop("name", None)
     if name not in _TASKS:
         raise ValueError(f"unknown task name {name!r}; the tasks are {sorted(_TASKS)}.")

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mha.core.validation import is_whole_number
+from mha.core.validation import check_items, is_whole_number
 from mha.data_files import how_to_restore
 from mha.lab.checkpoints import LAB_DIRECTORY, CheckpointError, load_json
 from mha.lab.training import TrainingLog, steepest_drop
@@ -98,6 +98,7 @@ class InductionTimeline:
 def frame_steps(logged: Sequence[int], phase_change_step: int) -> list[int]:
     """The frames kept from the logged steps: every :data:`FRAME_EVERY` steps, the last step, and every logged
     step within :data:`DENSE_WINDOW` steps of the phase change."""
+    logged = check_items("logged", logged, "a list of logged steps (whole numbers)")
     last = logged[-1]
     return [step for step in logged
             if step % FRAME_EVERY == 0 or step == last or abs(step - phase_change_step) <= DENSE_WINDOW]
@@ -105,6 +106,7 @@ def frame_steps(logged: Sequence[int], phase_change_step: int) -> list[int]:
 
 def timeline_sequences(periods: Sequence[int]) -> list[int]:
     """Indices of the first sequence of each of :data:`TIMELINE_PERIODS` in a held-out batch with these ``periods``."""
+    periods = check_items("periods", periods, "a list of periods (whole numbers)")
     periods = list(periods)
     missing = [period for period in TIMELINE_PERIODS if period not in periods]
     if missing:

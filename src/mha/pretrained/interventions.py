@@ -38,6 +38,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from mha.core.validation import check_items
 from mha.pretrained.encoder import (
     AttentionOverride,
     EncoderTrace,
@@ -230,6 +231,7 @@ def permuted_attention(heads: Iterable[tuple[int, int]], seed: int = 0) -> Atten
     drawn afresh at each run in layer order, so a run is reproducible
     (chapter 4, "Attention is not explanation").
     """
+    heads = check_items("heads", heads, "a list of (layer, head) pairs, e.g. [(3, 1)]")
     heads = [(int(layer), int(head)) for layer, head in heads]
     first_layer = min((layer for layer, _ in heads), default=0)
     generator = torch.Generator().manual_seed(seed)

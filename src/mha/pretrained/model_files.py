@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import torch
 from torch import Tensor
 
-from mha.core.validation import as_path, check_head_count, check_size, check_whole_number, is_real_number
+from mha.core.validation import as_path, check_head_count, check_size, check_type, check_whole_number, is_real_number
 from mha.data_files import parse_json, read_data_file
 
 if TYPE_CHECKING:
@@ -141,6 +141,8 @@ def copy_bert_weights(encoder: MiniLMEncoder, state: dict[str, Tensor], source: 
     Every tensor taken must be float32 and finite: a file stored in another dtype (BOOL, F16, I64) or holding
     NaN or inf is refused, naming the tensor, rather than loaded silently.
     """
+    check_type("encoder", encoder, torch.nn.Module, "the encoder to fill, e.g. MiniLMEncoder(config)")
+    check_type("state", state, dict, "a dict of tensors by name, as read_model_folder returns")
     state = {name.removeprefix("bert."): tensor for name, tensor in state.items()}
 
     def take(name: str) -> Tensor:

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from mha.core.validation import check_whole_number
+from mha.core.validation import check_items, check_whole_number
 
 __all__ = ["word_units", "word_attention", "word_strings"]
 
@@ -39,6 +39,7 @@ def word_units(word_ids: Sequence[int | None], *, keep_special: bool = False) ->
     token is a unit alone (``[CLS]``, word 0, ..., ``[SEP]``). Returns a list
     of tuples of token positions.
     """
+    word_ids = check_items("word_ids", word_ids, "the word ids of a sentence, one per token (None for special tokens)")
     word_ids = list(word_ids)
     positions: dict[int, list[int]] = {}
     for position, word in enumerate(word_ids):
@@ -99,6 +100,7 @@ def word_strings(tokens: Sequence[str], word_ids: Sequence[int | None], *, keep_
     and their order are those of :func:`word_units`, so the labels name the
     rows and columns of :func:`word_attention`.
     """
+    tokens = check_items("tokens", tokens, "a list of tokens (text)")
     if len(tokens) != len(word_ids):
         raise ValueError(f"tokens has {len(tokens)} entries but word_ids has {len(word_ids)}; they must be parallel.")
     labels = []

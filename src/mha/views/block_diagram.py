@@ -23,6 +23,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch
 
 from mha.book import head_label
+from mha.core.validation import check_type
 
 __all__ = ["draw_residual_stream", "draw_transformer_layer", "transformer_block_figure"]
 
@@ -80,6 +81,7 @@ def draw_transformer_layer(ax: Axes, *, n_heads: int = 12, d_model: int = 384, d
     branch (GPT-2 and the lab's models when they normalise), ``None`` nowhere. The background page "The transformer
     in brief" draws all-MiniLM-L6-v2's layer (12 heads, 384 features, an MLP 1,536 wide).
     """
+    check_type("ax", ax, Axes, "a matplotlib Axes, e.g. plt.subplots()[1]")
     n_heads, d_model, d_mlp = _whole(n_heads, "n_heads"), _whole(d_model, "d_model"), _whole(d_mlp, "d_mlp")
     if layer_norm not in ("post", "pre", None):
         raise ValueError(f"layer_norm must be 'post' (BERT), 'pre' (GPT-2) or None, got {layer_norm!r}.")
@@ -138,6 +140,7 @@ def draw_residual_stream(ax: Axes, *, n_layers: int = 2, n_heads: int = 3, mlp: 
     and adds in turn. Normalisation is left out: this is the view of {Elhage et al. 2021}, exact for the lab's
     attention-only models of chapter 3 and a good approximation for all-MiniLM-L6-v2.
     """
+    check_type("ax", ax, Axes, "a matplotlib Axes, e.g. plt.subplots()[1]")
     n_layers, n_heads = _whole(n_layers, "n_layers"), _whole(n_heads, "n_heads")
     if n_layers > 4 or n_heads > 6:
         raise ValueError(f"draw at most 4 layers of at most 6 heads (got {n_layers} and {n_heads}); the diagram "

@@ -31,7 +31,14 @@ import numpy as np
 import torch
 from ipywidgets import HTML, Button, Dropdown, HBox, IntProgress, IntSlider, Layout, Text, Widget
 
-from mha.core.validation import LARGEST_D_MODEL_LISTED, check_whole_number, head_counts_that_divide
+from mha.core.validation import (
+    LARGEST_D_MODEL_LISTED,
+    as_real_array,
+    check_items,
+    check_type,
+    check_whole_number,
+    head_counts_that_divide,
+)
 from mha.lab.checkpoints import LAB_DIRECTORY
 from mha.lab.head_count_sweep import (
     ANALYSIS_BATCH_SEED,
@@ -60,7 +67,7 @@ _ROLE_COLOURS = {"fact": "#21918c", "previous": "#fde725", "elsewhere": "#d9d9d9
 
 def shares_table_html(shares: np.ndarray) -> str:
     """Every head's mean attention at the ask positions (heads, 3: fact, previous, elsewhere) as bars and a role."""
-    shares = np.asarray(shares, dtype=float)
+    shares = as_real_array("shares", shares)
     if shares.ndim != 2 or shares.shape[1] != 3:
         raise ValueError(f"shares has shape {shares.shape}; pass (heads, 3) from mha.lab.head_count_sweep.relation_shares.")
     rows = []
@@ -95,6 +102,7 @@ def loss_curves_svg(lines: Sequence[CurveLine], title: str, max_step: int, low: 
     Drawn by hand rather than with matplotlib so that a redraw takes a millisecond, not a tenth of a
     second. Losses below ``low`` are drawn at ``low`` (chapter 3, "One big head or many").
     """
+    lines = check_items("lines", lines, "a list of CurveLines")
     labelled = [line for line in lines if line.label]
     width, left, right, top, bottom, plot_h = 390, 58, 22, 26, 40, 174
     height = top + plot_h + bottom + 13 * len(labelled)  # the legend sits under the plot
@@ -175,6 +183,7 @@ class HeadCountExplorer(Explorer):
 
     def __init__(self, study: HeadCountStudy | None = None, n_heads: int = 1, seed: int = 0,
                  live_training: TrainingConfig = LIVE_TRAINING) -> None:
+        check_type("study", study, (HeadCountStudy, type(None)), "a HeadCountStudy, or None for the book's own")
         # the study stored with the book: the website's build can load it again
         self.stored_study = study is None or study.directory == LAB_DIRECTORY
         self.study = load_study() if study is None else study

@@ -22,7 +22,7 @@ from ipywidgets import IntSlider, Layout, Text
 
 from mha.core.attention import MultiHeadAttention
 from mha.core.toy_sentences import MAX_TOKENS, embed_tokens, split_into_tokens
-from mha.core.validation import check_no_lone_surrogates, check_whole_number
+from mha.core.validation import check_no_lone_surrogates, check_type, check_whole_number
 from mha.views.explorer import Explorer, ExplorerView, problem_html
 from mha.views.heatmaps import AttentionMap
 
@@ -67,6 +67,7 @@ class HeadExplorer(Explorer):
 
     def __init__(self, sentence: str = DEFAULT_SENTENCE, n_heads: int = 4, d_model: int = 24,
                  max_heads: int = 12, seed: int = 0) -> None:
+        check_type("sentence", sentence, str, "the sentence to show first, as text")
         self.d_model, self.seed, self.max_heads = d_model, seed, max_heads
         self.sentence_box = Text(value=sentence, description="sentence", continuous_update=False,
                                  layout=Layout(width="95%"))

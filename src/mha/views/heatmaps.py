@@ -26,6 +26,8 @@ from matplotlib import colormaps
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from mha.core.validation import as_real_array, check_items
+
 __all__ = ["COLORMAP", "KEY_AXIS", "QUERY_AXIS", "AttentionMap", "draw_attention", "attention_grid",
            "weight_hundredths", "weight_texts", "cell_colours", "script_safe_labels"]
 
@@ -37,7 +39,7 @@ _RINGS = (("black", 2.2), ("white", 0.9))  # (edge colour, line width): a white 
 
 def _checked_map(weights, query_labels: Sequence[str], key_labels: Sequence[str] | None):
     """``weights`` as a float array (seq_q, seq_k) and both label lists; ``ValueError`` if they do not match."""
-    weights = np.asarray(weights, dtype=float)
+    weights = as_real_array("weights", weights)
     query_labels = list(query_labels)
     key_labels = query_labels if key_labels is None else list(key_labels)
     if weights.shape != (len(query_labels), len(key_labels)):
@@ -122,7 +124,7 @@ def attention_grid(
     All panels share one colour scale, 0 to 1 as in the interactive views, and one
     colorbar, so heads can be compared by eye.
     """
-    weights = np.asarray(weights, dtype=float)
+    weights = as_real_array("weights", weights)
     if weights.ndim != 3:
         raise ValueError(f"weights have shape {weights.shape}; attention_grid needs (heads, seq, seq).")
     n_heads = weights.shape[0]
@@ -179,4 +181,5 @@ def script_safe_labels(labels: Sequence[str]) -> list[str]:
     holding it would end the script and let the rest of the label run as HTML. Angle brackets become the look-alike
     quotation marks ‹ and ›, so the label still reads the same.
     """
+    labels = check_items("labels", labels, "a list of labels (text)")
     return [str(label).replace("<", "\u2039").replace(">", "\u203a") for label in labels]

@@ -25,7 +25,7 @@ import torch
 from ipywidgets import HTML, Dropdown, IntSlider, Layout, Text, Widget
 
 from mha.book import head_label
-from mha.core.validation import check_whole_number
+from mha.core.validation import check_items, check_whole_number
 from mha.lab.checkpoints import checkpoint_names, load_checkpoint
 from mha.lab.circuit_scores import (
     composition_score_baseline,
@@ -87,6 +87,7 @@ def prefix_matching_keys(tokens: Sequence[int]) -> list[tuple[int, int]]:
     These are the keys an induction head attends to (Olsson et al. 2022), the
     same ones :func:`mha.lab.circuit_scores.prefix_matching_score` scores.
     """
+    tokens = check_items("tokens", tokens, "a list of token ids")
     tokens = list(tokens)
     return [(i, j + 1) for i in range(len(tokens)) for j in range(i) if tokens[j] == tokens[i]]
 

@@ -21,7 +21,7 @@ from ipywidgets import HTML, Checkbox, Dropdown, IntSlider, Layout, Text, Widget
 
 from mha.analysis.score_spread import treebank_score_spread
 from mha.book import head_label
-from mha.core.validation import check_whole_number
+from mha.core.validation import InputError, as_real_array, check_whole_number
 from mha.pretrained.encoder import MiniLMEncoder, check_encoder
 from mha.pretrained.word_maps import word_attention, word_strings
 from mha.views.explorer import OPENINGS, Explorer, ExplorerView
@@ -69,7 +69,10 @@ def strongest_link(weights: np.ndarray) -> tuple[int, int] | None:
     [CLS] and [SEP]; indices count those too. ``None`` when fewer than two
     units lie between them, so that no link between two different ones exists.
     """
-    between = np.array(weights, dtype=float)[1:-1, 1:-1]  # (n - 2, n - 2): without [CLS] and [SEP]
+    weights = as_real_array("weights", weights, meaning="one head's map (n, n)")
+    if weights.ndim != 2:
+        raise InputError(f"weights has shape {weights.shape}; it should be one head's map (n, n).")
+    between = weights[1:-1, 1:-1].copy()  # (n - 2, n - 2): without [CLS] and [SEP]; the caller's map stays
     if between.shape[0] < 2:
         return None
     np.fill_diagonal(between, -np.inf)  # a unit attending to itself is not a link
