@@ -24,7 +24,7 @@ keys (attended TO).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,7 +33,7 @@ from scipy.stats import spearmanr
 
 from mha.analysis.role_table import RELATION_DIRECTIONS, head_role_table
 from mha.analysis.statistics import bootstrap_counts, percentile_interval, resampled_means, resampled_ratios
-from mha.core.validation import as_real_array, check_items, check_size, check_whole_number
+from mha.core.validation import as_real_array, check_items, check_size, check_type, check_whole_number
 from mha.corpora.treebank import split_sentences
 from mha.pretrained.attention_record import AttentionRecord
 
@@ -258,7 +258,7 @@ def depth_trend(layer_values, resampled, *, early: Sequence[int] = (0, 1), late:
     """
     layer_values = as_real_array("layer_values", layer_values)
     resampled = as_real_array("resampled", resampled)
-    n_layers = layer_values.shape[0]
+    n_layers = layer_values.shape[0] if layer_values.ndim else 0
     if layer_values.ndim != 1 or resampled.ndim != 2 or resampled.shape[1] != n_layers:
         raise ValueError(f"layer_values {layer_values.shape} should be (layers,) and resampled {resampled.shape} "
                          "(resamples, layers).")
@@ -302,6 +302,7 @@ def claim_table(profiles: dict[str, tuple[np.ndarray, np.ndarray]], claims: Sequ
     ``profiles[metric]`` is ``(layer_values (layers,), resampled (resamples, layers))`` for each claim's
     ``metric``. Section 4.3.
     """
+    check_type("profiles", profiles, Mapping, "a dict of (values, resampled) by metric")
     rows = []
     for claim in claims:
         if claim.metric not in profiles:

@@ -115,7 +115,7 @@ def crossed_items(kinds: Sequence[str] | None = None) -> list[CrossedItem]:
     Returns ``len(frames) * len(pairs)`` items per kind (3 * 12 = 36, 108 in
     all), the same on every call. Chapter 3, "Content and rare words".
     """
-    kinds = list(RELATED_PAIRS) if kinds is None else list(kinds)
+    kinds = list(RELATED_PAIRS) if kinds is None else list(check_items("kinds", kinds, "a list of kinds of pair"))
     unknown = [k for k in kinds if k not in RELATED_PAIRS]
     if unknown:
         raise ValueError(f"unknown kinds {unknown}; choose from {', '.join(RELATED_PAIRS)}.")
@@ -136,8 +136,8 @@ def slot_weights(word_maps: np.ndarray, source: int, target: int) -> np.ndarray:
 
     Chapter 3, "Content and rare words".
     """
-    word_maps = np.asarray(word_maps)
-    n = word_maps.shape[-1]
+    word_maps = as_real_array("word_maps", word_maps)
+    n = word_maps.shape[-1] if word_maps.ndim else 0
     if word_maps.ndim < 2 or word_maps.shape[-2] != n or not (0 <= source < n and 0 <= target < n):
         raise ValueError(f"word_maps {word_maps.shape} should be (..., words, words) and the slots {source}, {target} "
                          f"word indices in 0..{n - 1}.")
@@ -213,6 +213,7 @@ def noun_pairs(trees, *, upos: Sequence[str] = ("NOUN", "PROPN")):
     every two words whose UPOS is in ``upos`` and whose lower-cased forms differ (a word repeated is not a pair
     of related words). Real text has no gold "related" label; :func:`pair_cosines` gives a stand-in.
     """
+    trees = check_items("trees", trees, "a list of UDTrees, e.g. read_ud_trees(path)")
     from mha.analysis.long_range import WordPair
 
     wanted = set(upos)
@@ -254,6 +255,7 @@ def pair_cosines(pairs, vectors: Sequence[np.ndarray]) -> np.ndarray:
 
     ``vectors[s]`` is (words, d) for sentence ``s`` (e.g. :func:`word_input_vectors`). Returns (pairs,).
     """
+    pairs = check_items("pairs", pairs, "a list of WordPairs, e.g. noun_pairs(trees)")
     cosines = []
     for pair in pairs:
         a, b = vectors[pair.sentence][pair.first], vectors[pair.sentence][pair.second]

@@ -10,12 +10,12 @@ treebank sentences of section 3.1, so the page can say where the reader's senten
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from mha.analysis.role_table import SENTENCE_SCORES, sentence_head_scores
-from mha.core.validation import check_whole_number
+from mha.core.validation import check_type, check_whole_number
 
 __all__ = ["SPREAD_SCORES", "SPREAD_QUANTILES", "score_spread", "treebank_score_spread"]
 
@@ -35,6 +35,7 @@ def score_spread(per_sentence: dict[str, np.ndarray], names: Sequence[str] = SPR
     ``quantiles`` (q,), ``sentences`` (how many), and ``scores``, mapping each name to nested lists (layers, heads, q),
     rounded to 4 decimals, with numpy's default (linear) quantile.
     """
+    check_type("per_sentence", per_sentence, Mapping, "a dict of per-sentence scores by name")
     unknown = [name for name in names if name not in per_sentence]
     if unknown:
         raise ValueError(f"no scores named {unknown}; per_sentence has {sorted(per_sentence)}.")

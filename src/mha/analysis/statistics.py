@@ -45,7 +45,15 @@ import numpy as np
 import pandas as pd
 
 from mha.core.resampling import bootstrap_counts, bootstrap_indices
-from mha.core.validation import as_real_array, check_seed, check_size, check_whole_number, is_real_number
+from mha.core.validation import (
+    InputError,
+    as_real_array,
+    check_items,
+    check_seed,
+    check_size,
+    check_whole_number,
+    is_real_number,
+)
 
 __all__ = ["mean_by_unit", "paired_t", "bootstrap_interval", "bootstrap_counts", "resampled_means", "resampled_ratios",
            "percentile_interval", "bootstrap_ratio_interval", "sign_flip_signs",
@@ -73,8 +81,8 @@ def mean_by_unit(values, units) -> tuple[list, np.ndarray]:
     first appearance. Chapter 3, "Content and rare words".
     """
     values = as_real_array("values", values)
-    units = list(units)
-    if len(units) != values.shape[0]:
+    units = list(check_items("units", units, "one unit label per item"))
+    if values.ndim == 0 or len(units) != values.shape[0]:
         raise ValueError(f"{len(units)} unit labels for {values.shape[0]} items; give one label per item.")
     labels = list(dict.fromkeys(units))
     index = {label: i for i, label in enumerate(labels)}
@@ -334,7 +342,10 @@ def percentile_interval(resampled, level: float = 0.95) -> tuple[np.ndarray, np.
     if not 0 < level < 1:
         raise ValueError(f"level must be between 0 and 1 (e.g. 0.95), got {level!r}.")
     tail = (1 - level) / 2
-    low, high = np.nanquantile(np.asarray(resampled, dtype=float), [tail, 1 - tail], axis=0)
+    resampled = as_real_array("resampled", resampled, meaning="(resamples, ...)")
+    if resampled.ndim == 0 or len(resampled) == 0:
+        raise InputError(f"resampled has shape {resampled.shape}; give (resamples, ...) with at least one resample.")
+    low, high = np.nanquantile(resampled, [tail, 1 - tail], axis=0)
     return low, high
 
 

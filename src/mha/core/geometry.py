@@ -31,7 +31,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from mha.core.validation import check_rank, check_real_tensor, check_seed, check_size, check_whole_number
+from mha.core.validation import InputError, check_rank, check_real_tensor, check_seed, check_size, check_whole_number
 
 __all__ = [
     "qk_circuit",
@@ -272,6 +272,9 @@ def subspace_overlap(angles: Tensor) -> Tensor:
     value is ``k / d`` (chapter 2).
     """
     angles = check_real_tensor("angles", angles)
+    if angles.ndim == 0 or angles.shape[-1] == 0:
+        raise InputError(f"angles has shape {tuple(angles.shape)}; give (..., k) principal angles with k >= 1, e.g. "
+                         "from head_subspace_angles: a mean over no angles is no number.")
     return torch.cos(angles).pow(2).mean(dim=-1)
 
 

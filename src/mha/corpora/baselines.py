@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -27,6 +27,7 @@ SYNTACTIC_KINDS: tuple[str, ...] = tuple(k for k in RELATION_KINDS if k != "pron
 
 def best_offset(offset_counts: Counter, total: int, offsets: Sequence[int]) -> tuple[float, int]:
     """Accuracy and value of the offset that most often lands on the gold word (ties: smallest |offset|, then negative)."""
+    check_type("offset_counts", offset_counts, Mapping, "a Counter of gold words by offset")
     if total == 0:
         return math.nan, 0
     best = max(sorted(offsets, key=lambda k: (abs(k), k)), key=lambda k: offset_counts[k])

@@ -32,7 +32,7 @@ import numpy as np
 import torch
 from scipy.stats import rankdata
 
-from mha.core.validation import as_real_array, check_size, check_type, check_whole_number
+from mha.core.validation import as_real_array, check_items, check_size, check_type, check_whole_number
 
 __all__ = ["ParaphraseTriple", "TRIPLES", "split_triples", "PairSet", "pair_set", "similarity_scores",
            "word_overlap_similarity", "ranking_accuracy", "unrelated_accuracy", "distractor_accuracy",
@@ -149,7 +149,7 @@ class PairSet:
 
 def pair_set(indices=None) -> PairSet:
     """The triples at ``indices`` (default: all of :data:`TRIPLES`) as one :class:`PairSet` (chapter 4)."""
-    indices = range(len(TRIPLES)) if indices is None else list(indices)
+    indices = range(len(TRIPLES)) if indices is None else list(check_items("indices", indices, "a list of indices"))
     bad = [i for i in indices if not (isinstance(i, (int, np.integer)) and 0 <= i < len(TRIPLES))]
     if bad or not indices:
         raise ValueError(f"indices must be a non-empty list of numbers in 0..{len(TRIPLES) - 1}; got {bad or indices}.")

@@ -116,6 +116,7 @@ def role_labels(scores: Mapping[str, Tensor], threshold: float = ROLE_SCORE_THRE
     ``scores`` holds at least the :data:`ROLE_SCORES` keys as (layers, heads)
     tensors, as returned by :func:`mha.lab.circuit_scores.head_role_scores`.
     """
+    check_type("scores", scores, Mapping, "the dict of mha.lab.circuit_scores.head_role_scores")
     missing = [key for key in ROLE_SCORES.values() if key not in scores]
     if missing:
         raise ValueError(f"scores lacks {missing}; pass the dict of mha.lab.circuit_scores.head_role_scores.")

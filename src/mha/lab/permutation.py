@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import torch
 
-from mha.core.validation import check_items, check_real_tensor
+from mha.core.validation import check_items, check_rank, check_real_tensor
 from mha.lab.tiny_model import check_tiny_model
 
 __all__ = ["head_order_columns", "permute_head_weights", "permute_heads"]
@@ -49,6 +49,7 @@ def permute_head_weights(W_Q, W_K, W_V, W_O, order: Sequence[int]):
     """
     W_Q, W_K = check_real_tensor("W_Q", W_Q), check_real_tensor("W_K", W_K)
     W_V, W_O = check_real_tensor("W_V", W_V), check_real_tensor("W_O", W_O)
+    check_rank("W_Q", W_Q.shape, (2,), "(d_model, d_model): one layer's query matrix, heads side by side")
     n_features = W_Q.shape[1]
     if n_features % len(order):
         raise ValueError(f"W_Q has {n_features} columns, which do not split into len(order) = {len(order)} heads.")

@@ -26,6 +26,7 @@ from functools import partial
 
 from ipywidgets import HTML, Checkbox, Dropdown, IntSlider, VBox, Widget
 
+from mha.core.validation import check_type
 from mha.views import static_form
 from mha.views.heatmaps import AttentionMap
 from mha.views.widget import ViewWidget
@@ -88,7 +89,7 @@ class Explorer:
     """How the view first shows (:data:`OPENINGS`)."""
 
     def __init__(self, controls: Mapping[str, Widget], *, panels: Mapping[str, HTML] | None = None) -> None:
-        self.controls = dict(controls)
+        self.controls = dict(check_type("controls", controls, Mapping, "a dict of the view's widgets by name"))
         self.panels = dict(panels or {})
         self.message = HTML()
         self.current: ExplorerView | None = None

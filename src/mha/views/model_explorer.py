@@ -21,7 +21,7 @@ from ipywidgets import HTML, Checkbox, Dropdown, IntSlider, Layout, Text, Widget
 
 from mha.analysis.score_spread import treebank_score_spread
 from mha.book import head_label
-from mha.core.validation import InputError, as_real_array, check_whole_number
+from mha.core.validation import InputError, as_real_array, check_items, check_whole_number
 from mha.pretrained.encoder import MiniLMEncoder, check_encoder
 from mha.pretrained.word_maps import word_attention, word_strings
 from mha.views.explorer import OPENINGS, Explorer, ExplorerView
@@ -109,7 +109,7 @@ class ModelHeadExplorer(Explorer):
     def __init__(self, sentences: Sequence[str], *, layer: int = 0, head: int = 0, word_level: bool = False,
                  encoder: MiniLMEncoder | None = None, what_to_try: str | None = None,
                  what_to_notice: str | None = None, opening: str = "map") -> None:
-        if not sentences:
+        if not check_items("sentences", sentences, "a list of sentences for the menu"):
             raise ValueError("give at least one sentence for the menu.")
         self.own_guidance = {"what_to_try": what_to_try, "what_to_notice": what_to_notice}
         for name, text in self.own_guidance.items():  # each page says what to try and notice on its own sentences
