@@ -1,0 +1,52 @@
+"""Score every head on LitBank's pronouns: data/litbank_coreference.json (section 3.3, "On natural text").
+
+Run from the repository root:
+
+    python scripts/litbank_coreference.py
+
+The 80 works of the book's LitBank extract (:func:`mha.corpora.litbank.load_litbank`) are cut into windows of
+consecutive sentences of at most 128 tokens (:func:`mha.analysis.natural_coreference.litbank_windows`), every window
+is traced through all-MiniLM-L6-v2, and every head and rule is scored on every third-person pronoun that has an
+antecedent in its window (:func:`mha.analysis.natural_coreference.score_windows`). The sums per work are stored as
+:class:`~mha.analysis.natural_coreference.NaturalCoreference` (shares rounded to 6 decimals), with the scores of the
+first window that has a pronoun link, which section 3.3 recomputes to check the file against the package.
+Precomputed because tracing all the windows would take the notebook minutes. The file's sha256 is recorded in
+data/SHA256SUMS.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import torch
+
+from mha.analysis.natural_coreference import LITBANK_COREFERENCE_PATH, litbank_windows, score_windows
+from mha.corpora.litbank import load_litbank
+from mha.data_files import write_recorded_json
+from mha.pretrained.encoder import MiniLMEncoder
+
+MAX_PIECES = 128
+
+
+def main() -> int:
+    torch.set_num_threads(2)
+    encoder = MiniLMEncoder.load()
+    documents = load_litbank()
+    windows = litbank_windows(encoder, documents, max_pieces=MAX_PIECES)
+    result = score_windows(encoder, windows)
+    check_index = next(index for index, window in enumerate(windows) if window.links)
+    check = score_windows(encoder, [windows[check_index]])
+    sentences = sum(len(document.sentences) for document in documents)
+    content = {"model": "sentence-transformers/all-MiniLM-L6-v2", "max_pieces": MAX_PIECES,
+               "windows": len(windows), "sentences": sentences,
+               "sentences_in_windows": sum(window.n_sentences for window in windows),
+               **result.to_dict(decimals=6),
+               "check": {"window": check_index, **check.to_dict(decimals=6)}}
+    write_recorded_json(LITBANK_COREFERENCE_PATH, content)  # and its sha256 in data/SHA256SUMS
+    print(f"wrote {LITBANK_COREFERENCE_PATH}: {len(windows)} windows, {int(result.pronouns.sum())} pronouns "
+          f"linked, {int(result.unlinked.sum())} without an antecedent in their window")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
