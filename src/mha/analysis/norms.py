@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from mha.core.validation import as_real_array
+
 __all__ = ["transformed_value_norms", "weighted_vector_norms", "norm_based_attention"]
 
 
@@ -31,7 +33,7 @@ def transformed_value_norms(values, W_O) -> np.ndarray:
     output projection, e.g. ``encoder.stacked_head_weights().W_O``. Leading
     axes (layers) broadcast.
     """
-    values, W_O = np.asarray(values, dtype=np.float64), np.asarray(W_O, dtype=np.float64)
+    values, W_O = as_real_array("values", values), as_real_array("W_O", W_O)
     if values.ndim < 3 or W_O.ndim < 3 or values.shape[-1] != W_O.shape[-2] or values.shape[-3] != W_O.shape[-3]:
         raise ValueError(f"values {values.shape} and W_O {W_O.shape} do not fit: give values (..., heads, seq, d_head) "
                          "and W_O (..., heads, d_head, d_model) with the same heads and d_head.")
@@ -46,7 +48,7 @@ def weighted_vector_norms(attention, value_norms) -> np.ndarray:
     the weight is a positive number, the length of ``A[i, j] v_j W_O^h`` is
     exactly the weight times the length of ``v_j W_O^h``.
     """
-    attention, value_norms = np.asarray(attention, dtype=np.float64), np.asarray(value_norms, dtype=np.float64)
+    attention, value_norms = as_real_array("attention", attention), as_real_array("value_norms", value_norms)
     if value_norms.shape != attention.shape[:-2] + attention.shape[-1:]:
         raise ValueError(f"value_norms has shape {value_norms.shape}; for attention {attention.shape} it should be "
                          f"{attention.shape[:-2] + attention.shape[-1:]}: one norm per key.")

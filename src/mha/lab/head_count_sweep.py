@@ -176,6 +176,7 @@ def ask_attention_override(fact_position: Tensor, fact_weight: float | None) -> 
     Chapter 3, "One big head or many".
     """
     fact_position = check_real_tensor("fact_position", fact_position, meaning="(batch, seq)")
+    check_rank("fact_position", fact_position.shape, (2,), "(batch, seq): the fact's position at each ask, else -1")
     if fact_weight is not None and not 0.0 <= fact_weight <= 1.0:
         raise ValueError(f"fact_weight must lie in [0, 1] (or be None to keep each head's own split), got {fact_weight}.")
     rows, queries = torch.nonzero(fact_position >= 0, as_tuple=True)  # (n_ask,) each
