@@ -49,7 +49,8 @@ def test_size_limits_refuse_before_allocating_in_a_capped_process():
         from mha.lab.head_count_sweep import HeadCountStudy
         from mha.pretrained.encoder import MiniLMEncoder
         small = mha.MultiHeadAttention(8, 2)
-        encoder = MiniLMEncoder.load()  # loaded here: the time limit is the refusal's, not the model's loading
+        encoder = MiniLMEncoder.load()  # loaded here, with its tokenizer: the time limit is the refusal's alone
+        encoder.tokenize("warm")
     """
     cases = [
         Case("wide layer", "mha.MultiHeadAttention(50_000, 1)", REFUSED, "LIMITS['elements']"),
