@@ -40,6 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from mha.analysis.statistics import bootstrap_interval
+from mha.core.validation import InputError, as_path, as_real_array, check_items
 from mha.corpora.templates import AnnotatedSentence
 from mha.data_files import DATA_DIRECTORY
 from mha.pretrained.encoder import EncoderTrace, MiniLMEncoder
@@ -72,8 +73,8 @@ def candidate_weights(word_maps: np.ndarray, pronoun: int, candidates: Sequence[
     ``word_maps`` are word-level attention maps (rows = query, columns = key),
     any leading axes (layers, heads). Chapter 3, "Coreference, honestly".
     """
-    word_maps = np.asarray(word_maps)
-    n = word_maps.shape[-1]
+    word_maps = as_real_array("word_maps", word_maps)
+    n = word_maps.shape[-1] if word_maps.ndim else 0
     if word_maps.ndim < 2 or word_maps.shape[-2] != n:
         raise ValueError(f"word_maps has shape {word_maps.shape}; it should be (..., words, words).")
     bad = [i for i in (pronoun, *candidates) if not 0 <= i < n]
@@ -88,7 +89,10 @@ def candidate_picks(weights: np.ndarray) -> np.ndarray:
 
     Chapter 3, "Coreference, honestly".
     """
-    return np.asarray(weights).argmax(axis=-1)
+    weights = as_real_array("weights", weights, meaning="(..., candidates)")
+    if weights.ndim == 0 or weights.shape[-1] == 0:
+        raise InputError(f"weights has shape {weights.shape}; give (..., candidates) with at least one candidate.")
+    return weights.argmax(axis=-1)
 
 
 def baseline_picks(items: Sequence[AnnotatedSentence], rule: str) -> np.ndarray:
@@ -126,6 +130,7 @@ def pair_halves(items: Sequence[AnnotatedSentence]) -> tuple[np.ndarray, np.ndar
     Items are grouped by ``pair_id`` in order of first appearance; each pair
     must have exactly two items whose antecedents differ. Chapter 3, "Coreference, honestly".
     """
+    items = check_items("items", items, "a list of AnnotatedSentences in minimal pairs")
     groups: dict[str, list[int]] = {}
     for index, item in enumerate(items):
         _check_item(item)
@@ -195,9 +200,9 @@ def antecedent_preference(weights, answers) -> np.ndarray:
     about 0 for a head that ignores the word that flips the answer, and
     positive for a head that moves toward the right noun. Chapter 3, "Coreference, honestly".
     """
-    weights = np.asarray(weights, dtype=float)
+    weights = as_real_array("weights", weights)
     answers = np.asarray(answers)
-    if weights.shape[-1] != 2 or weights.shape[0] != answers.shape[0]:
+    if weights.ndim < 2 or answers.ndim != 1 or weights.shape[-1] != 2 or weights.shape[0] != answers.shape[0]:
         raise ValueError(f"weights {weights.shape} should be (items, heads..., 2) and answers (items,), "
                          f"got answers {answers.shape}.")
     expand = (slice(None),) + (None,) * (weights.ndim - 2)
@@ -428,6 +433,7 @@ def load_pair_patching(path: str | Path = COREFERENCE_PATCHING_PATH) -> PairPatc
     """
     from mha.data_files import how_to_restore, parse_json, read_verified_file
 
+    path = as_path("path", path)
     how = how_to_restore("python scripts/coreference_patching.py", path)
     what = "the stored patching of the pronoun pairs"
     content = parse_json(read_verified_file(path, what=what, how=how, limit=1_000_000), what=what, path=path, how=how)
