@@ -31,6 +31,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -71,6 +72,12 @@ BAD_VALUES: dict[str, str] = {
 }
 """Each kind of bad value, as the expression that builds a fresh one for every call."""
 
+
+
+PYTHON_SAYS = re.compile(r"not iterable|unhashable type|not supported between instances|object is not subscriptable|"
+                         r"argument must be|missing \d+ required|unexpected keyword")
+"""Python's own ``TypeError`` messages that name the wrong type: raw tracebacks, but ones that say what is wrong
+(listed apart in the summary, ``raw_python_type_errors``)."""
 
 
 def holds_bad_numbers(result) -> bool:
@@ -402,6 +409,9 @@ def summarise(header: dict, records: dict[int, dict], seconds: float, sample: fl
         "by_subpackage": {name: dict(counter) for name, counter in sorted(by_subpackage.items())},
         "raw_by_callable": dict(raw_callables.most_common()),
         "skipped": header.get("skipped", {}),
+        "raw_python_type_errors": sorted({f"{record['callable']}: {record['message']}" for record in records.values()
+                                          if record["outcome"] == "raw" and record.get("error") == "TypeError"
+                                          and PYTHON_SAYS.search(record.get("message", ""))}),
         "not_clear": [record for _, record in sorted(records.items())
                       if record["outcome"] in ("raw", "timeout", "memory", "suspicious")],
     }
