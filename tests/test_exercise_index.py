@@ -81,7 +81,7 @@ def test_every_exercise_of_the_book_declares_title_kind_difficulty_time_and_hint
 
 
 # Sections whose hints are still one level deep; every other notebook of the book has tiered hints.
-ONE_HINT_SECTIONS = {"3_coreference.ipynb", "7_one_head_or_many.ipynb"}
+ONE_HINT_SECTIONS = {"3_coreference.ipynb"}
 BACKGROUND_NOTEBOOKS = sorted((ROOT / "chapters" / "background").glob("*.ipynb"))
 TIERED_NOTEBOOKS = [p for p in BOOK_NOTEBOOKS + BACKGROUND_NOTEBOOKS if p.name not in ONE_HINT_SECTIONS]
 LEVEL_NAMES = {2: ["a nudge", "nearly the answer"], 3: ["a nudge", "a step further", "nearly the answer"]}
