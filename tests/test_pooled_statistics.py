@@ -58,3 +58,28 @@ def test_detection_power_is_a_binomial_tail():
     for rate in (-0.1, 1.5, "0.5"):
         with pytest.raises(ValueError, match="rate"):
             detection_power(22, rate, 12)
+
+
+def test_detection_power_with_wrong_flips_is_a_multinomial_tail():
+    """A head that also flips some pairs the wrong way: found when |right - wrong| reaches the count; scipy's
+    multinomial and a simulation as the oracles."""
+    n_items, smallest = 22, 12
+    for rate, wrong_rate in ((0.7, 0.1), (0.7, 0.2), (0.5, 0.3), (0.2, 0.7)):
+        expected = sum(stats.multinomial.pmf([right, wrong, n_items - right - wrong], n_items,
+                                             [rate, wrong_rate, 1 - rate - wrong_rate])
+                       for right in range(n_items + 1) for wrong in range(n_items + 1 - right)
+                       if abs(right - wrong) >= smallest)
+        assert detection_power(n_items, rate, smallest, wrong_rate=wrong_rate) == pytest.approx(expected, rel=1e-9)
+    draws = np.random.default_rng(1).random((40_000, n_items))
+    net = (draws < 0.7).sum(axis=1) - ((draws >= 0.7) & (draws < 0.8)).sum(axis=1)  # 70% right, 10% wrong
+    found = np.mean(np.abs(net) >= smallest)
+    assert detection_power(n_items, 0.7, smallest, wrong_rate=0.1) == pytest.approx(
+        found, abs=4 * np.sqrt(found * (1 - found) / 40_000))
+    # wrong flips cost power, and none at all is the binomial tail
+    assert detection_power(22, 0.7, 12, wrong_rate=0.2) < detection_power(22, 0.7, 12, wrong_rate=0.1) \
+        < detection_power(22, 0.7, 12)
+    assert detection_power(22, 0.7, 12, wrong_rate=0.0) == pytest.approx(stats.binom.sf(11, 22, 0.7))
+    with pytest.raises(ValueError, match="add up to at most 1"):
+        detection_power(22, 0.7, 12, wrong_rate=0.4)
+    with pytest.raises(ValueError, match="wrong_rate"):
+        detection_power(22, 0.7, 12, wrong_rate=-0.1)

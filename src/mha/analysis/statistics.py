@@ -371,20 +371,31 @@ def smallest_detectable_count(null_max, n_items: int, *, alpha: float = 0.05) ->
     return None
 
 
-def detection_power(n_items: int, rate: float, smallest_count: int | None) -> float:
+def detection_power(n_items: int, rate: float, smallest_count: int | None, *, wrong_rate: float = 0.0) -> float:
     """The chance that a head with true rate ``rate`` gets at least ``smallest_count`` of ``n_items`` (3.3).
 
-    A head that flips the right way in each pair with probability ``rate`` (independently, never the wrong way)
-    has a Binomial(``n_items``, ``rate``) number of right flips; it is found when that number reaches the
-    smallest count the test calls (:func:`smallest_detectable_count`). This turns "no head was found" into a
-    statement of power: "with 22 pairs, a head that flips in 70% of them would have been found with probability
-    ...". ``smallest_count`` None (nothing can be called) gives 0.
+    A head that flips the right way in each pair with probability ``rate`` and the wrong way with probability
+    ``wrong_rate`` (independently from pair to pair) has right and wrong counts ``R`` and ``W`` drawn from one
+    multinomial; its flip score is ``(R - W) / n_items``, so it is found when ``|R - W|`` reaches the smallest count
+    the test calls (:func:`smallest_detectable_count`). With ``wrong_rate`` 0 this is a binomial tail. It turns "no
+    head was found" into a statement of power: "with 22 pairs, a head that flips in 70% of them would have been
+    found with probability ...". ``smallest_count`` None (nothing can be called) gives 0.
     """
     n_items = check_whole_number("n_items", n_items, minimum=1)
-    if not is_real_number(rate) or not 0 <= rate <= 1:
-        raise ValueError(f"rate must be a probability between 0 and 1, got {rate!r}.")
+    for name, value in (("rate", rate), ("wrong_rate", wrong_rate)):
+        if not is_real_number(value) or not 0 <= value <= 1:
+            raise ValueError(f"{name} must be a probability between 0 and 1, got {value!r}.")
+    if rate + wrong_rate > 1 + 1e-12:
+        raise ValueError(f"rate + wrong_rate is {rate + wrong_rate:g}: a pair flips one way, the other or not at all, "
+                         "so the two chances add up to at most 1.")
     if smallest_count is None:
         return 0.0
     smallest_count = check_whole_number("smallest_count", smallest_count, minimum=0)
-    return float(sum(math.comb(n_items, k) * rate ** k * (1 - rate) ** (n_items - k)
-                     for k in range(smallest_count, n_items + 1)))
+    neither = max(0.0, 1.0 - rate - wrong_rate)
+    total = 0.0
+    for right in range(n_items + 1):
+        for wrong in range(n_items - right + 1):
+            if abs(right - wrong) >= smallest_count:
+                ways = math.comb(n_items, right) * math.comb(n_items - right, wrong)
+                total += ways * rate ** right * wrong_rate ** wrong * neither ** (n_items - right - wrong)
+    return float(total)
