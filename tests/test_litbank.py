@@ -201,3 +201,24 @@ def test_the_stored_scores_are_the_recorded_ones_and_add_up():
     assert (result.share <= result.pronouns[:, None, None] + 1e-6).all()
     for name in RULES:
         assert (result.rule_chain_hits[name] >= result.rule_hits[name]).all()
+
+
+def test_a_window_longer_than_the_models_positions_is_refused_before_anything_is_traced():
+    from types import SimpleNamespace
+
+    from mha.analysis.natural_coreference import litbank_windows
+
+    encoder = SimpleNamespace(config=SimpleNamespace(max_positions=512))  # read before any tokenizer is loaded
+    with pytest.raises(ValueError, match=r"max_pieces is 513; a window holds 3 to 512 tokens"):
+        litbank_windows(encoder, [parse_coref_conll(TINY)], max_pieces=513)
+
+
+def test_a_malformed_or_unrecorded_score_file_is_refused(tmp_path):
+    content = json.loads(LITBANK_COREFERENCE_PATH.read_text())
+    index, check = load_natural_coreference(check=True)
+    assert index == content["check"]["window"] and check.pronouns.sum() >= 1
+    del content["hits"]
+    path = tmp_path / "scores.json"
+    path.write_text(json.dumps(content))
+    with pytest.raises(ValueError, match="is malformed: it needs 'works'"):
+        load_natural_coreference(path)

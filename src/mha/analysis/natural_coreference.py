@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from mha.analysis.statistics import bootstrap_ratio_interval
+from mha.core.validation import as_path, as_real_array, check_items, check_type, check_whole_number
 from mha.corpora.litbank import CorefDocument, CorefWindow, PronounLink, coref_windows
 from mha.data_files import DATA_DIRECTORY
 from mha.pretrained.encoder import MiniLMEncoder
@@ -54,7 +55,11 @@ def litbank_windows(encoder: MiniLMEncoder, documents: Sequence[CorefDocument], 
     that a window traced from its words (``is_split_into_words=True``) has at most ``max_pieces`` tokens. A
     window longer than the model's positions is refused here, before anything is traced.
     """
-    if not isinstance(max_pieces, int) or not 3 <= max_pieces <= encoder.config.max_positions:
+    if not hasattr(getattr(encoder, "config", None), "max_positions"):
+        raise ValueError(f"encoder should be the pretrained encoder, MiniLMEncoder.load(), got {encoder!r:.60}.")
+    documents = check_items("documents", documents, "a list of CorefDocument (mha.corpora.litbank.load_litbank)")
+    if isinstance(max_pieces, bool) or not isinstance(max_pieces, int) or not (
+            3 <= max_pieces <= encoder.config.max_positions):
         raise ValueError(f"max_pieces is {max_pieces!r}; a window holds 3 to {encoder.config.max_positions} tokens, "
                          "the model's positions ([CLS] and [SEP] included).")
     tokenizer = load_tokenizer(encoder.model_path)
@@ -82,8 +87,9 @@ def link_scores(word_maps: np.ndarray, link: PronounLink) -> tuple[np.ndarray, n
     weight among the words before the pronoun (ties: the first) lies in the antecedent; chain hit: it lies in
     any earlier mention of the chain.
     """
-    word_maps = np.asarray(word_maps)
-    n = word_maps.shape[-1]
+    check_type("link", link, PronounLink, "a PronounLink of a CorefWindow")
+    word_maps = as_real_array("word_maps", word_maps, meaning="(..., words, words)")
+    n = word_maps.shape[-1] if word_maps.ndim else 0
     if word_maps.ndim < 2 or word_maps.shape[-2] != n or not 0 < link.pronoun < n:
         raise ValueError(f"word_maps has shape {word_maps.shape} and the pronoun is word {link.pronoun}; give "
                          "(..., words, words) maps of the window the link was made in.")
@@ -100,6 +106,8 @@ def rule_hits(link: PronounLink, max_offset: int = MAX_OFFSET) -> dict[str, tupl
     ``"nearest mention"`` and ``"nearest noun phrase"`` give booleans; ``"offset"`` gives two boolean arrays
     (max_offset,), entry ``k - 1`` for the word ``k`` places before the pronoun (a miss before the window's start).
     """
+    check_type("link", link, PronounLink, "a PronounLink of a CorefWindow")
+    max_offset = check_whole_number("max_offset", max_offset, minimum=1, maximum=512)
     picks = {"nearest mention": np.array([link.nearest_mention]),
              "nearest noun phrase": np.array([-1 if link.nearest_noun_phrase is None else link.nearest_noun_phrase]),
              "offset": link.pronoun - np.arange(1, max_offset + 1)}
@@ -166,6 +174,10 @@ def score_windows(encoder: MiniLMEncoder, windows: Sequence[CorefWindow], *, bat
     a time; a window longer than the model's positions is refused by the encoder. Works keep their order of first
     appearance; ``unlinked`` counts the pronouns of every window.
     """
+    check_type("encoder", encoder, MiniLMEncoder, "the pretrained encoder, MiniLMEncoder.load()")
+    windows = check_items("windows", windows, "a list of CorefWindow (litbank_windows)")
+    for window in windows:
+        check_type("each window", window, CorefWindow, "a CorefWindow (litbank_windows)")
     if not any(w.links for w in windows):
         raise ValueError("no window has a pronoun linked to an antecedent; nothing to score.")
     config = encoder.config
@@ -215,6 +227,7 @@ def load_natural_coreference(path: str | Path = LITBANK_COREFERENCE_PATH, *,
     """
     from mha.data_files import how_to_restore, parse_json, read_verified_file
 
+    path = as_path("path", path)
     how = how_to_restore("python scripts/litbank_coreference.py", path)
     what = "the stored LitBank coreference scores"
     content = parse_json(read_verified_file(path, what=what, how=how, limit=4_000_000), what=what, path=path, how=how)

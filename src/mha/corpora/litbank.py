@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from mha.core.validation import check_whole_number
+from mha.core.validation import as_path, check_items, check_type, check_whole_number
 from mha.data_files import DATA_DIRECTORY, how_to_restore, parse_json, read_verified_file
 
 __all__ = ["PRONOUNS", "LITBANK_PATH", "Mention", "CorefDocument", "parse_coref_conll", "read_coref_conll",
@@ -91,6 +91,8 @@ def parse_coref_conll(text: str, *, source: str = "<string>") -> CorefDocument:
     in the same sentence, and no mention left open at the end of a sentence. ``ValueError`` names ``source`` and
     the line otherwise.
     """
+    check_type("text", text, str, "the text of a CoNLL coreference file")
+    check_type("source", source, str, "the name of the file, for error messages")
     lines = text.removeprefix("\ufeff").split("\n")
     if lines and lines[-1] == "":
         lines.pop()
@@ -164,7 +166,7 @@ def parse_coref_conll(text: str, *, source: str = "<string>") -> CorefDocument:
 
 def read_coref_conll(path: str | Path) -> CorefDocument:
     """:func:`parse_coref_conll` of the file at ``path`` (UTF-8, at most 16 MiB), naming the file in any error (3.3)."""
-    path = Path(path)
+    path = as_path("path", path)
     how = "Use a CoNLL-2012 coreference file, such as LitBank's coref/*.conll."
     data = read_verified_file(path, what="the coreference file", how=how, limit=MAX_CONLL_BYTES)
     try:
@@ -178,6 +180,9 @@ def read_coref_conll(path: str | Path) -> CorefDocument:
 def documents_to_json(documents: Sequence[CorefDocument]) -> dict:
     """The documents as JSON-ready lists: ``{"works": [{"name", "sentences", "mentions": [[chain, sentence, start,
     end], ...]}]}``, what :func:`load_litbank` reads (3.3)."""
+    documents = check_items("documents", documents, "a list of CorefDocument (parse_coref_conll, load_litbank)")
+    for document in documents:
+        check_type("each document", document, CorefDocument, "a CorefDocument (parse_coref_conll, load_litbank)")
     return {"works": [{"name": d.name, "sentences": [list(s) for s in d.sentences],
                        "mentions": [[m.chain, m.sentence, m.start, m.end] for m in d.mentions]} for d in documents]}
 
@@ -207,6 +212,7 @@ def load_litbank(path: str | Path = LITBANK_PATH) -> list[CorefDocument]:
 
     A missing, tampered or malformed file raises ``ValueError`` saying what is wrong and how to restore it (3.3).
     """
+    path = as_path("path", path)
     how = how_to_restore("python scripts/extract_litbank.py", path)
     what = "the LitBank extract"
     content = parse_json(read_verified_file(path, what=what, how=how, limit=MAX_EXTRACT_BYTES), what=what,
@@ -287,9 +293,16 @@ def coref_windows(document: CorefDocument, *, max_pieces: int = 128,
     at the next sentence, and a sentence too long for a window on its own is left out. Windows do not overlap, so
     each pronoun is counted once.
     """
+    check_type("document", document, CorefDocument, "a CorefDocument (parse_coref_conll, load_litbank)")
     max_pieces = check_whole_number("max_pieces", max_pieces, minimum=3, meaning="tokens per window, [CLS] and [SEP] "
                                     "included")
-    lengths = [sum(pieces(word) for word in sentence) for sentence in document.sentences]
+    if not callable(pieces):
+        raise ValueError(f"pieces should be a function from a word to its number of tokens, got {pieces!r:.60}.")
+
+    def counted(word: str) -> int:
+        return check_whole_number(f"pieces({word!r})", pieces(word), minimum=1, meaning="the tokens of a word")
+
+    lengths = [sum(counted(word) for word in sentence) for sentence in document.sentences]
     windows, start = [], 0
     while start < len(lengths):
         stop, used = start, 2  # [CLS] and [SEP]
