@@ -17,6 +17,7 @@ position attended TO; each row sums to 1.
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import SimpleNamespace
 
 import numpy as np
 import torch
@@ -175,6 +176,14 @@ def _answer_cases():
     yield "some predictions that are not answer tokens at all (a fact, a modifier)", predicted, target, task
 
 
+def _task_numbers(task: TwoRelationTask) -> SimpleNamespace:
+    """The task's sizes and first token ids as plain numbers, which is all a learner's function reads of it: the
+    grader's process that runs the function cannot import the package that defines the task's class."""
+    names = ("name", "n_keys", "n_values", "n_modifiers", "n_facts", "n_queries", "first_ask", "first_modifier",
+             "first_answer", "vocab_size", "seq_len")
+    return SimpleNamespace(**{name: getattr(task, name) for name in names})
+
+
 def check_answer_parts(function: Callable) -> CheckResult:
     """Check ``function(predicted, target, task) -> (value_accuracy, modifier_accuracy)``.
 
@@ -184,7 +193,7 @@ def check_answer_parts(function: Callable) -> CheckResult:
     is not an answer token is wrong for both. Compared with
     :func:`mha.lab.head_count_sweep.answer_parts`.
     """
-    cases = [(label, (predicted, target, task), {}, (predicted, target, task))
+    cases = [(label, (predicted, target, _task_numbers(task)), {}, (predicted, target, task))
              for label, predicted, target, task in _answer_cases()]
 
     def compare(got, inputs):
