@@ -6,8 +6,11 @@
 #   make lab       retrain everything in data/lab: the induction models and section 3.5's phase-change spread (8 to
 #                  11 minutes on 2 cores), the seed-0 model's training timeline for 3.5 and 3.6 (1.5 minutes more),
 #                  then section 3.7's head-count study (13 to 15 minutes more)
-#   make student   write the student edition (every solution removed) and its answer key into _build/student, and
-#                  an otter-grader autograder per notebook into _build/grading (see chapters/instructors.md)
+#   make student   write the student edition (every solution removed) and its answer key into _build/student, with
+#                  one notebook per week and the student website's source, and an otter-grader autograder per
+#                  notebook and per week into _build/grading (see chapters/instructors.md)
+#   make student-site           build the student website into _build/student/html
+#   make release-solutions WEEK=3   release the solutions of weeks 1 to 3 to the students (WEEK=due: by deadline)
 #   make bench     time every notebook, and every view in Jupyter and on the built website
 # All of them create .venv with Python 3.11 and install requirements.txt the first time.
 #
@@ -33,7 +36,7 @@ TORCH_PIN := $(shell sed -n 's/^torch==\([^ #]*\).*/\1/p' requirements.txt)
 # JupyterLab's address and the folder it opens (make jupyter JUPYTER_PORT=8890)
 JUPYTER_PORT ?= 8888
 
-.PHONY: book serve test jupyter bench notebooks lab student clean
+.PHONY: book serve test jupyter bench notebooks lab student student-site release-solutions clean
 
 $(STAMP): requirements.txt pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Need $(PYTHON) (Python 3.11) on PATH, or run: make PYTHON=/path/to/python3.11"; exit 1; }
@@ -72,7 +75,25 @@ bench: $(STAMP) book
 
 student: $(STAMP)
 	$(BIN)/python scripts/student_edition.py --out _build/student
+	$(BIN)/python scripts/student_site.py --out _build/student
 	$(BIN)/python scripts/grading.py --out _build/grading
+
+# The student website (no solutions, no rubrics; hints kept), written from the student edition into
+# _build/student/html (no notebook is executed: the stored outputs are the book's)
+student-site: $(STAMP) $(NODE_STAMP)
+	$(BIN)/python scripts/student_edition.py --out _build/student
+	$(BIN)/python scripts/student_site.py --out _build/student
+	rm -rf _build/student/html
+	$(BIN)/jupyter-book build _build/student/site -W -n --keep-going
+	mv _build/student/site/_build/html _build/student/html
+	@echo "Open _build/student/html/index.html in a browser"
+
+# Release the answer key of weeks 1 to WEEK (make release-solutions WEEK=3), or of every week whose deadline in
+# chapters/syllabus.yml has passed (WEEK=due), into the student folder, its website's source and its branch
+release-solutions: $(STAMP)
+	@test -n "$(WEEK)" || { echo "Say which weeks: make release-solutions WEEK=3 (weeks 1 to 3) or WEEK=due"; exit 1; }
+	$(BIN)/python scripts/grading.py --release-solutions $(WEEK) --student-out _build/student
+	$(BIN)/python scripts/student_site.py --out _build/student
 
 notebooks: $(STAMP)
 	$(BIN)/python scripts/run_notebooks.py --write

@@ -13,6 +13,9 @@ For every notebook under chapters/, in ``<out>/<notebook>/``:
   ``requirements.txt``);
 - ``key.ipynb``: the answer key as a submission: the student edition with each stub replaced by the book's solution.
 
+and the same in ``<out>/weeks/week_N/`` for each week of chapters/syllabus.yml, whose sections' notebooks are one
+notebook (scripts/course.py): otter grades one notebook per submission, so a week is one assignment.
+
     python scripts/grading.py [--out _build/grading] [--points 2,3,5]   # write the autograders
     python scripts/grading.py --check chapters/1_mechanism/1_attention_from_scratch.ipynb
         # grade the key (full marks), the untouched student edition (zero), the student edition with a cell that
@@ -20,6 +23,12 @@ For every notebook under chapters/, in ``<out>/<notebook>/``:
     python scripts/grading.py --clean-check chapters/1_mechanism/1_attention_from_scratch.ipynb
         # build a fresh environment from the zip alone and grade the key, the student edition and a wrong answer
         # with its own otter (TORCH_INDEX= takes torch from wherever pip looks, as the Makefile does)
+    python scripts/grading.py --week 5          # only week 5's autograder (--all-weeks: every week's)
+    python scripts/grading.py --check-week 1 [--record]
+        # grade week 1's key (full marks) and student edition (zero) with otter run; --record keeps the sizes and
+        # times in chapters/grading_measurements.json, which the instructors' page shows
+    python scripts/grading.py --release-solutions 3     # the answer key of weeks 1 to 3 into _build/student
+    python scripts/grading.py --release-solutions due   # of every week whose deadline in the syllabus has passed
 
 The student edition itself comes from scripts/student_edition.py (``make student``); scripts/grade_all.py grades a
 folder of submissions into a gradebook.
@@ -28,6 +37,7 @@ folder of submissions into a gradebook.
 from __future__ import annotations
 
 import argparse
+import datetime
 import importlib
 import json
 import os
@@ -43,7 +53,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
-import student_edition  # noqa: E402  (the same folder)
+import course  # noqa: E402  (the same folder)
+import student_edition  # noqa: E402
 
 POINTS_BY_DIFFICULTY = {1: 2, 2: 3, 3: 5}  # an exercise's points by its stars: ★ 2, ★★ 3, ★★★ 5 (--points)
 HIDDEN_SEEDS = (1, 2)
@@ -172,8 +183,18 @@ def write_autograder(path: Path, out: Path, wheel: Path,
                      points: dict[int, float] = POINTS_BY_DIFFICULTY) -> Path:
     """Tests, autograder.zip and key.ipynb of one notebook under ``out``; returns its folder. The zip carries
     ``wheel`` (the package) and installs it with :func:`grading_requirements`, on Python :data:`PYTHON_VERSION`."""
-    book = json.loads(path.read_text())
     folder = out / path.relative_to(ROOT / "chapters").with_suffix("")
+    return write_bundle(json.loads(path.read_text()), folder, wheel, points)
+
+
+def write_week(week: course.Week, out: Path, wheel: Path, points: dict[int, float] = POINTS_BY_DIFFICULTY) -> Path:
+    """One autograder for a week of the syllabus, in ``out``/weeks/week_N: its sections' notebooks are one
+    notebook (:func:`course.week_book`), since otter grades one notebook per submission."""
+    return write_bundle(course.week_book(week), out / "weeks" / week.name, wheel, points)
+
+
+def write_bundle(book: dict, folder: Path, wheel: Path, points: dict[int, float] = POINTS_BY_DIFFICULTY) -> Path:
+    """Tests, autograder.zip and key.ipynb of the notebook ``book`` in ``folder``; returns it."""
     tests = folder / "tests"
     tests.mkdir(parents=True, exist_ok=True)
     for old in tests.glob("*.py"):
@@ -248,17 +269,20 @@ def with_answer(submission: dict, function: str, code: str) -> dict:
     return changed
 
 
-def check_three(folder: Path, out: Path, book: dict, **otter) -> list[str]:
+def check_three(folder: Path, out: Path, book: dict, timings: dict | None = None, **otter) -> list[str]:
     """Grade the key (full marks), the untouched student edition (zero) and, where one is known, a typical wrong
     answer (partial credit with its check's feedback) with ``folder``'s autograder.zip, through :func:`run_otter`
-    with ``otter``'s options; the problems found."""
+    with ``otter``'s options; the problems found. ``timings`` gets each submission's seconds and score."""
     name = str(folder.relative_to(out))
     autograder, problems = folder / "autograder.zip", []
     key = json.loads((folder / "key.ipynb").read_text())
     student, _ = student_edition.split_notebook(book)
     for label, submission, wanted in (("key", key, "full"), ("student edition", student, "zero")):
+        started = time.monotonic()
         table = scores(run_otter(autograder, submission, label.replace(" ", "_"), **otter))
         got, possible = sum(s for s, _, _ in table.values()), sum(p for _, p, _ in table.values())
+        if timings is not None:
+            timings[label] = (time.monotonic() - started, f"{got:g} of {possible:g}")
         print(f"{name}, {label}: {got:g} / {possible:g}", flush=True)
         if (wanted == "full" and got != possible) or (wanted == "zero" and got != 0) or possible == 0:
             problems.append(f"{name}: the {label} scored {got:g} of {possible:g}, not {wanted} marks: {table}")
@@ -300,6 +324,20 @@ def check_grading(path: Path, out: Path, wheel: Path) -> list[str]:
         print(f"{name}, {function} that never returns: graded in {took:.0f} s, lost {sorted(lost)}")
         if took > 120 or len(lost) != 1 or "did not return within" not in next(iter(lost.values()), ""):
             problems.append(f"{name}: a hang in {function} took {took:.0f} s and lost {lost}")
+    return problems
+
+
+def check_week(week: course.Week, out: Path, wheel: Path, measured: dict | None = None) -> list[str]:
+    """Write one week's autograder and grade its key (full marks) and student edition (zero) with ``otter run``;
+    the problems found. ``measured`` gets what :func:`course.measured_table` shows of the week."""
+    folder = write_week(week, out, wheel)
+    timings: dict = {}
+    problems = check_three(folder, out, course.week_book(week), timings)
+    seconds, score = timings["key"]
+    print(f"{week.name} ({', '.join(week.sections)}): the key graded in {seconds:.0f} s", flush=True)
+    if measured is not None:
+        measured.setdefault("weeks", {}).setdefault(str(week.number), {}).update(
+            key_seconds=round(seconds, 1), key_score=score)
     return problems
 
 
@@ -373,6 +411,21 @@ def version_of_torch() -> str:
     return pinned("torch").split("==", 1)[1]
 
 
+def release(argument: str, student: Path, today: str | None = None) -> int:
+    """``--release-solutions``: write the answer key of the weeks ``argument`` names (a week's number: weeks 1 to it;
+    ``due``: every week whose deadline in chapters/syllabus.yml has passed) into the student folder ``student``."""
+    weeks = course.read_syllabus()
+    try:
+        through = None if argument == "due" else int(argument)
+        released = course.due_weeks(weeks, through, datetime.date.fromisoformat(today) if today else None)
+    except ValueError as error:
+        raise SystemExit(f"--release-solutions {argument}: {error}") from None
+    written = course.release_solutions(student, released)
+    print(f"released the solutions of week{'s' if len(written) != 1 else ''} "
+          f"{', '.join(str(each.number) for each in released) or 'none'} into {student / 'solutions'}")
+    return 0
+
+
 def main() -> int:
     from book_release import TORCH_CPU_INDEX
 
@@ -387,27 +440,61 @@ def main() -> int:
                         help="with --clean-check: where torch comes from instead of the zip's PyTorch CPU index; "
                              "empty: wherever pip looks (a local wheel), as `make TORCH_INDEX=` (default: "
                              "$TORCH_INDEX, else the zip's)")
+    parser.add_argument("--week", type=int, action="append", default=[],
+                        help="write only this week's autograder (repeat for more): one per week of the syllabus")
+    parser.add_argument("--all-weeks", action="store_true", help="write only the weekly autograders, every week's")
+    parser.add_argument("--check-week", type=int, action="append", default=[],
+                        help="write this week's autograder and grade its key (full marks) and student edition (zero)")
+    parser.add_argument("--record", action="store_true", help="with --week, --all-weeks or --check-week: record "
+                        "what was measured in chapters/grading_measurements.json and the instructors' page")
+    parser.add_argument("--release-solutions", metavar="WEEK", help="write the answer key of weeks 1 to WEEK, or "
+                        "with 'due' of every week whose deadline has passed, into the student folder")
+    parser.add_argument("--student-out", type=Path, default=ROOT / "_build" / "student",
+                        help="with --release-solutions: the student folder (default _build/student)")
+    parser.add_argument("--today", help="with --release-solutions due: the day to compare deadlines with (YYYY-MM-DD)")
     args = parser.parse_args()
+    if args.release_solutions:
+        return release(args.release_solutions, args.student_out, args.today)
     out = Path(args.out).resolve()  # otter runs in the notebook's folder
     wheel = build_package(out)
-    if args.check or args.clean_check:
+    weeks = course.read_syllabus()
+    measured: dict = {"weeks": {}}
+    if args.week or args.all_weeks:
+        for each in weeks if args.all_weeks else [course.week(number, weeks) for number in args.week]:
+            folder = write_week(each, out, wheel, args.points)
+            measured["weeks"][str(each.number)] = described = course.describe_week(each, folder)
+            print(f"{folder.relative_to(out)} ({', '.join(each.sections)}): {described['exercises']} exercises, "
+                  f"{described['points']:g} points, autograder.zip ({described['zip_mib']:.1f} MiB)")
+    if args.check or args.clean_check or args.check_week:
         problems = [problem for path in args.check or [] for problem in check_grading(Path(path).resolve(), out, wheel)]
         problems += [problem for path in args.clean_check or []
                      for problem in clean_check(Path(path).resolve(), out, wheel, args.torch_index)]
+        problems += [problem for number in args.check_week
+                     for problem in check_week(course.week(number, weeks), out, wheel, measured)]
         print(
             "\n".join(problems)
             or "grading works: full marks for the key, zero for the student edition, partial "
             "credit with feedback for a wrong answer"
             + (" (patched or not), a hang costs only its exercise" if args.check else "")
             + ("; in a clean environment built from the zip alone" if args.clean_check else "")
+            + ("; a week's autograder grades its sections' notebook as one" if args.check_week else "")
         )
+        if args.record and not problems:
+            course.record_measurements(measured)
         return 1 if problems else 0
+    if args.week or args.all_weeks:
+        if args.record:
+            course.record_measurements(measured)
+        return 0
     notebooks = sorted(p for p in (ROOT / "chapters").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
     for path in notebooks:
         folder = write_autograder(path, out, wheel, args.points)
         size = (folder / "autograder.zip").stat().st_size / 2**20
         print(f"{folder.relative_to(out)}: {len(list((folder / 'tests').glob('*.py')))} exercises, "
               f"autograder.zip ({size:.1f} MiB)")
+    for each in weeks:
+        folder = write_week(each, out, wheel, args.points)
+        print(f"{folder.relative_to(out)} ({', '.join(each.sections)}): one autograder for the week's notebook")
     return 0
 
 

@@ -324,3 +324,36 @@ def test_jupyterlab_loads_jupyterlab_myst():
     listing = re.sub(r"\x1b\[[0-9;]*m", "", result.stdout + result.stderr)  # without the colours
     line = next((line for line in listing.splitlines() if "jupyterlab-myst" in line and "enabled" in line), "")
     assert re.search(r"\bOK\b", line), f"JupyterLab does not load jupyterlab-myst (pins out of step?):\n{listing}"
+
+
+# ---- the student edition: the student branch, on a hub, Binder and Colab ----
+
+def test_a_student_hub_link_pulls_the_student_branch_into_its_own_folder():
+    query = parse_qs(urlparse(hub_link.hub_link("https://hub.example.edu", "weeks/week_5.ipynb", student=True)).query)
+    folder = f"{book_release.repository_name()}-student"
+    assert query == {"repo": [book_release.repository_url()], "branch": ["student"], "targetPath": [folder],
+                     "urlpath": [f"lab/tree/{folder}/weeks/week_5.ipynb"]}
+    with pytest.raises(ValueError):  # the weekly notebooks are on the student branch only
+        hub_link.hub_link("https://hub.example.edu", "weeks/week_5.ipynb")
+
+
+def test_binder_and_colab_links_open_the_book_or_the_student_branch():
+    owner_and_name = urlparse(book_release.repository_url()).path.strip("/")
+    notebook = "chapters/1_mechanism/1_attention_from_scratch.ipynb"
+    for student, branch in ((False, book_release.repository_branch()), (True, "student")):
+        binder = urlparse(hub_link.binder_link(notebook, student=student))
+        assert (binder.scheme, binder.netloc, binder.path) == ("https", "mybinder.org",
+                                                               f"/v2/gh/{owner_and_name}/{branch}")
+        assert parse_qs(binder.query) == {"urlpath": [f"lab/tree/{notebook}"]}
+        assert hub_link.colab_link(notebook, student=student) == (
+            f"https://colab.research.google.com/github/{owner_and_name}/blob/{branch}/{notebook}")
+    with pytest.raises(ValueError, match="Colab opens one notebook"):
+        hub_link.colab_link("chapters", student=True)
+
+
+def test_the_link_script_prints_student_links_for_every_notebook(capsys):
+    assert hub_link.main(["colab", "--all", "--student"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if "/blob/student/" in line]
+    assert len(rows) == len(setup_cells.NOTEBOOKS)
+    assert hub_link.main(["binder", "weeks/week_2.ipynb", "--student"]) == 0
+    assert "/student?urlpath=lab%2Ftree%2Fweeks%2Fweek_2.ipynb" in capsys.readouterr().out
