@@ -83,19 +83,40 @@ def pytest_sessionstart(session):
     threading.Thread(target=_build_quietly, args=(shared,), daemon=True).start()
 
 
+# The longest files, in the order the workers start them (longest first, so that none is left to run alone at the
+# end): six notebooks while the site builds, then the site's three longest checks. pytest-xdist hands out files in
+# the order they are collected (pyproject.toml turns off its own reordering by test count); a name missing here only
+# loses its place.
+LONGEST_FIRST = (
+    "chapters/3_head_roles/1_tour_of_heads.ipynb", "chapters/4_caveats/2_redundancy_and_pruning.ipynb",
+    "chapters/3_head_roles/3_coreference.ipynb", "chapters/3_head_roles/2_syntax.ipynb",
+    "chapters/4_caveats/1_attention_is_not_explanation.ipynb", "chapters/4_caveats/4_limits_of_probing.ipynb",
+    "tests/test_accessibility.py", "tests/test_site_views.py", "tests/test_site.py",
+)
+
+
 def pytest_collection_modifyitems(session, config, items):
-    """Run the notebooks first, then the tests that need no site, then the files that test the built site.
+    """Run the longest files first (:data:`LONGEST_FIRST`), then the other notebooks, then the tests that need no
+    site, then the other files that test the built site.
 
     The workers take whole files in this order (``--dist loadfile``), so while the site builds (started at session
-    start, above) they execute notebooks instead of waiting for it. Every worker collects the same items and sorts
-    them the same way, as pytest-xdist requires.
+    start, above) they execute notebooks instead of waiting for it, and the long checks of the site start early
+    enough to end with the rest. Every worker collects the same items and sorts them the same way, as pytest-xdist
+    requires.
     """
     def needs_site(item) -> bool:
         return "built_site" in getattr(item, "fixturenames", ())
 
     site_files = {item.path for item in items if needs_site(item)}
-    rank = {item.path: (0 if item.path.suffix == ".ipynb" else 2 if item.path in site_files else 1) for item in items}
-    items.sort(key=lambda item: rank[item.path])  # stable: each file's own order is kept
+    first = {ROOT / name: index for index, name in enumerate(LONGEST_FIRST)}
+
+    def rank(path: Path) -> tuple[int, int]:
+        if path in first:
+            return 0, first[path]
+        return (1 if path.suffix == ".ipynb" else 3 if path in site_files else 2), 0
+
+    ranks = {item.path: rank(item.path) for item in items}
+    items.sort(key=lambda item: ranks[item.path])  # stable: each file's own order is kept
 
 
 def _build_quietly(shared: Path) -> None:
