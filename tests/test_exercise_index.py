@@ -80,10 +80,9 @@ def test_every_exercise_of_the_book_declares_title_kind_difficulty_time_and_hint
                 f"{where}: a check-kind exercise calls a check on its stub, and no other kind has a stub"
 
 
-# Sections whose hints are still one level deep; every other notebook of the book has tiered hints.
-ONE_HINT_SECTIONS = {"3_coreference.ipynb"}
+# Every notebook of the book, the background pages included, has tiered hints.
 BACKGROUND_NOTEBOOKS = sorted((ROOT / "chapters" / "background").glob("*.ipynb"))
-TIERED_NOTEBOOKS = [p for p in BOOK_NOTEBOOKS + BACKGROUND_NOTEBOOKS if p.name not in ONE_HINT_SECTIONS]
+TIERED_NOTEBOOKS = BOOK_NOTEBOOKS + BACKGROUND_NOTEBOOKS
 LEVEL_NAMES = {2: ["a nudge", "nearly the answer"], 3: ["a nudge", "a step further", "nearly the answer"]}
 
 
