@@ -10,6 +10,8 @@
   (3.2 "Syntax: heads that follow grammatical relations").
 - :mod:`~mha.corpora.litbank`: LitBank's coreference chains in fiction, cut into windows that link each pronoun to
   its antecedent (3.3 "Coreference, honestly").
+- :mod:`~mha.corpora.litbank_entities`: LitBank's entity spans in fiction, and windows that pair each mention with
+  the earlier mentions of its type (3.3 "Coreference, honestly", "Entities").
 - :mod:`~mha.corpora.paraphrases`: the model's own task in miniature, paraphrases among look-alikes
   (4.1 "Attention is not explanation", 4.2 "Redundancy and pruning").
 """

@@ -164,16 +164,22 @@ def parse_coref_conll(text: str, *, source: str = "<string>") -> CorefDocument:
     return CorefDocument(name, tuple(sentences), tuple(mentions))
 
 
-def read_coref_conll(path: str | Path) -> CorefDocument:
-    """:func:`parse_coref_conll` of the file at ``path`` (UTF-8, at most 16 MiB), naming the file in any error (3.3)."""
+def read_utf8_file(path: str | Path, *, what: str, how: str) -> tuple[Path, str]:
+    """``(path, text)`` of one of LitBank's files (UTF-8, at most 16 MiB); an error names the file and the line of a
+    byte that UTF-8 cannot read (3.3)."""
     path = as_path("path", path)
-    how = "Use a CoNLL-2012 coreference file, such as LitBank's coref/*.conll."
-    data = read_verified_file(path, what="the coreference file", how=how, limit=MAX_CONLL_BYTES)
+    data = read_verified_file(path, what=what, how=how, limit=MAX_CONLL_BYTES)
     try:
-        text = data.decode("utf-8")
+        return path, data.decode("utf-8")
     except UnicodeDecodeError as error:
         line = data[:error.start].count(b"\n") + 1
         raise ValueError(f"{path}, line {line}: a byte that UTF-8 cannot read; save the file as UTF-8.") from None
+
+
+def read_coref_conll(path: str | Path) -> CorefDocument:
+    """:func:`parse_coref_conll` of the file at ``path`` (UTF-8, at most 16 MiB), naming the file in any error (3.3)."""
+    path, text = read_utf8_file(path, what="the coreference file",
+                                how="Use a CoNLL-2012 coreference file, such as LitBank's coref/*.conll.")
     return parse_coref_conll(text, source=str(path))
 
 
