@@ -8,6 +8,9 @@
   pairs, for controlled contrasts (3.1 "A tour of all 72 heads", 3.2, 3.3 "Coreference, honestly", 3.4, 4.2).
 - :mod:`~mha.corpora.treebank`: Universal Dependencies treebanks (CoNLL-U) read into annotated sentences
   (3.2 "Syntax: heads that follow grammatical relations").
+- :mod:`~mha.corpora.agreement`: subjects with the verb forms that agree with them and the attractor nouns between,
+  found in a treebank, and minimal pairs with the subject's number swapped (3.2 "Syntax: heads that follow
+  grammatical relations").
 - :mod:`~mha.corpora.litbank`: LitBank's coreference chains in fiction, cut into windows that link each pronoun to
   its antecedent (3.3 "Coreference, honestly").
 - :mod:`~mha.corpora.litbank_entities`: LitBank's entity spans in fiction, and windows that pair each mention with

@@ -291,13 +291,17 @@ def read_conllu(path: str | Path) -> list[AnnotatedSentence]:
 class UDTree:
     """One sentence's words with their UD annotation, words numbered from 0 (3.1, 3.4, 4.4).
 
-    ``heads[i]`` is the index of word ``i``'s head, -1 for the root; ``deprels[i]`` its relation to that head.
+    ``heads[i]`` is the index of word ``i``'s head, -1 for the root; ``deprels[i]`` its relation to that head;
+    ``lemmas[i]`` its lemma and ``feats[i]`` its morphological features as UD writes them (``Number=Sing|Person=3``,
+    ``_`` for none), empty tuples when not read.
     """
 
     words: tuple[str, ...]
     upos: tuple[str, ...]
     heads: tuple[int, ...]
     deprels: tuple[str, ...]
+    lemmas: tuple[str, ...] = ()
+    feats: tuple[str, ...] = ()
 
 
 def read_ud_trees(path: str | Path, *, limit: int | None = None) -> list[UDTree]:
@@ -314,7 +318,10 @@ def read_ud_trees(path: str | Path, *, limit: int | None = None) -> list[UDTree]
     for tokens, origin, line in _parsed_sentences(text, path.name):
         words, heads = _checked_words_and_heads(tokens, origin, line)
         trees.append(UDTree(words=tuple(t["form"] for t in words), upos=tuple(t["upos"] for t in words),
-                            heads=tuple(heads), deprels=tuple(t["deprel"] for t in words)))
+                            heads=tuple(heads), deprels=tuple(t["deprel"] for t in words),
+                            lemmas=tuple(t["lemma"] for t in words),
+                            feats=tuple("|".join(f"{k}={v}" for k, v in t["feats"].items()) if t["feats"] else "_"
+                                        for t in words)))
         if len(trees) == limit:
             break
     return trees
