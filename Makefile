@@ -12,12 +12,18 @@
 #   make student-site           build the student website into _build/student/html
 #   make release-solutions WEEK=3   release the solutions of weeks 1 to 3 to the students (WEEK=due: by deadline)
 #   make bench     time every notebook, and every view in Jupyter and on the built website
-# All of them create .venv with Python 3.11 and install requirements.txt the first time.
+# All of them create .venv with Python 3.11 and install the book's environment the first time.
+#
+# On x86-64 Linux that environment is requirements.lock: requirements.txt's pins and everything they bring, each
+# with the sha256 of its files (scripts/lock_requirements.py writes it), installed with pip's --require-hashes, so a
+# file that differs from the one locked is refused. The book's own package comes after it (an editable install, no
+# file to hash), without dependencies and without downloading a build backend. Elsewhere (macOS, Windows, ARM Linux)
+# the lock does not apply and requirements.txt is installed as it is.
 #
 # torch: on x86-64 Linux, PyPI's torch is the CUDA build (gigabytes of GPU libraries). So there the first install
-# takes the pinned torch's CPU-only build (torch==<pin>+cpu) from PyTorch's wheel index, TORCH_INDEX, and from that
-# index alone (--index-url, torch only; its dependencies come from PyPI with requirements.txt), so that no package is
-# looked up in two indexes. To install torch
+# takes the pinned torch's CPU-only build (torch==<pin>+cpu, hashed in the lock) from PyTorch's wheel index,
+# TORCH_INDEX, and from that index alone (--index-url, torch only; its dependencies come from PyPI with the lock),
+# so that no package is looked up in two indexes. To install torch
 # from wherever pip looks by default instead (a local wheel, a mirror, a machine without that index), clear it:
 #   make test TORCH_INDEX=
 # PyPI's wheels for macOS, Windows and ARM Linux are CPU builds already, so there TORCH_INDEX is empty by default.
@@ -29,21 +35,33 @@ STAMP  := $(VENV)/.installed
 NODE_STAMP := node_modules/.installed
 ifeq ($(shell uname -s)-$(shell uname -m),Linux-x86_64)
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+LOCK := requirements.lock
 else
 TORCH_INDEX ?=
+LOCK :=
 endif
 TORCH_PIN := $(shell sed -n 's/^torch==\([^ #]*\).*/\1/p' requirements.txt)
+COMMA := ,
 # JupyterLab's address and the folder it opens (make jupyter JUPYTER_PORT=8890)
 JUPYTER_PORT ?= 8888
 
 .PHONY: book serve test jupyter bench notebooks lab student student-site release-solutions clean
 
-$(STAMP): requirements.txt pyproject.toml
+$(STAMP): requirements.txt $(LOCK) pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Need $(PYTHON) (Python 3.11) on PATH, or run: make PYTHON=/path/to/python3.11"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+ifneq ($(LOCK),)
+# torch's entry of the lock (its pin and hashes, up to its first line without a trailing backslash) goes in first,
+# from TORCH_INDEX alone; the lock then finds it installed
+	$(if $(TORCH_INDEX),sed -n '/^torch==/$(COMMA)/[^\\]$$/p' $(LOCK) > $(VENV)/torch.lock)
+	$(if $(TORCH_INDEX),$(BIN)/python -m pip install --quiet --require-hashes --no-deps -r $(VENV)/torch.lock --index-url $(TORCH_INDEX))
+	$(BIN)/python -m pip install --quiet --require-hashes -r $(LOCK)
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
+else
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(if $(TORCH_INDEX),$(BIN)/python -m pip install --quiet --no-deps "torch==$(TORCH_PIN)+cpu" --index-url $(TORCH_INDEX))
 	$(BIN)/python -m pip install --quiet -r requirements.txt
+endif
 	touch $(STAMP)
 
 # The site serves its own scripts (site/offline_site.py copies them from node_modules into _build/html/_vendor).

@@ -157,21 +157,26 @@ def _make_install_commands(*variables: str) -> list[str]:
     result = subprocess.run(["make", "-n", "-W", "requirements.txt", ".venv/.installed", *variables], cwd=ROOT,
                             capture_output=True, text=True, timeout=60, env=environment)
     assert result.returncode == 0, result.stderr
-    return [line for line in result.stdout.splitlines() if "pip install" in line]
+    return [line for line in result.stdout.splitlines() if "pip install" in line or line.startswith("sed ")]
 
 
 @pytest.mark.skipif(shutil.which("make") is None or sys.platform != "linux" or os.uname().machine != "x86_64",
                     reason="the Makefile's default on x86-64 Linux")
 def test_make_on_linux_takes_torch_from_the_cpu_index_unless_told_not_to():
     commands = _make_install_commands()
-    torch = [line for line in commands if "torch==" in line]
-    assert torch and f'"torch=={TORCH_PIN}+cpu"' in torch[0] and f"--index-url {CPU_INDEX}" in torch[0]
+    torch = [line for line in commands if "torch.lock" in line and "pip install" in line]
+    assert torch and f"--index-url {CPU_INDEX}" in torch[0] and "--require-hashes" in torch[0], commands
     # that index alone, for torch alone: no package is looked up in two indexes (dependency confusion); torch's own
-    # dependencies come from PyPI with requirements.txt
+    # dependencies come from PyPI with the lock
     assert "--extra-index-url" not in torch[0] and "--no-deps" in torch[0], torch[0]
-    assert commands.index(torch[0]) < next(i for i, line in enumerate(commands) if "-r requirements.txt" in line), (
-        "the CPU build goes in before requirements.txt, whose torch pin it then satisfies")
-    assert not [line for line in _make_install_commands("TORCH_INDEX=") if "torch==" in line or CPU_INDEX in line]
+    # what it installs is the lock's own entry for torch: the CPU build of the pin, with its hash
+    (extract,) = [line for line in commands if line.startswith("sed ")]
+    entry = subprocess.run(extract.split(" > ")[0], shell=True, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert re.fullmatch(rf"torch=={re.escape(TORCH_PIN)}\+cpu \\\n(    --hash=sha256:[0-9a-f]{{64}}( \\)?\n)+",
+                        entry.stdout), entry.stdout
+    assert commands.index(torch[0]) < next(i for i, line in enumerate(commands) if "-r requirements.lock" in line), (
+        "the CPU build goes in before the lock, whose torch entry it then satisfies")
+    assert not [line for line in _make_install_commands("TORCH_INDEX=") if "torch" in line or CPU_INDEX in line]
     assert re.search(rf"^TORCH_INDEX \?= {re.escape(CPU_INDEX)}$", (ROOT / "Makefile").read_text(), re.M)
 
 
