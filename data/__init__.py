@@ -10,7 +10,7 @@ working directory and on any machine the package is installed on (Colab, Binder,
 - ``pattern_fits.json``: the stored single-head fits (:func:`mha.core.low_rank_fitting.load_pattern_fits`, 2.2).
 - ``litbank/litbank_coref.json``: the words and coreference chains of 80 works of LitBank, with its licence
   (:func:`mha.corpora.litbank.load_litbank`, 3.3); ``litbank_coreference.json``: every head scored on their pronouns
-  (:func:`mha.analysis.natural_coreference.load_natural_coreference`, 3.3).
+  (:func:`mha.analysis.coreference_and_content.natural_coreference.load_natural_coreference`, 3.3).
 - ``lab/``: the tiny models' checkpoints and result files with their sha256 manifest (:mod:`mha.lab.checkpoints`,
   3.5-3.7).
 """

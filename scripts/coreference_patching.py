@@ -6,10 +6,11 @@ Run from the repository root:
 
 For each pronoun pair of :func:`mha.corpora.templates.pronoun_pairs` whose halves have the same number of tokens,
 every one of the 72 heads of all-MiniLM-L6-v2 is patched from one half into the other, both ways
-(:func:`mha.analysis.coreference.pair_patching`, on :mod:`mha.pretrained.patching`), and the move of the pronoun's
-final vector is stored as :class:`~mha.analysis.coreference.PairPatching` rounded to 6 decimals, which section 3.3
-reads with :func:`~mha.analysis.coreference.load_pair_patching`. Precomputed because the 72 patched runs of every
-pair would take the notebook several seconds; the rounding keeps the file the same on any CPU at the precision the
+(:func:`mha.analysis.coreference_and_content.coreference.pair_patching`, on :mod:`mha.pretrained.patching`), and the
+move of the pronoun's final vector is stored as :class:`~mha.analysis.coreference_and_content.coreference.PairPatching`
+rounded to 6 decimals, which section 3.3 reads with
+:func:`~mha.analysis.coreference_and_content.coreference.load_pair_patching`. Precomputed because the 72 patched runs of
+every pair would take the notebook several seconds; the rounding keeps the file the same on any CPU at the precision the
 section shows. The file's sha256 is recorded in data/SHA256SUMS.
 """
 
@@ -19,7 +20,7 @@ import sys
 
 import torch
 
-from mha.analysis.coreference import COREFERENCE_PATCHING_PATH, pair_patching
+from mha.analysis.coreference_and_content.coreference import COREFERENCE_PATCHING_PATH, pair_patching
 from mha.corpora.templates import pronoun_pairs
 from mha.data_files import write_recorded_json
 from mha.pretrained.encoder import MiniLMEncoder

@@ -202,7 +202,7 @@ def public_callables() -> list[tuple[str, object]]:
     found, seen = [], set()
     for subpackage in SUBPACKAGES:
         package = importlib.import_module(subpackage)
-        modules = [subpackage] + sorted(f"{subpackage}.{info.name}" for info in pkgutil.iter_modules(package.__path__))
+        modules = [subpackage] + sorted(info.name for info in pkgutil.walk_packages(package.__path__, f"{subpackage}."))
         for module_name in modules:
             module = importlib.import_module(module_name)
             for name in getattr(module, "__all__", ()):

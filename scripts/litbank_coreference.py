@@ -5,12 +5,13 @@ Run from the repository root:
     python scripts/litbank_coreference.py
 
 The 80 works of the book's LitBank extract (:func:`mha.corpora.litbank.load_litbank`) are cut into windows of
-consecutive sentences of at most 128 tokens (:func:`mha.analysis.natural_coreference.litbank_windows`), every window
-is traced through all-MiniLM-L6-v2, and every head and rule is scored on every third-person pronoun that has an
-antecedent in its window (:func:`mha.analysis.natural_coreference.score_windows`). The sums per work are stored as
-:class:`~mha.analysis.natural_coreference.NaturalCoreference` (shares rounded to 6 decimals), with the scores of the
-first window that has a pronoun link, which section 3.3 recomputes to check the file against the package.
-Precomputed because tracing all the windows would take the notebook minutes. The file's sha256 is recorded in
+consecutive sentences of at most 128 tokens
+(:func:`mha.analysis.coreference_and_content.natural_coreference.litbank_windows`), every window is traced through
+all-MiniLM-L6-v2, and every head and rule is scored on every third-person pronoun that has an antecedent in its window
+(:func:`mha.analysis.coreference_and_content.natural_coreference.score_windows`). The sums per work are stored as
+:class:`~mha.analysis.coreference_and_content.natural_coreference.NaturalCoreference` (shares rounded to 6 decimals),
+with the scores of the first window that has a pronoun link, which section 3.3 recomputes to check the file against the
+package. Precomputed because tracing all the windows would take the notebook minutes. The file's sha256 is recorded in
 data/SHA256SUMS.
 """
 
@@ -20,7 +21,11 @@ import sys
 
 import torch
 
-from mha.analysis.natural_coreference import LITBANK_COREFERENCE_PATH, litbank_windows, score_windows
+from mha.analysis.coreference_and_content.natural_coreference import (
+    LITBANK_COREFERENCE_PATH,
+    litbank_windows,
+    score_windows,
+)
 from mha.corpora.litbank import load_litbank
 from mha.data_files import write_recorded_json
 from mha.pretrained.encoder import MiniLMEncoder

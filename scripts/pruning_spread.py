@@ -10,9 +10,9 @@ For each of several seeded splits of the paraphrase triples
 Michel et al.'s gradient importance measured on the selection half, and a
 random order (seeded with the split's seed). Each pruned model is judged on
 the held-out half by how well it keeps the full model's similarity ranking
-(:func:`mha.analysis.ablation.held_out_pruning_curve`). Section 4.2 reads the
-curves with :func:`mha.analysis.ablation.load_pruning_spread` and counts the
-removable heads at several thresholds (:func:`mha.analysis.ablation.removable_at_thresholds`).
+(:func:`mha.analysis.caveats.ablation.held_out_pruning_curve`). Section 4.2 reads the
+curves with :func:`mha.analysis.caveats.ablation.load_pruning_spread` and counts the
+removable heads at several thresholds (:func:`mha.analysis.caveats.ablation.removable_at_thresholds`).
 The computation is deterministic on one machine (two torch threads); the
 stored correlations are rounded to 4 decimals.
 """
@@ -24,7 +24,7 @@ import time
 
 import torch
 
-from mha.analysis.ablation import PRUNING_SPREAD_PATH, held_out_pruning_curve
+from mha.analysis.caveats.ablation import PRUNING_SPREAD_PATH, held_out_pruning_curve
 from mha.corpora.paraphrases import split_triples
 from mha.data_files import write_recorded_json
 from mha.pretrained.encoder import MiniLMEncoder

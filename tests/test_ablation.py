@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from mha.analysis.ablation import (
+from mha.analysis.caveats.ablation import (
     column_means,
     head_mask_gradients,
     heads_removable,
@@ -74,7 +74,7 @@ def test_column_means():
 
 
 def test_removable_at_thresholds_reads_every_curve_at_every_threshold():
-    from mha.analysis.ablation import removable_at_thresholds
+    from mha.analysis.caveats.ablation import removable_at_thresholds
 
     counts = [0, 4, 8, 12]
     curves = np.array([[1.0, 0.97, 0.9, 0.8], [1.0, 0.88, 0.95, 0.5]])
@@ -86,7 +86,7 @@ def test_removable_at_thresholds_reads_every_curve_at_every_threshold():
 
 
 def test_held_out_pruning_curve_starts_at_one_and_refuses_shared_triples():
-    from mha.analysis.ablation import held_out_pruning_curve
+    from mha.analysis.caveats.ablation import held_out_pruning_curve
 
     encoder = MiniLMEncoder.load()
     curve = held_out_pruning_curve(encoder, [0, 1], [2, 3], [0, 36, 72], order="random", seed=0)
@@ -99,7 +99,7 @@ def test_held_out_pruning_curve_starts_at_one_and_refuses_shared_triples():
 
 
 def test_stored_pruning_spread_is_what_its_script_describes():
-    from mha.analysis.ablation import load_pruning_spread
+    from mha.analysis.caveats.ablation import load_pruning_spread
     from mha.corpora.paraphrases import split_triples
 
     spread = load_pruning_spread()

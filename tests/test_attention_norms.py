@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from mha.analysis.norms import norm_based_attention, transformed_value_norms, weighted_vector_norms
+from mha.analysis.caveats.norms import norm_based_attention, transformed_value_norms, weighted_vector_norms
 
 
 def test_transformed_value_norms_use_each_heads_own_output_rows():

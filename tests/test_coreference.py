@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from mha.analysis.coreference import (
+from mha.analysis.coreference_and_content.coreference import (
     antecedent_preference,
     baseline_picks,
     candidate_picks,
@@ -77,7 +77,7 @@ def test_pair_halves_validates_pairs():
 
 
 def test_score_pronoun_items_on_the_model_and_layer_zero_never_flips():
-    from mha.analysis.coreference import candidate_similarity, score_pronoun_items
+    from mha.analysis.coreference_and_content.coreference import candidate_similarity, score_pronoun_items
     from mha.pretrained.encoder import MiniLMEncoder
 
     encoder = MiniLMEncoder.load()
@@ -109,13 +109,13 @@ def encoder():
 
 @pytest.fixture(scope="module")
 def two_pairs_patched(encoder):
-    from mha.analysis.coreference import pair_patching
+    from mha.analysis.coreference_and_content.coreference import pair_patching
 
     return pair_patching(encoder, pronoun_pairs()[:4])  # the first two pairs: every head patched both ways
 
 
 def test_pair_patching_measures_the_pair_difference_and_what_one_head_carries(encoder, two_pairs_patched):
-    from mha.analysis.coreference import candidate_similarity, lean_to_first_candidate
+    from mha.analysis.coreference_and_content.coreference import candidate_similarity, lean_to_first_candidate
     from mha.pretrained.patching import final_states_with_heads_patched
 
     items = pronoun_pairs()[:4]  # the first half's answer is the first noun in the first pair
@@ -140,7 +140,7 @@ def test_pair_patching_measures_the_pair_difference_and_what_one_head_carries(en
 
 
 def test_pair_patching_does_not_depend_on_which_half_comes_first(encoder, two_pairs_patched):
-    from mha.analysis.coreference import pair_patching
+    from mha.analysis.coreference_and_content.coreference import pair_patching
 
     items = pronoun_pairs()[:4]
     swapped = pair_patching(encoder, [items[1], items[0], items[3], items[2]])
@@ -150,7 +150,7 @@ def test_pair_patching_does_not_depend_on_which_half_comes_first(encoder, two_pa
 
 
 def test_pair_patching_leaves_out_pairs_of_different_lengths_and_says_so(encoder):
-    from mha.analysis.coreference import pair_patching
+    from mha.analysis.coreference_and_content.coreference import pair_patching
 
     items = pronoun_pairs()
     uneven = [i for i, item in enumerate(items) if item.pair_id == "boat-river"]
@@ -163,7 +163,7 @@ def test_pair_patching_leaves_out_pairs_of_different_lengths_and_says_so(encoder
 
 
 def test_stored_pair_patching_matches_a_fresh_run_and_refuses_a_bad_file(two_pairs_patched, tmp_path):
-    from mha.analysis.coreference import load_pair_patching
+    from mha.analysis.coreference_and_content.coreference import load_pair_patching
 
     stored = load_pair_patching()
     assert stored.left_out == ("boat-river",) and len(stored.pair_ids) == len(pronoun_pairs()) // 2 - 1

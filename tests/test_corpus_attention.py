@@ -12,7 +12,7 @@ import torch
 
 torch.set_num_threads(1)  # two shared cores: one thread is faster than two competing
 
-from mha.analysis.role_table import head_role_table  # noqa: E402
+from mha.analysis.head_roles.role_table import head_role_table  # noqa: E402
 from mha.corpora.templates import generate_corpus  # noqa: E402
 from mha.pretrained.corpus_encoding import encode_records  # noqa: E402
 from mha.pretrained.encoder import MiniLMEncoder  # noqa: E402

@@ -117,8 +117,8 @@ def test_hostile_files_are_refused_in_a_capped_process(tmp_path):
         from pathlib import Path
         from mha.lab.checkpoints import read_manifest, load_checkpoint, load_json, _safetensors_metadata
         from mha.core.low_rank_fitting import load_pattern_fits
-        from mha.analysis.ablation import load_pruning_spread
-        from mha.analysis.probing import read_labelled_sentences
+        from mha.analysis.caveats.ablation import load_pruning_spread
+        from mha.analysis.caveats.probing import read_labelled_sentences
         from mha.corpora.treebank import read_conllu, read_ud_trees
         from mha.book import citation_text
         from mha.pretrained.encoder import MiniLMEncoder, PRETRAINED_WEIGHTS_SHA256

@@ -1,9 +1,9 @@
-"""Per-layer profiles and verdicts on the depth claim (section 4.3, mha.analysis.layer_profile)."""
+"""Per-layer profiles and verdicts on the depth claim (section 4.3, mha.analysis.caveats.layer_profile)."""
 
 import numpy as np
 import pytest
 
-from mha.analysis.layer_profile import (
+from mha.analysis.caveats.layer_profile import (
     LAYER_CLAIMS,
     VERDICTS,
     bootstrap_counts,
@@ -18,7 +18,7 @@ from mha.analysis.layer_profile import (
     sentence_scores,
     trend_verdict,
 )
-from mha.analysis.role_table import AttentionRecord, head_role_table
+from mha.analysis.head_roles.role_table import AttentionRecord, head_role_table
 from mha.analysis.statistics import bootstrap_interval
 from mha.corpora.templates import AnnotatedSentence, Relation
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mha.analysis.natural_coreference import (
+from mha.analysis.coreference_and_content.natural_coreference import (
     LITBANK_COREFERENCE_PATH,
     RULES,
     NaturalCoreference,
@@ -206,7 +206,7 @@ def test_the_stored_scores_are_the_recorded_ones_and_add_up():
 def test_a_window_longer_than_the_models_positions_is_refused_before_anything_is_traced():
     from types import SimpleNamespace
 
-    from mha.analysis.natural_coreference import litbank_windows
+    from mha.analysis.coreference_and_content.natural_coreference import litbank_windows
 
     encoder = SimpleNamespace(config=SimpleNamespace(max_positions=512))  # read before any tokenizer is loaded
     with pytest.raises(ValueError, match=r"max_pieces is 513; a window holds 3 to 512 tokens"):

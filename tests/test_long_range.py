@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mha.analysis.long_range import (
+from mha.analysis.head_roles.long_range import (
     UDTree,
     WordPair,
     distance_baseline,

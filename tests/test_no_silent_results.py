@@ -23,7 +23,7 @@ COMPLEX = "holds complex numbers .* Pass .*\\.real"
 
 
 def test_column_means_refuses_complex_attention():
-    from mha.analysis.ablation import column_means
+    from mha.analysis.caveats.ablation import column_means
 
     attention = np.full((2, 3, 3), 1 / 3) + 1j
     with pytest.raises(InputError, match="attention " + COMPLEX):
@@ -132,7 +132,7 @@ def test_the_shared_checks_refuse_what_the_functions_refuse():
 
 
 LOADERS = ["mha.corpora.treebank.read_conllu", "mha.lab.checkpoints.read_manifest",
-           "mha.analysis.ablation.load_pruning_spread", "mha.core.low_rank_fitting.load_pattern_fits",
+           "mha.analysis.caveats.ablation.load_pruning_spread", "mha.core.low_rank_fitting.load_pattern_fits",
            "mha.pretrained.model_files.read_model_folder", "mha.pretrained.tokenizer.load_tokenizer"]
 
 

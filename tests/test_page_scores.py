@@ -1,6 +1,6 @@
 """What the website's chapter-3 view computes itself for a sentence run in the page (views.js), against the package:
 word units and their labels (mha.pretrained.word_maps), word-level maps, and the four scores a sentence is read by
-(mha.analysis.role_table.sentence_head_scores), on real tokenisations of treebank sentences."""
+(mha.analysis.head_roles.role_table.sentence_head_scores), on real tokenisations of treebank sentences."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mha.analysis.role_table import AttentionRecord, sentence_head_scores
-from mha.analysis.score_spread import SPREAD_SCORES
+from mha.analysis.head_roles.role_table import AttentionRecord, sentence_head_scores
+from mha.analysis.head_roles.score_spread import SPREAD_SCORES
 from mha.corpora.treebank import EWT_DEV_PATH, read_conllu
 from mha.pretrained.tokenizer import tokenize
 from mha.pretrained.word_maps import word_attention, word_strings

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from mha.analysis.head_roles.role_table import heads_above_thresholds, sentence_head_scores
 from mha.analysis.popular_story import VERDICTS, fox_role_weights, role_verdict, unit_bootstrap
-from mha.analysis.role_table import heads_above_thresholds, sentence_head_scores
 
 FOX_TOKENS = ["[CLS]", "the", "quick", "brown", "fox", "jumps", "over", "the", "lazy", "dog", ".", "[SEP]"]
 

@@ -1,10 +1,11 @@
-"""Probes on each head's output, their baselines and the features they read (section 4.4, mha.analysis.probing)."""
+"""Probes on each head's output, their baselines and the features they read (section 4.4,
+mha.analysis.caveats.probing)."""
 
 import numpy as np
 import pytest
 import torch
 
-from mha.analysis.probing import (
+from mha.analysis.caveats.probing import (
     control_labels,
     correct_per_sentence,
     fit_probe,

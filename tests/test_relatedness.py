@@ -3,7 +3,13 @@
 import numpy as np
 import pytest
 
-from mha.analysis.relatedness import FRAMES, RELATED_PAIRS, crossed_contrast, crossed_items, slot_weights
+from mha.analysis.coreference_and_content.relatedness import (
+    FRAMES,
+    RELATED_PAIRS,
+    crossed_contrast,
+    crossed_items,
+    slot_weights,
+)
 from mha.pretrained.tokenizer import load_tokenizer
 
 
@@ -51,8 +57,8 @@ def test_unit_labels_are_shared_by_frames():
 
 
 def test_noun_pairs_and_their_cosines():
-    from mha.analysis.long_range import UDTree, WordPair
-    from mha.analysis.relatedness import noun_pairs, pair_cosines, word_input_vectors
+    from mha.analysis.coreference_and_content.relatedness import noun_pairs, pair_cosines, word_input_vectors
+    from mha.analysis.head_roles.long_range import UDTree, WordPair
 
     trees = [
         UDTree(
@@ -75,7 +81,7 @@ def test_noun_pairs_and_their_cosines():
 
 
 def test_crossed_slot_weights_reuse_a_trace_and_refuse_one_of_other_items():
-    from mha.analysis.relatedness import crossed_slot_weights, crossed_trace
+    from mha.analysis.coreference_and_content.relatedness import crossed_slot_weights, crossed_trace
     from mha.pretrained.encoder import MiniLMEncoder
 
     encoder = MiniLMEncoder.load()

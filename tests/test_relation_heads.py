@@ -1,4 +1,4 @@
-"""mha.analysis.relations on hand-made maps whose answers are known (chapter 3, syntax).
+"""mha.analysis.head_roles.relations on hand-made maps whose answers are known (chapter 3, syntax).
 
 Row = query = the word attending FROM, column = key = the word attended TO.
 """
@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from mha.analysis.relations import best_heads, relation_predictions, spanning_attractor_records
-from mha.analysis.role_table import AttentionRecord, head_role_table
+from mha.analysis.head_roles.relations import best_heads, relation_predictions, spanning_attractor_records
+from mha.analysis.head_roles.role_table import AttentionRecord, head_role_table
 from mha.corpora.templates import AnnotatedSentence, Relation
 
 WORDS = ("The", "old", "dog", "saw", "a", "cat", ".")
@@ -129,7 +129,7 @@ def test_relation_predictions_reject_bad_arguments():
 
 # --- relation_hits and select_and_report: per-sentence counts, chosen on one part and reported on another -------
 
-from mha.analysis.relations import relation_hits, select_and_report  # noqa: E402
+from mha.analysis.head_roles.relations import relation_hits, select_and_report  # noqa: E402
 
 
 def test_relation_hits_agree_with_the_role_table_for_every_head_and_direction():

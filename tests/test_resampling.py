@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from mha.analysis.head_roles.role_table import heads_above_thresholds
 from mha.analysis.popular_story import unit_bootstrap
-from mha.analysis.role_table import heads_above_thresholds
 from mha.analysis.statistics import bootstrap_interval, bootstrap_ratio_interval, percentile_interval, resampled_means
 from mha.core.resampling import bootstrap_counts, bootstrap_indices
 from mha.core.validation import InputError

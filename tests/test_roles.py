@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mha.analysis.role_table import (
+from mha.analysis.head_roles.role_table import (
     COLUMN_DESCRIPTIONS,
     PATTERN_LABELS,
     RELATION_DIRECTIONS,

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from mha.analysis.role_table import AttentionRecord, sentence_head_scores
-from mha.analysis.score_spread import SPREAD_QUANTILES, SPREAD_SCORES, score_spread
+from mha.analysis.head_roles.role_table import AttentionRecord, sentence_head_scores
+from mha.analysis.head_roles.score_spread import SPREAD_QUANTILES, SPREAD_SCORES, score_spread
 
 
 def one_head_record(weights, tokens, word_ids):

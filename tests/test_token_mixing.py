@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from mha.analysis.attention_flow import attention_rollout, masking_influence, own_token_share
+from mha.analysis.caveats.attention_flow import attention_rollout, masking_influence, own_token_share
 from mha.pretrained.encoder import MiniLMEncoder
 
 

@@ -5,7 +5,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from mha.analysis.rarity import (
+from mha.analysis.coreference_and_content.rarity import (
     COMMON_NOUNS,
     RARE_NOUNS,
     count_rarity,

@@ -9,8 +9,9 @@ and each module's docstring cites its section (``tests/test_package_map.py`` kee
 - :mod:`mha.pretrained`: all-MiniLM-L6-v2 rebuilt on :mod:`mha.core.attention`: tokenizer, encoder, word maps,
   sentence vectors, interventions (chapters 2 to 4).
 - :mod:`mha.corpora`: text with known answers: templates, a treebank reader, paraphrases (chapters 3 and 4).
-- :mod:`mha.analysis`: measurements on the pretrained model: role table, relations, statistics, coreference,
-  relatedness, rarity, ablation, norms, attention flow (chapter 3 "Empirical head roles", chapter 4 "Caveats").
+- :mod:`mha.analysis`: measurements on the pretrained model, a subpackage per group of sections: head roles and
+  relations, coreference and content, the caveats; and the statistics they share (chapter 3 "Empirical head
+  roles", chapter 4 "Caveats").
 - :mod:`mha.lab`: tiny transformers trained here: model, tasks, training, checkpoints, circuit scores, induction,
   permutation, head-count sweep (sections 3.5 to 3.7).
 - :mod:`mha.views`: the interactive views and the heatmaps (chapters 1 and 3).

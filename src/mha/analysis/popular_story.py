@@ -6,7 +6,8 @@ sends its weight to punctuation and special tokens, and one links related words 
 scores every head on those four roles in that sentence (:func:`fox_role_weights`), plus punctuation alone, since a
 head that parks its weight on [CLS] would otherwise pass for a punctuation head, and gives the rule that turns
 a head's sentence weight and its score on real text into a verdict (:func:`role_verdict`). The real-text scores
-come from :mod:`mha.analysis.role_table`, :mod:`mha.analysis.relations` and :mod:`mha.analysis.relatedness`;
+come from :mod:`mha.analysis.head_roles.role_table`, :mod:`mha.analysis.head_roles.relations` and
+:mod:`mha.analysis.coreference_and_content.relatedness`;
 :func:`unit_bootstrap` puts a percentile interval over sentences on any of them.
 
 Attention maps have shape (layers, heads, seq, seq), row = query (attends FROM), column = key (attended TO).
@@ -104,7 +105,8 @@ def unit_bootstrap(statistic: Callable[[np.ndarray], np.ndarray], n_units: int, 
 
     ``statistic(weights)`` takes the number of times each of the ``n_units`` units was drawn (an array
     (n_units,); all ones for the data as they are) and returns an array. It is called ``n_resamples`` times on
-    the resamples of :func:`mha.core.resampling.bootstrap_counts`. Returns ``(low, high)`` at ``level``, each of the statistic's shape.
+    the resamples of :func:`mha.core.resampling.bootstrap_counts`. Returns ``(low, high)`` at ``level``, each of the
+    statistic's shape.
     """
     check_type("statistic", statistic, Callable, "a function of the units' resample counts")
     n_units = check_whole_number("n_units", n_units, minimum=2, meaning="units to resample")
@@ -123,22 +125,22 @@ def real_text_role_scores(records, trees, embeddings: np.ndarray,
 
     ``records`` are the encoded treebank sentences (:func:`mha.pretrained.corpus_encoding.encode_records`, gold
     :class:`~mha.corpora.templates.AnnotatedSentence` attached) and ``trees`` their
-    :class:`~mha.analysis.long_range.UDTree` objects, in the same order; ``embeddings`` (vocabulary, d_model) and
-    ``vocabulary`` give the words' input embeddings. Returns role -> ``statistic(weights)``, where ``weights``
+    :class:`~mha.analysis.head_roles.long_range.UDTree` objects, in the same order; ``embeddings`` (vocabulary, d_model)
+    and ``vocabulary`` give the words' input embeddings. Returns role -> ``statistic(weights)``, where ``weights``
     (sentences,) counts how often each sentence is drawn (all ones for the data as they are, see
     :func:`unit_bootstrap`) and the result is (layers, heads). What each score measures is
     :data:`REAL_TEXT_RULES`: "local" and "punctuation and special" are pooled shares
-    (:func:`mha.analysis.role_table.sentence_head_scores`); "subject" is the verb row's argmax accuracy on its
-    subject minus that of the fixed offset that is right most often in these sentences
-    (:func:`mha.analysis.relations.relation_hits`); "related words" compares noun pairs whose input embeddings
-    are more similar than the median pair with the rest, each pair's weight (both directions averaged) taken
-    minus the head's mean weight at the same distance (:func:`mha.analysis.long_range.distance_baseline`).
+    (:func:`mha.analysis.head_roles.role_table.sentence_head_scores`); "subject" is the verb row's argmax accuracy on
+    its subject minus that of the fixed offset that is right most often in these sentences
+    (:func:`mha.analysis.head_roles.relations.relation_hits`); "related words" compares noun pairs whose input
+    embeddings are more similar than the median pair with the rest, each pair's weight (both directions averaged) taken
+    minus the head's mean weight at the same distance (:func:`mha.analysis.head_roles.long_range.distance_baseline`).
     """
     records = check_items("records", records, "a list of attention records, e.g. encode_records(encoder, sentences)")
-    from mha.analysis.long_range import distance_baseline, pair_lifts
-    from mha.analysis.relatedness import noun_pairs, pair_cosines, word_input_vectors
-    from mha.analysis.relations import relation_hits
-    from mha.analysis.role_table import sentence_head_scores
+    from mha.analysis.coreference_and_content.relatedness import noun_pairs, pair_cosines, word_input_vectors
+    from mha.analysis.head_roles.long_range import distance_baseline, pair_lifts
+    from mha.analysis.head_roles.relations import relation_hits
+    from mha.analysis.head_roles.role_table import sentence_head_scores
     from mha.pretrained.word_maps import word_attention
 
     records, trees = list(records), list(trees)

@@ -26,7 +26,7 @@ kind                      source -> target
 When attention weights are read against these arrows, the *source* word's
 row is the query (attending FROM) and the *target* word's column is the key
 (attended TO): ``det_noun`` accuracy asks whether the determiner's row puts its
-largest weight on the noun's column. :mod:`mha.analysis.role_table` also scores the reverse
+largest weight on the noun's column. :mod:`mha.analysis.head_roles.role_table` also scores the reverse
 direction (noun row -> determiner column).
 """
 

@@ -3,7 +3,7 @@
 A head that puts its largest weight on the word two to the right is "right" on every relation that the word two
 to the right happens to fill. :func:`fixed_offset_baseline` is the best such guess for a relation (Clark et al.
 2019), :func:`nearest_candidate_baseline` the nearest-noun guess for a pronoun's antecedent. Both read only the
-annotated sentences (:mod:`mha.corpora.annotation`); :mod:`mha.analysis.role_table` sets each head's accuracy
+annotated sentences (:mod:`mha.corpora.annotation`); :mod:`mha.analysis.head_roles.role_table` sets each head's accuracy
 beside them.
 """
 
@@ -26,7 +26,8 @@ SYNTACTIC_KINDS: tuple[str, ...] = tuple(k for k in RELATION_KINDS if k != "pron
 
 
 def best_offset(offset_counts: Counter, total: int, offsets: Sequence[int]) -> tuple[float, int]:
-    """Accuracy and value of the offset that most often lands on the gold word (ties: smallest |offset|, then negative)."""
+    """Accuracy and value of the offset that most often lands on the gold word (ties: smallest |offset|, then
+    negative)."""
     check_type("offset_counts", offset_counts, Mapping, "a Counter of gold words by offset")
     if total == 0:
         return math.nan, 0
@@ -66,7 +67,8 @@ def nearest_candidate_before(sentence: AnnotatedSentence) -> int:
 
 
 def nearest_candidate_baseline(sentences: Iterable[AnnotatedSentence]) -> float:
-    """Accuracy of guessing each pronoun's antecedent as the nearest candidate before it (chapter 3, empirical head roles).
+    """Accuracy of guessing each pronoun's antecedent as the nearest candidate before it (chapter 3, empirical head
+    roles).
 
     Only sentences with a ``pronoun``, ``candidates`` and ``antecedent`` count;
     when no candidate precedes the pronoun the nearest one after it is the

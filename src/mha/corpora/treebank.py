@@ -3,7 +3,7 @@
 The template corpus of :mod:`mha.corpora.templates` knows its grammar by construction;
 a treebank brings real sentences annotated by people. This module turns any
 CoNLL-U file into the same :class:`~mha.corpora.templates.AnnotatedSentence` form, so
-:mod:`mha.analysis.role_table` scores heads on either without knowing which it got.
+:mod:`mha.analysis.head_roles.role_table` scores heads on either without knowing which it got.
 
 Only syntactic words are kept: multiword-token range lines (``2-3 cannot``)
 and empty nodes (``6.1``) are skipped, and the remaining words are numbered
@@ -253,7 +253,8 @@ def _treebank_text(path: str | Path) -> tuple[Path, str]:
 
 
 def parse_conllu(text: str, *, source: str = "<string>") -> list[AnnotatedSentence]:
-    """Parse CoNLL-U text into :class:`~mha.corpora.templates.AnnotatedSentence` objects (chapter 3, empirical head roles).
+    """Parse CoNLL-U text into :class:`~mha.corpora.templates.AnnotatedSentence` objects (chapter 3, empirical head
+    roles).
 
     ``source`` names the text in error messages and in each sentence's
     ``origin`` (``"<source>#<sent_id>"``, or ``"<source>#<n>"`` counting from
@@ -274,7 +275,8 @@ def parse_conllu(text: str, *, source: str = "<string>") -> list[AnnotatedSenten
 
 
 def read_conllu(path: str | Path) -> list[AnnotatedSentence]:
-    """Read a CoNLL-U file into :class:`~mha.corpora.templates.AnnotatedSentence` objects (chapter 3, empirical head roles).
+    """Read a CoNLL-U file into :class:`~mha.corpora.templates.AnnotatedSentence` objects (chapter 3, empirical head
+    roles).
 
     Any UD treebank works (UTF-8 text, with or without a byte-order mark); the
     book ships a sample, :data:`SAMPLE_TREEBANK_PATH`.

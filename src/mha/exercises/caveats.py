@@ -8,9 +8,9 @@ Section "Attention is not explanation": :func:`check_norm_based_attention`,
 
 Each check runs the learner's function on small seeded inputs (random
 attention maps, values, hidden states, similarities; no model needed),
-compares with the package's own implementation (:mod:`mha.analysis.norms`,
-:mod:`mha.analysis.attention_flow`, :mod:`mha.pretrained.sentence_embedding`,
-:mod:`mha.corpora.paraphrases`, :mod:`mha.analysis.ablation`, and
+compares with the package's own implementation (:mod:`mha.analysis.caveats.norms`,
+:mod:`mha.analysis.caveats.attention_flow`, :mod:`mha.pretrained.sentence_embedding`,
+:mod:`mha.corpora.paraphrases`, :mod:`mha.analysis.caveats.ablation`, and
 ``scipy.stats.spearmanr``), and names the slip when the answer matches a
 typical wrong one.
 """
@@ -23,13 +23,22 @@ import numpy as np
 import torch
 from scipy.stats import spearmanr
 
-from mha.analysis.norms import norm_based_attention, transformed_value_norms
-from mha.analysis.ablation import heads_removable, michel_importance
+from mha.analysis.caveats.ablation import heads_removable, michel_importance
+from mha.analysis.caveats.attention_flow import attention_rollout
+from mha.analysis.caveats.norms import norm_based_attention, transformed_value_norms
 from mha.corpora.paraphrases import ranking_accuracy
 from mha.pretrained.sentence_embedding import sentence_embeddings
-from mha.analysis.attention_flow import attention_rollout
-from .checking import (CheckResult, answer_number, as_array, describe_difference, matches, random_attention_maps, run_check,
-                       scalar_difference)
+
+from .checking import (
+    CheckResult,
+    answer_number,
+    as_array,
+    describe_difference,
+    matches,
+    random_attention_maps,
+    run_check,
+    scalar_difference,
+)
 
 __all__ = [
     "check_norm_based_attention",
@@ -255,7 +264,8 @@ def check_michel_importance(importance_fn: Callable, seed: int = 0) -> CheckResu
 
 
 def check_heads_removable(removable_fn: Callable, seed: int = 0) -> CheckResult:
-    """``fn(counts, quality, reference, max_drop) -> int``: heads removed before the first drop of more than max_drop."""
+    """``fn(counts, quality, reference, max_drop) -> int``: heads removed before the first drop of more than
+    max_drop."""
     rng = np.random.default_rng(seed)
 
     def cases() -> Iterator:

@@ -2,9 +2,9 @@
 
 Each ``check_*`` runs the learner's function on small seeded inputs (random
 attention maps and scores, no model needed), compares with the package's own
-implementation (:mod:`mha.analysis.coreference`, :mod:`mha.analysis.statistics`,
-:mod:`mha.analysis.relatedness`, :mod:`mha.analysis.rarity`), and says what differs,
-with a hint for the mistakes learners make most often.
+implementation (:mod:`mha.analysis.coreference_and_content.coreference`, :mod:`mha.analysis.statistics`,
+:mod:`mha.analysis.coreference_and_content.relatedness`, :mod:`mha.analysis.coreference_and_content.rarity`), and says
+what differs, with a hint for the mistakes learners make most often.
 """
 
 from __future__ import annotations
@@ -13,12 +13,23 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from mha.analysis.coreference import candidate_picks, candidate_weights, count_flips
+from mha.analysis.coreference_and_content.coreference import candidate_picks, candidate_weights, count_flips
+from mha.analysis.coreference_and_content.rarity import extreme_hit_rates
+from mha.analysis.coreference_and_content.relatedness import crossed_contrast
 from mha.analysis.statistics import detection_power, familywise_p_values
-from mha.analysis.relatedness import crossed_contrast
-from mha.analysis.rarity import extreme_hit_rates
-from .checking import (CheckResult, answer_number, answer_tuple, as_array, compare_number, describe_difference, matches,
-                       random_attention_maps, run_check, scalar_difference)
+
+from .checking import (
+    CheckResult,
+    answer_number,
+    answer_tuple,
+    as_array,
+    compare_number,
+    describe_difference,
+    matches,
+    random_attention_maps,
+    run_check,
+    scalar_difference,
+)
 
 __all__ = [
     "check_candidate_picks",

@@ -3,8 +3,8 @@ grammatical relations".
 
 Each ``check_*`` takes the learner's function, runs it on small seeded
 attention maps whose answers are known, and compares with the package's own
-implementation (:func:`mha.analysis.role_table.head_role_table`,
-:func:`mha.analysis.role_table.fixed_offset_baseline`, :func:`mha.pretrained.word_maps.word_attention`),
+implementation (:func:`mha.analysis.head_roles.role_table.head_role_table`,
+:func:`mha.analysis.head_roles.role_table.fixed_offset_baseline`, :func:`mha.pretrained.word_maps.word_attention`),
 which ``tests/test_roles.py`` and ``tests/test_words.py`` test on hand-made
 maps. When an answer is wrong the message also says which common slip it
 matches (the next token instead of the previous one, a row read instead of
@@ -21,11 +21,22 @@ from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
+from mha.analysis.head_roles.role_table import AttentionRecord, fixed_offset_baseline, head_role_table
 from mha.corpora.templates import AnnotatedSentence, Relation
-from mha.analysis.role_table import AttentionRecord, fixed_offset_baseline, head_role_table
 from mha.pretrained.word_maps import word_attention
-from .checking import (CheckResult, answer_number, answer_tuple, as_array, compare_array, compare_number, describe_value,
-                       one_hot_attention, random_attention_maps, run_check)
+
+from .checking import (
+    CheckResult,
+    answer_number,
+    answer_tuple,
+    as_array,
+    compare_array,
+    compare_number,
+    describe_value,
+    one_hot_attention,
+    random_attention_maps,
+    run_check,
+)
 
 __all__ = [
     "check_previous_token_share",
@@ -100,7 +111,8 @@ def check_previous_token_share(previous_token_share: Callable[[np.ndarray], floa
 
 def check_special_token_share(special_token_share: Callable[[np.ndarray, Sequence[str], str], float],
                               seed: int = 0) -> CheckResult:
-    """``special_token_share(weights, tokens, special)``: mean over ALL rows of the weight on columns whose token is ``special``."""
+    """``special_token_share(weights, tokens, special)``: mean over ALL rows of the weight on columns whose token is
+    ``special``."""
     rng = np.random.default_rng(seed)
 
     def cases() -> Iterator:
@@ -334,7 +346,7 @@ def check_word_attention(merge: Callable[[np.ndarray, Sequence[int | None]], np.
 def check_distance_matched_lift(lift: Callable[[np.ndarray, int, int], float], seed: int = 0) -> CheckResult:
     """``lift(weights, first, second)``: one (n, n) word map and a pair of word indices, ``first`` < ``second`` ->
     a float, the pair's weight against the head's mean weight at the same distance (3.1, bridging heads)."""
-    from mha.analysis.long_range import WordPair, distance_baseline, pair_lifts
+    from mha.analysis.head_roles.long_range import WordPair, distance_baseline, pair_lifts
 
     rng = np.random.default_rng(seed)
 

@@ -4,7 +4,7 @@ Layer dependence: :func:`check_pooled_ratio_interval`, :func:`check_held_out_gai
 Probing and its limits: :func:`check_word_features`, :func:`check_control_labels`, :func:`check_probe_accuracy`.
 
 Each check runs the learner's function on small seeded inputs (no model needed), compares with the package's own
-implementation (:mod:`mha.analysis.layer_profile`, :mod:`mha.analysis.probing`,
+implementation (:mod:`mha.analysis.caveats.layer_profile`, :mod:`mha.analysis.caveats.probing`,
 :mod:`mha.pretrained.word_maps`), and names the slip when the answer matches a typical wrong one.
 """
 
@@ -15,11 +15,20 @@ from collections.abc import Callable, Iterator
 import numpy as np
 from scipy.stats import pearsonr
 
-from mha.analysis.layer_profile import (bootstrap_counts, depth_trend, percentile_interval, resampled_ratios)
-from mha.analysis.probing import control_labels, fit_probe
+from mha.analysis.caveats.layer_profile import bootstrap_counts, depth_trend, percentile_interval, resampled_ratios
+from mha.analysis.caveats.probing import control_labels, fit_probe
 from mha.pretrained.word_maps import word_units
-from .checking import (AnswerError, CheckResult, answer_tuple, compare_array, compare_number, describe_difference,
-                       matches, run_check)
+
+from .checking import (
+    AnswerError,
+    CheckResult,
+    answer_tuple,
+    compare_array,
+    compare_number,
+    describe_difference,
+    matches,
+    run_check,
+)
 
 __all__ = [
     "check_pooled_ratio_interval",

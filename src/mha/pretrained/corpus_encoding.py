@@ -1,6 +1,6 @@
 """Encode a whole corpus into attention records, in batches (chapter 3, empirical head roles).
 
-:func:`mha.analysis.role_table.head_role_table` scores heads from one
+:func:`mha.analysis.head_roles.role_table.head_role_table` scores heads from one
 :class:`~mha.pretrained.attention_record.AttentionRecord` per sentence. This module produces those
 records from the pretrained encoder of :mod:`mha.pretrained.encoder`, many sentences per
 forward pass, so that encoding the ~600 sentences of
@@ -46,7 +46,8 @@ def encode_records(
     max_tokens: int = 4096,
     dtype: type = np.float32,
 ) -> list[AttentionRecord]:
-    """One :class:`~mha.pretrained.attention_record.AttentionRecord` per sentence, encoded in batches (chapter 3, empirical head roles).
+    """One :class:`~mha.pretrained.attention_record.AttentionRecord` per sentence, encoded in batches (chapter 3,
+    empirical head roles).
 
     ``sentences`` holds :class:`~mha.corpora.templates.AnnotatedSentence` objects (encoded
     from their words, and kept as the record's ``sentence``) or plain strings

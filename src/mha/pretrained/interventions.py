@@ -27,7 +27,7 @@ many of them. Each result equals a full run of
   (chapter 4, "Attention is not explanation").
 
 The analysis built on these (importance rankings, pruning curves) is in
-:mod:`mha.analysis.ablation`.
+:mod:`mha.analysis.caveats.ablation`.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 from ipywidgets import HTML, Checkbox, Dropdown, IntSlider, Layout, Text, Widget
 
-from mha.analysis.score_spread import treebank_score_spread
+from mha.analysis.head_roles.score_spread import treebank_score_spread
 from mha.book import head_label
 from mha.core.validation import InputError, as_real_array, check_items, check_whole_number
 from mha.pretrained.encoder import MiniLMEncoder, check_encoder
@@ -92,8 +92,9 @@ class ModelHeadExplorer(Explorer):
     ``sentences`` fill the menu; the reader can also type one, which switches the menu to
     :data:`TYPE_YOUR_OWN`. ``what_to_try`` and ``what_to_notice`` replace the general guidance with a page's own,
     and ``opening`` says whether the view first shows one map or every head (:data:`~mha.views.explorer.OPENINGS`).
-    The rest is :class:`~mha.views.explorer.Explorer`'s. Used in (chapter 3, "A tour of all 72 heads"), (chapter 3, "Syntax: heads that follow
-    grammatical relations"), (chapter 3, "Coreference, honestly") and (chapter 3, "Content and rare words").
+    The rest is :class:`~mha.views.explorer.Explorer`'s. Used in (chapter 3, "A tour of all 72 heads"), (chapter 3,
+    "Syntax: heads that follow grammatical relations"), (chapter 3, "Coreference, honestly") and (chapter 3, "Content
+    and rare words").
     """
 
     what_to_try = ("Step through the layers and heads on one sentence, then the other sentences of the menu, then "
@@ -213,7 +214,7 @@ class ModelHeadExplorer(Explorer):
     def page_model(self) -> dict:
         """The website runs all-MiniLM-L6-v2 in the page on a typed sentence; it needs the longest map it draws and,
         to read the sentence's scores against, their spread over treebank sentences
-        (:func:`~mha.analysis.score_spread.treebank_score_spread`)."""
+        (:func:`~mha.analysis.head_roles.score_spread.treebank_score_spread`)."""
         return {"max_tokens": MAX_VIEW_TOKENS, "spread": _treebank_spread(self.encoder)}
 
     def site_arguments(self, values: dict[str, object]) -> dict[str, object]:

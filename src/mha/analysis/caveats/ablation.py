@@ -181,7 +181,8 @@ PRUNING_SPREAD_PATH = DATA_DIRECTORY / "pruning_spread.json"
 
 
 def load_pruning_spread(path: str | Path = PRUNING_SPREAD_PATH) -> dict:
-    """The stored pruning curves of ``scripts/pruning_spread.py``: ``counts``, and per split its ``ranking_kept`` by order.
+    """The stored pruning curves of ``scripts/pruning_spread.py``: ``counts``, and per split its ``ranking_kept`` by
+    order.
 
     Read from ``path`` (default: the book's ``pruning_spread.json``), checked against ``data/SHA256SUMS`` and its
     shape checked: a missing, tampered or malformed file raises ``ValueError`` with the command that regenerates it

@@ -96,7 +96,8 @@ def masking_influence(encoder: MiniLMEncoder, sentence: str, *, replacement: str
 
 
 def own_token_share(mixing, positions=None) -> np.ndarray:
-    """Share of each row that falls on its own column: ``M[..., i, i] / sum_j M[..., i, j]`` -> (..., positions) (chapter 4).
+    """Share of each row that falls on its own column: ``M[..., i, i] / sum_j M[..., i, j]`` -> (..., positions)
+    (chapter 4).
 
     ``mixing`` (..., n, n) is a rollout or an influence map (rows = positions,
     columns = input tokens, non-negative). ``positions`` selects the rows

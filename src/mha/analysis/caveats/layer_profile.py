@@ -1,12 +1,13 @@
-"""Which layer does what: per-layer profiles of head scores on real text, and the claim about depth (4.3 "Layer dependence").
+"""Which layer does what: per-layer profiles of head scores on real text, and the claim about depth (4.3 "Layer
+dependence").
 
 A popular summary of BERT-style encoders says that lower layers track position and syntax and higher layers
-semantics and long-range links. This module turns the head scores of :mod:`mha.analysis.role_table` into one
+semantics and long-range links. This module turns the head scores of :mod:`mha.analysis.head_roles.role_table` into one
 profile per layer, with intervals, and states for each claimed trend whether it holds on the measured model:
 
 * :func:`sentence_scores` scores every head on every sentence on its own (one
-  :func:`~mha.analysis.role_table.head_role_table` per sentence), keeping, for the relation columns, the hits and
-  the gold pairs rather than the accuracy, so that any set of sentences can be pooled again;
+  :func:`~mha.analysis.head_roles.role_table.head_role_table` per sentence), keeping, for the relation columns, the hits
+  and the gold pairs rather than the accuracy, so that any set of sentences can be pooled again;
 * :func:`relation_accuracy` and :func:`held_out_syntactic_gain` pool those counts: each head's relation and each
   relation's fixed-offset baseline (Clark et al. 2019) are chosen on a *selection* set of sentences and the gain is
   reported on the other, *report*, set;
@@ -18,8 +19,8 @@ profile per layer, with intervals, and states for each claimed trend whether it 
   stated in :func:`trend_verdict`.
 
 :func:`selection_report_split` gives the two sets as sorted indices (:func:`mha.corpora.treebank.split_sentences`).
-The resampling tools live in :mod:`mha.analysis.statistics` and are imported here for the notebooks of chapter 4. Direction convention, as everywhere in :mod:`mha`: rows are queries (attend FROM), columns
-keys (attended TO).
+The resampling tools live in :mod:`mha.analysis.statistics` and are imported here for the notebooks of chapter 4.
+Direction convention, as everywhere in :mod:`mha`: rows are queries (attend FROM), columns keys (attended TO).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-from mha.analysis.role_table import RELATION_DIRECTIONS, head_role_table
+from mha.analysis.head_roles.role_table import RELATION_DIRECTIONS, head_role_table
 from mha.analysis.statistics import bootstrap_counts, percentile_interval, resampled_means, resampled_ratios
 from mha.core.validation import as_real_array, check_items, check_size, check_type, check_whole_number
 from mha.corpora.treebank import split_sentences
@@ -101,7 +102,7 @@ class SentenceScores:
     """Every head scored on every sentence on its own (section 4.3).
 
     ``values[column]`` is (sentences, layers, heads) for each requested column of
-    :func:`~mha.analysis.role_table.head_role_table`. For the relations, ``prefixes`` names the relation
+    :func:`~mha.analysis.head_roles.role_table.head_role_table`. For the relations, ``prefixes`` names the relation
     directions (column prefixes such as ``noun_det``), ``relation_hits`` (sentences, prefixes, layers, heads) counts
     the gold pairs whose row's most-attended word is the gold word, ``relation_counts`` (sentences, prefixes) the
     gold pairs, and ``offset_counts`` (sentences, prefixes, offsets) how many of them lie at each fixed offset of
@@ -123,7 +124,8 @@ class SentenceScores:
 def sentence_scores(records: Iterable[AttentionRecord], columns: Sequence[str] = (
         "prev_token_share", "next_token_share", "cls_share", "sep_share", "entropy_ratio", "mean_distance"),
         *, offsets: Sequence[int] = BASELINE_OFFSETS) -> SentenceScores:
-    """Score every head on each sentence alone, with :func:`~mha.analysis.role_table.head_role_table` (section 4.3).
+    """Score every head on each sentence alone, with :func:`~mha.analysis.head_roles.role_table.head_role_table`
+    (section 4.3).
 
     ``records`` are attention records with gold sentences (e.g. from
     :func:`mha.pretrained.corpus_encoding.encode_records` on a treebank). ``columns`` are token-level columns of

@@ -208,13 +208,14 @@ def crossed_contrast(weights) -> np.ndarray:
 def noun_pairs(trees, *, upos: Sequence[str] = ("NOUN", "PROPN")):
     """Every pair of nouns in each sentence of a treebank, for relatedness on real text (3.1, 3.4).
 
-    ``trees`` are :class:`mha.analysis.long_range.UDTree` objects (:func:`mha.analysis.long_range.read_ud_trees`).
-    Returns :class:`mha.analysis.long_range.WordPair` objects of kind ``"noun_noun"``, earlier word first, for
-    every two words whose UPOS is in ``upos`` and whose lower-cased forms differ (a word repeated is not a pair
-    of related words). Real text has no gold "related" label; :func:`pair_cosines` gives a stand-in.
+    ``trees`` are :class:`mha.analysis.head_roles.long_range.UDTree` objects
+    (:func:`mha.analysis.head_roles.long_range.read_ud_trees`). Returns
+    :class:`mha.analysis.head_roles.long_range.WordPair` objects of kind ``"noun_noun"``, earlier word first, for every
+    two words whose UPOS is in ``upos`` and whose lower-cased forms differ (a word repeated is not a pair of related
+    words). Real text has no gold "related" label; :func:`pair_cosines` gives a stand-in.
     """
     trees = check_items("trees", trees, "a list of UDTrees, e.g. read_ud_trees(path)")
-    from mha.analysis.long_range import WordPair
+    from mha.analysis.head_roles.long_range import WordPair
 
     wanted = set(upos)
     pairs = []

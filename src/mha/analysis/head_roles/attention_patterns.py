@@ -2,8 +2,8 @@
 (chapter 3, "A tour of all 72 heads").
 
 :func:`pattern_label` names a head's pattern (vertical, diagonal, vertical + diagonal, block or heterogeneous)
-from three shares of its weight that :func:`mha.analysis.role_table.head_role_table` measures; the shares need to
-know which tokens are punctuation (:func:`is_punctuation`) and which segment each token is in
+from three shares of its weight that :func:`mha.analysis.head_roles.role_table.head_role_table` measures; the shares
+need to know which tokens are punctuation (:func:`is_punctuation`) and which segment each token is in
 (:func:`block_segments`). Rows are queries (attend from), columns keys (attended to).
 """
 

@@ -10,8 +10,9 @@ weight the same head gives, on average, to any word at the same distance in the 
 (attended TO).
 
 The full tree of each sentence (form, UPOS, head, relation) comes from :func:`mha.corpora.treebank.read_ud_trees`
-(imported here too), which numbers the words as :func:`mha.corpora.treebank.read_conllu` does. Self-attention (copying) per sentence is
-:func:`mha.analysis.role_table.sentence_head_scores`'s ``self_share``.
+(imported here too), which numbers the words as :func:`mha.corpora.treebank.read_conllu` does. Self-attention (copying)
+per sentence is
+:func:`mha.analysis.head_roles.role_table.sentence_head_scores`'s ``self_share``.
 """
 
 from __future__ import annotations

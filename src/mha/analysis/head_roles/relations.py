@@ -1,7 +1,7 @@
 """Which head tracks each grammatical relation, and what it points at instead (3.2 "Syntax: heads that follow
 grammatical relations").
 
-:func:`mha.analysis.role_table.head_role_table` scores every head on every relation and
+:func:`mha.analysis.head_roles.role_table.head_role_table` scores every head on every relation and
 direction. This module reads those scores the way the syntax section of
 chapter 3 does, and looks inside one head's guesses:
 
@@ -40,7 +40,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from mha.analysis.role_table import RELATION_DIRECTIONS, SYNTACTIC_GAIN_MIN, relation_scores_long
+from mha.analysis.head_roles.role_table import RELATION_DIRECTIONS, SYNTACTIC_GAIN_MIN, relation_scores_long
 from mha.analysis.statistics import bootstrap_ratio_interval
 from mha.core.validation import check_items
 from mha.pretrained.attention_record import AttentionRecord
@@ -66,8 +66,8 @@ def best_heads(
 ) -> pd.DataFrame:
     """The best head for each relation and direction, next to its fixed-offset baseline (section 3.2).
 
-    ``table`` is a :func:`mha.analysis.role_table.head_role_table`. ``relations`` are
-    column prefixes of :data:`mha.analysis.role_table.RELATION_DIRECTIONS` (default: all
+    ``table`` is a :func:`mha.analysis.head_roles.role_table.head_role_table`. ``relations`` are
+    column prefixes of :data:`mha.analysis.head_roles.role_table.RELATION_DIRECTIONS` (default: all
     of them, in that order); relations with no gold pair are skipped. For
     each, the head with the highest accuracy wins (ties: the earliest layer,
     then head). Returns one row per relation with ``relation``, ``reads``
@@ -167,7 +167,7 @@ def spanning_attractor_records(records: Iterable[AttentionRecord]) -> list[Atten
     Keeps the records whose gold sentence names an ``attractor`` and has a
     ``subj_verb`` pair with the attractor strictly between subject and verb
     ("The teacher near the *windows* sleeps"); each kept record's sentence
-    holds only that pair, so a :func:`mha.analysis.role_table.head_role_table` of the
+    holds only that pair, so a :func:`mha.analysis.head_roles.role_table.head_role_table` of the
     result scores subject-verb agreement across the attractor and nothing
     else. Pairs inside a relative clause, which no attractor separates, are
     dropped.
@@ -193,7 +193,7 @@ POSSESSIVE_MARKERS = frozenset({"'s", "s'", "'", "’s", "’"})
 class RelationHits:
     """Per-sentence counts behind every head's accuracy on every relation direction (section 3.2).
 
-    ``relations`` are prefixes of :data:`~mha.analysis.role_table.RELATION_DIRECTIONS`; ``pairs`` (sentences,
+    ``relations`` are prefixes of :data:`~mha.analysis.head_roles.role_table.RELATION_DIRECTIONS`; ``pairs`` (sentences,
     relations) counts the gold pairs of each sentence; ``hits`` (sentences, relations, layers, heads) how many of
     them each head gets right; ``offset_hits`` (sentences, relations, offsets) how many the guess "the word
     ``offset`` positions away" gets right; ``guess_at_offset`` (sentences, relations, layers, heads, offsets) how

@@ -41,7 +41,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from mha.analysis.attention_patterns import PATTERN_LABELS, block_segments, is_punctuation, pattern_label
+from mha.analysis.head_roles.attention_patterns import PATTERN_LABELS, block_segments, is_punctuation, pattern_label
 from mha.core.resampling import bootstrap_counts
 from mha.core.validation import check_items, check_type
 from mha.corpora.annotation import AnnotatedSentence

@@ -2,8 +2,8 @@
 "A tour of all 72 heads").
 
 The website's model explorer runs all-MiniLM-L6-v2 on any sentence a reader types. Beside the map it shows four
-scores of the head on show, for that sentence (:func:`mha.analysis.role_table.sentence_head_scores` defines them):
-the weight on the previous token, on [CLS], on the token itself, and the strongest link between two different
+scores of the head on show, for that sentence (:func:`mha.analysis.head_roles.role_table.sentence_head_scores` defines
+them): the weight on the previous token, on [CLS], on the token itself, and the strongest link between two different
 words. A score means little alone; :func:`score_spread` stores, per head, the quantiles of the same score over the
 treebank sentences of section 3.1, so the page can say where the reader's sentence falls among them.
 """
@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from mha.analysis.role_table import SENTENCE_SCORES, sentence_head_scores
+from mha.analysis.head_roles.role_table import SENTENCE_SCORES, sentence_head_scores
 from mha.core.validation import check_type, check_whole_number
 
 __all__ = ["SPREAD_SCORES", "SPREAD_QUANTILES", "score_spread", "treebank_score_spread"]
@@ -31,9 +31,9 @@ def score_spread(per_sentence: dict[str, np.ndarray], names: Sequence[str] = SPR
     """Quantiles over sentences of each head's scores.
 
     ``per_sentence`` maps a score's name to its values, (sentences, layers, heads), as
-    :func:`~mha.analysis.role_table.sentence_head_scores` returns. Returns a dict of plain numbers (ready for JSON):
-    ``quantiles`` (q,), ``sentences`` (how many), and ``scores``, mapping each name to nested lists (layers, heads, q),
-    rounded to 4 decimals, with numpy's default (linear) quantile.
+    :func:`~mha.analysis.head_roles.role_table.sentence_head_scores` returns. Returns a dict of plain numbers (ready for
+    JSON): ``quantiles`` (q,), ``sentences`` (how many), and ``scores``, mapping each name to nested lists (layers,
+    heads, q), rounded to 4 decimals, with numpy's default (linear) quantile.
     """
     check_type("per_sentence", per_sentence, Mapping, "a dict of per-sentence scores by name")
     unknown = [name for name in names if name not in per_sentence]

@@ -1083,7 +1083,7 @@
     return merged;
   }
 
-  /* Four scores of one head on one sentence (mha.analysis.role_table.sentence_head_scores): weights (n, n) with
+  /* Four scores of one head on one sentence (mha.analysis.head_roles.role_table.sentence_head_scores): weights (n, n) with
      [CLS] first and [SEP] last, wordIds from wordsOf. */
   function sentenceScores(weights, n, wordIds) {
     const content = [];

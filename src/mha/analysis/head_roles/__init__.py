@@ -1,0 +1,13 @@
+"""Every head scored over real text, and what the scores say about its role (3.1 "A tour of all 72 heads", 3.2).
+
+- :mod:`~mha.analysis.head_roles.role_table`: the head-role table, every head scored over a corpus (3.1 "A tour of
+  all 72 heads", 3.2, 4.2).
+- :mod:`~mha.analysis.head_roles.attention_patterns`: what a head's map looks like, Kovaleva et al.'s pattern types,
+  and the token classes they rest on (3.1).
+- :mod:`~mha.analysis.head_roles.score_spread`: four scores of each head spread over treebank sentences, which the
+  website reads a typed sentence against (3.1).
+- :mod:`~mha.analysis.head_roles.long_range`: bridging heads (long-range word pairs from UD trees, against a
+  distance-matched baseline and controls) and the data behind copying heads (3.1).
+- :mod:`~mha.analysis.head_roles.relations`: which head tracks each grammatical relation, against positional
+  baselines (3.2 "Syntax: heads that follow grammatical relations").
+"""
