@@ -140,6 +140,7 @@ def week_student(week: Week, where: Path) -> dict:
     for path in week.notebooks:
         book = json.loads(path.read_text())
         student, _ = student_edition.split_notebook(book)
+        student = student_edition.with_answer_cells(student, student_edition.exercises(book))
         part = student_edition.readable_edition(student, book, path)
         for cell in part["cells"]:
             if cell["cell_type"] == "markdown":

@@ -11,7 +11,9 @@ For every notebook under chapters/, in ``<out>/<notebook>/``:
   Gradescope. It carries a wheel of the book's package (built from this tree) and installs, on Python
   :data:`PYTHON_VERSION`, what grading needs (:func:`grading_requirements`, also written beside it as
   ``requirements.txt``);
-- ``key.ipynb``: the answer key as a submission: the student edition with each stub replaced by the book's solution.
+- ``key.ipynb``: the answer key as a submission: the student edition with each stub replaced by the book's solution;
+- ``manual_questions.md``: the exercises marked by hand, with their points and rubrics (scripts/written_answers.py),
+  for the instructor only.
 
 and the same in ``<out>/weeks/week_N/`` for each week of chapters/syllabus.yml, whose sections' notebooks are one
 notebook (scripts/course.py): otter grades one notebook per submission, so a week is one assignment.
@@ -55,6 +57,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 import course  # noqa: E402  (the same folder)
 import student_edition  # noqa: E402
+import written_answers  # noqa: E402
 
 POINTS_BY_DIFFICULTY = {1: 2, 2: 3, 3: 5}  # an exercise's points by its stars: ★ 2, ★★ 3, ★★★ 5 (--points)
 HIDDEN_SEEDS = (1, 2)
@@ -202,6 +205,7 @@ def write_bundle(book: dict, folder: Path, wheel: Path, points: dict[int, float]
     for exercise in exercises_of(book):
         (tests / f"{exercise['label']}.py").write_text(test_file(exercise, points_of(exercise, points)))
     (folder / "key.ipynb").write_text(json.dumps(key_submission(book), indent=1, ensure_ascii=False) + "\n")
+    (folder / "manual_questions.md").write_text(written_answers.outline(book, folder.name))  # not in the zip
     config = folder / "otter_config.json"
     config.write_text(json.dumps(otter_config(exercises_of(book)), indent=1) + "\n")
     requirements = folder / "requirements.txt"

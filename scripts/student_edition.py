@@ -29,8 +29,12 @@ solution in markdown and code cells. What the learner's cells are depends on the
 
 The student edition is each notebook with every solution block removed, whatever the kind (so rubrics go only to
 the answer key): the exercise, its hint, its stub or prediction cell and its check stay, with their stored outputs,
-so it runs under nbval like the book (``.ci/run`` executes it). Its markdown is then made readable outside JupyterLab
-(Colab, plain Jupyter, nbconvert's HTML), where MyST's roles and directives show as raw text
+so it runs under nbval like the book (``.ci/run`` executes it). A prediction's measurement is the exception: its
+stored output is cleared, and the cell refuses to run until a prediction is entered (:func:`guard_reveals`). Every
+exercise marked by hand (a prediction, an explanation, an investigation) gets a place for its answer, as an otter
+manual question (:func:`with_answer_cells`), which scripts/written_answers.py collects and exports to PDF. Its
+markdown is then made readable outside JupyterLab (Colab, plain Jupyter, nbconvert's HTML), where MyST's roles and
+directives show as raw text
 (:func:`readable_markdown`): every ``{eval}`` role becomes the text it showed when the book was executed, every
 exercise a bold title above its statement, every hint an HTML ``<details>`` fold, and ``{doc}`` and ``{ref}`` roles
 plain links and words. The book's own notebooks and the website keep the MyST.
@@ -205,7 +209,104 @@ def split_notebook(notebook: dict) -> tuple[dict, list[Solution]]:
     if current is not None:
         raise ValueError(f"the solution {current.label} has no {{solution-end}}")
     student["cells"] = cells
-    return student, solutions
+    return guard_reveals(student, exercises(notebook)), solutions
+
+
+REVEAL_GUARD = ("from mha.exercises.checking import require_prediction\n"
+                "require_prediction({name})  # the measurement below is shown once you have made your prediction\n\n")
+# otter's manual questions: ``otter export --filtering`` keeps what lies between these comments, one page each
+BEGIN_QUESTION, END_QUESTION = "<!-- BEGIN QUESTION -->", "<!-- END QUESTION -->"
+ANSWER_HEADING = re.compile(r"^\*\*Your (?:answer|prediction): .*\*\* \(`(?P<label>[\w-]+)`", re.M)
+ANSWER_PROMPT = "_Type your answer here, replacing this text._"
+WORK_PROMPT = "# your investigation: add code cells as you need them; they are part of your answer"
+HINT_AFTER = re.compile(r"\s*" + r"```\{hint\}[^\n]*\n(?:[ \t]*:[\w-]+:[^\n]*\n)*.*?\n?```", re.S)
+
+
+def guard_reveals(student: dict, found: list[Exercise]) -> dict:
+    """``student`` with each "Predict, then check" measurement cleared: the code cell after the prediction's cell
+    loses its stored output and starts by refusing to run while the prediction is missing
+    (:func:`mha.exercises.checking.require_prediction`). Its ``raises-exception`` tag lets "Run all" (and nbval) go
+    on past the refusal."""
+    predictions = {exercise.label: exercise.function for exercise in found
+                   if exercise.kind == "predict" and exercise.function}
+    waiting: tuple[str, str] | None = None  # (the prediction's name, "prediction" or "measurement")
+    for cell in student["cells"]:
+        text = _source(cell)
+        if cell["cell_type"] == "markdown":
+            waiting = next(((predictions[label], "prediction") for label in LABEL.findall(text)
+                            if label in predictions), waiting)
+        elif waiting and waiting[1] == "prediction" and re.search(rf"^{waiting[0]}\s*=", text, re.M):
+            waiting = (waiting[0], "measurement")
+        elif waiting and waiting[1] == "measurement":
+            _set_source(cell, REVEAL_GUARD.format(name=waiting[0]) + text)
+            cell["outputs"], cell["execution_count"] = [], None
+            tags = cell.setdefault("metadata", {}).setdefault("tags", [])
+            tags += [] if "raises-exception" in tags else ["raises-exception"]
+            waiting = None
+    return student
+
+
+def _markdown(text: str, cell_id: str) -> dict:
+    return {"cell_type": "markdown", "id": cell_id, "metadata": {}, "source": text.splitlines(keepends=True)}
+
+
+def answer_cells(exercise: Exercise) -> list[dict]:
+    """The cells where a learner answers an exercise marked by hand, as an otter manual question: a heading that
+    names it, an answer cell (and, for an investigation, a code cell for its work), and the question's end."""
+    heading = f"{BEGIN_QUESTION}\n\n**Your answer: {exercise.title}** (`{exercise.label}`, marked by hand)\n"
+    work = [{"cell_type": "code", "id": f"{exercise.label}-work", "metadata": {}, "execution_count": None,
+             "outputs": [], "source": [WORK_PROMPT + "\n"]}]
+    return [_markdown(heading, f"{exercise.label}-begin"), *(work if exercise.kind == "investigate" else []),
+            _markdown(ANSWER_PROMPT + "\n", f"{exercise.label}-answer"),
+            _markdown(END_QUESTION + "\n", f"{exercise.label}-end")]
+
+
+def with_answer_cells(student: dict, found: list[Exercise]) -> dict:
+    """``student`` with a place for every answer marked by hand, as otter manual questions (``otter export
+    --filtering`` makes a PDF of them for Gradescope): after each explanation's and investigation's statement and
+    hints, :func:`answer_cells`; around each prediction's cell, a heading and the question's end, so that the
+    prediction and the reasoning in its comment are the answer."""
+    written = {exercise.label: exercise for exercise in found if exercise.kind in ("predict", "explain", "investigate")}
+    cells, prediction = [], None
+    for cell in student["cells"]:
+        text = _source(cell)
+        if cell["cell_type"] == "code":
+            if prediction and re.search(rf"^{prediction.function}\s*=", text, re.M):
+                heading = (f"{BEGIN_QUESTION}\n\n**Your prediction: {prediction.title}** (`{prediction.label}`, marked "
+                           "by hand: the reasoning in your comment counts, not the digits)\n")
+                label = prediction.label
+                cells += [_markdown(heading, f"{label}-begin"), cell, _markdown(END_QUESTION + "\n", f"{label}-end")]
+                prediction = None
+            else:
+                cells.append(cell)
+            continue
+        start = 0
+        for match in EXERCISE_PARTS.finditer(text):
+            label = LABEL.search(match["body"])
+            exercise = written.get(label.group(1)) if label else None
+            if exercise is None:
+                continue
+            if exercise.kind == "predict":
+                prediction = exercise
+                continue
+            end = match.end()
+            while hint := HINT_AFTER.match(text, end):
+                end = hint.end()
+            kept = copy.deepcopy(cell)
+            if start:  # the second part of one cell: an id of its own
+                kept["id"] = f"{cell.get('id', 'cell')}-{exercise.label}"[-64:]
+            _set_source(kept, text[start:end].strip("\n") + "\n")
+            cells += [kept, *answer_cells(exercise)]
+            start = end
+        if start == 0:
+            cells.append(cell)
+        elif text[start:].strip():
+            rest = copy.deepcopy(cell)
+            _set_source(rest, text[start:].strip("\n") + "\n")
+            rest["id"] = f"{cell.get('id', 'cell')}-rest"[-64:]
+            cells.append(rest)
+    student["cells"] = cells
+    return student
 
 
 def answer_key(title: str, solutions: list[Solution]) -> str:
@@ -336,6 +437,7 @@ def write_edition(out: Path, notebooks: list[Path] | None = None) -> dict[str, i
             continue
         notebook = json.loads(path.read_text())
         student, solutions = split_notebook(notebook)
+        student = with_answer_cells(student, exercises(notebook))
         relative = path.relative_to(ROOT)
         target = out / relative
         target.parent.mkdir(parents=True, exist_ok=True)

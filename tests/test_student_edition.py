@@ -73,7 +73,9 @@ def test_no_solution_line_leaks_into_the_student_edition(written, path):
 def test_every_exercise_keeps_its_statement_stub_and_not_attempted_check(written, path):
     """Every exercise keeps its statement (and hint). A "Write and check" exercise keeps its stub, whose check says
     "Not attempted yet", and its solution passes; the other kinds are recognised by their kind: a prediction keeps
-    its ``my_`` cell and the measurement below it, and an explanation or investigation keeps only its statement."""
+    its ``my_`` cell and the measurement below it (cleared, refusing to run without a prediction), and an explanation
+    or investigation keeps its statement; each of the three gets a place for its answer, as an otter manual
+    question."""
     book = json.loads((ROOT / path).read_text())
     student = json.loads((written / path).read_text())
     _, solutions = edition.split_notebook(book)
@@ -86,6 +88,7 @@ def test_every_exercise_keeps_its_statement_stub_and_not_attempted_check(written
     checked = [label for label, exercise in exercises.items() if exercise.kind == "check"]
     assert len(stubs) == len(checked), f"{path}: {len(stubs)} stubs for {len(checked)} check-kind exercises"
     unrendered, _ = edition.split_notebook(book)  # the same cells before their markdown is made readable
+    unrendered = edition.with_answer_cells(unrendered, edition.exercises(book))
     assert [e.label for e in edition.exercises(unrendered)] == list(exercises), f"{path}: an exercise is gone"
     assert re.findall(r'<a id=\\"(ex-[\w-]+)\\"></a>', text) == list(exercises), f"{path}: an exercise is gone"
     for solution in solutions:
@@ -100,8 +103,14 @@ def test_every_exercise_keeps_its_statement_stub_and_not_attempted_check(written
             cells = [c for c in student["cells"] if c["cell_type"] == "code"
                      and re.search(rf"^{exercise.function or 'my_prediction'}\w* = ", "".join(c["source"]), re.M)]
             assert cells and exercise.function, f"{path}: {solution.label} keeps no cell for the prediction"
+            measuring = student["cells"][student["cells"].index(cells[0]) + 2]  # after the question's end
+            assert measuring["cell_type"] == "code" and not measuring["outputs"], f"{path}: a measurement shown"
+            assert f"require_prediction({exercise.function})" in "".join(measuring["source"])
+            assert "raises-exception" in measuring["metadata"]["tags"]
         else:  # explain, investigate: the rubric or starting point is in the answer key only
             assert solution.text, f"{path}: the solution of {solution.label} ({exercise.kind}) says nothing"
+        if exercise.kind != "check":
+            assert f"(`{solution.label}`, marked by hand" in text, f"{path}: no answer cell for {solution.label}"
     for stub in stubs:
         said = edition._output_text(stub)
         assert said.startswith("✗ Not attempted yet"), f"{path}: a stub's check says {said!r}"

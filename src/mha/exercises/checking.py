@@ -35,7 +35,8 @@ from .learner_errors import newer_cell_that_does_not_parse, undefined_name_feedb
 
 __all__ = ["AnswerError", "CheckBug", "CheckResult", "answer_array", "answer_number", "answer_tuple", "as_array",
            "compare_array", "compare_number", "describe_difference", "describe_value", "expected_array",
-           "matches", "one_hot_attention", "random_attention_maps", "run_check", "scalar_difference"]
+           "matches", "one_hot_attention", "random_attention_maps", "PredictionMissing", "require_prediction",
+           "run_check", "scalar_difference"]
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,22 @@ class AnswerError(Exception):
 
 class CheckBug(RuntimeError):
     """A check's own expected answer is not finite numbers: a bug in the check, raised rather than let any answer pass."""
+
+
+class PredictionMissing(Exception):
+    """A "Predict, then check" measurement asked for before a prediction was entered (:func:`require_prediction`)."""
+
+    def _render_traceback_(self) -> list[str]:  # what IPython shows instead of a traceback
+        return [str(self)]
+
+
+def require_prediction(prediction: Any, name: str = "my_prediction") -> None:
+    """Refuse to show a measurement before the learner has predicted it: each "Predict, then check" cell that
+    measures starts with this call in the student edition (scripts/student_edition.py). A prediction is missing
+    while it is None, ``...`` or blank text; :class:`PredictionMissing` then says what to do."""
+    if prediction is None or prediction is Ellipsis or (isinstance(prediction, str) and not prediction.strip()):
+        raise PredictionMissing(f"✗ No prediction yet: set {name} in the cell above (with a sentence on why, as a "
+                                "comment) and run it. This cell shows the measurement only after you have predicted.")
 
 
 # --- saying what the learner handed in ----------------------------------------------------------
