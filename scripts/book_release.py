@@ -5,9 +5,13 @@
   address is a one-line change there; the Colab setup cells (``scripts/setup_cells.py``), the JupyterHub environment
   file and nbgitpuller links (``scripts/hosting_files.py``, ``scripts/hub_link.py``) are generated from it, and
   ``tests/test_hosting.py`` checks that no other file spells it out.
-- The package's version is ``pyproject.toml``'s; a release is the git tag ``v<version>`` (:func:`release_tag`), and
-  the Colab setup cells and the JupyterHub environment install the package from that tag.
-- Every version is pinned once, in ``requirements.txt`` (:func:`pins`).
+- The package's version is ``pyproject.toml``'s. A release is a commit, tagged ``v<version>`` (:func:`release_tag`)
+  and recorded in ``release.toml`` with its version (:func:`release`); the Colab setup cells, the JupyterHub
+  environment and the student branch's Binder install the package from that commit, which cannot be moved as a tag
+  can (:func:`release_requirement`). ``python scripts/book_release.py --record-release`` records the commit checked
+  out (CONTRIBUTING.md, "Cut a release").
+- Every version is pinned once, in ``requirements.txt`` (:func:`pins`); ``requirements.lock`` pins everything those
+  bring, with the sha256 of each file (``scripts/lock_requirements.py``; :func:`locked`).
 - PyTorch comes from PyTorch's CPU-only wheel index wherever the book installs it on Linux (:data:`TORCH_CPU_INDEX`):
   PyPI's Linux wheel of torch is the CUDA build, gigabytes of libraries a CPU never uses.
 
@@ -16,7 +20,10 @@ Run from anywhere; it is imported by the other scripts and by the tests (it need
 
 from __future__ import annotations
 
+import argparse
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 from urllib.parse import urlparse
@@ -62,9 +69,37 @@ def release_tag(root: Path = ROOT) -> str:
     return f"v{version(root)}"
 
 
+def release(root: Path = ROOT) -> dict[str, str]:
+    """The latest release, ``{"version": ..., "commit": <40 hex digits>}``, from ``release.toml``."""
+    recorded = tomllib.loads((root / "release.toml").read_text(encoding="utf-8"))
+    if not re.fullmatch(r"[0-9a-f]{40}", str(recorded.get("commit", ""))) or not recorded.get("version"):
+        raise ValueError("release.toml should hold a version and a commit's full 40-digit hash; record the release "
+                         "with python scripts/book_release.py --record-release")
+    return {"version": str(recorded["version"]), "commit": recorded["commit"]}
+
+
 def release_requirement(root: Path = ROOT) -> str:
-    """The pip requirement that installs the package from its release tag (what Colab and a JupyterHub install)."""
-    return f"mha @ git+{repository_url(root)}@{release_tag(root)}"
+    """The pip requirement that installs the package from its release's commit (what Colab, a JupyterHub and the
+    student branch's Binder install): ``mha @ git+<repository>@<commit>``."""
+    return f"mha @ git+{repository_url(root)}@{release(root)['commit']}"
+
+
+def record_release(root: Path = ROOT) -> dict[str, str]:
+    """Write ``release.toml``: the commit checked out in ``root`` and ``pyproject.toml``'s version at it."""
+    def git(*arguments: str) -> str:
+        return subprocess.run(["git", "-C", str(root), *arguments], capture_output=True, text=True,
+                              check=True).stdout.strip()
+
+    if git("status", "--porcelain", "--untracked-files=no"):
+        raise SystemExit("commit first: the release is a commit, and the working tree differs from it")
+    commit = git("rev-parse", "HEAD")
+    released = tomllib.loads(git("show", f"{commit}:pyproject.toml"))["project"]["version"]
+    (root / "release.toml").write_text(
+        "# The book's latest release: the commit that the Colab setup cells, environment.yml and the student branch's\n"
+        "# Binder install the package from (a commit, which cannot move, not the tag v<version>, which can).\n"
+        "# Written by python scripts/book_release.py --record-release (CONTRIBUTING.md, \"Cut a release\").\n"
+        f'version = "{released}"\ncommit = "{commit}"\n', encoding="utf-8")
+    return {"version": released, "commit": commit}
 
 
 def normalised(name: str) -> str:
@@ -117,3 +152,60 @@ def notebook_requirements(root: Path = ROOT) -> list[str]:
     if missing:
         raise KeyError(f"not pinned in requirements.txt: {missing}")
     return [requirement for name, requirement in pins(root).items() if name in wanted]
+
+
+def locked(root: Path = ROOT) -> dict[str, tuple[str, list[str]]]:
+    """``requirements.lock`` as ``{normalised name: (its entry: "name==version" and its --hash options, on one line,
+    [the names that need it, "-r requirements.txt" where requirements.txt pins it])}``, from uv's "# via" notes."""
+    entries: dict[str, tuple[str, list[str]]] = {}
+    name = None
+    for line in re.sub(r"\\\n\s*", " ", (root / "requirements.lock").read_text(encoding="utf-8")).splitlines():
+        note = line.strip().removeprefix("#").strip().removeprefix("via").strip()
+        if re.match(r"[A-Za-z0-9]", line):
+            name = normalised(line.split("==", 1)[0])
+            entries[name] = (line.strip(), [])
+        elif not line.strip():
+            name = None  # the notes after the last entry are not its own
+        elif name and line.lstrip().startswith("#") and note:
+            entries[name][1].append(note)
+    return entries
+
+
+def torch_cpu_wheel(root: Path = ROOT) -> str:
+    """The locked torch CPU wheel for CPython 3.11 on x86-64 Linux (Binder, a hub) as a pip requirement: its address
+    on PyTorch's index, and the lock's hash of it as the address's ``#sha256=`` (pip checks it when it downloads)."""
+    entry = locked(root)["torch"][0]
+    (sha256,) = re.findall(r"--hash=sha256:([0-9a-f]{64})", entry)
+    version = torch_cpu_requirement(root).split("==")[1]
+    file = f"torch-{version.replace('+', '%2B')}-cp311-cp311-manylinux_2_28_x86_64.whl"
+    return f"torch @ {TORCH_CPU_INDEX}/{file}#sha256={sha256}"
+
+
+def locked_closure(names: list[str], root: Path = ROOT) -> list[str]:
+    """The lock's entries (pin and hashes) of ``names`` and of everything they need, in the lock's order."""
+    entries = locked(root)
+    wanted = {normalised(name) for name in names}
+    missing = sorted(wanted - set(entries))
+    if missing:
+        raise KeyError(f"not in requirements.lock: {missing}; run python scripts/lock_requirements.py")
+    grown = True
+    while grown:
+        before = len(wanted)
+        wanted |= {name for name, (_, parents) in entries.items() if wanted & {normalised(p) for p in parents}}
+        grown = len(wanted) > before
+    return [entry for name, (entry, _) in entries.items() if name in wanted]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Record the commit checked out as the book's release.")
+    parser.add_argument("--record-release", action="store_true", required=True,
+                        help="write release.toml: this commit and its version (the tree must be committed)")
+    parser.parse_args(argv)
+    recorded = record_release()
+    print(f"release.toml: version {recorded['version']}, commit {recorded['commit']}; now run "
+          "python scripts/setup_cells.py and python scripts/hosting_files.py, and commit")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -5,13 +5,14 @@
 
 Colab opens a notebook from the repository alone: it has Python, numpy, pandas, torch, matplotlib and scipy, but not
 the book's package or bertviz. The setup cell installs, on Colab only, exactly what the notebook imports and Colab
-lacks: the package ``mha`` from its release tag (``git+<repository>@v<version>``: the address from ``_config.yml``,
-the version from ``pyproject.toml``; its data files come inside it), which brings its own dependencies, plus any
+lacks: the package ``mha`` from its release's commit (``git+<repository>@<commit>``: the address from
+``_config.yml``, the commit from ``release.toml``; a commit cannot be moved as a tag can, so a page installs the code
+of the release it was published with; its data files come inside it), which brings its own dependencies, plus any
 other library the notebook imports directly, pinned as in ``requirements.txt`` (bertviz, in two notebooks). Anywhere
 else (a local ``make`` setup, Binder, a JupyterHub, the tests) the cell does nothing and prints nothing.
 
 The cell stays visible, so a reader sees what is installed. ``tests/test_hosting.py`` checks that every notebook's
-first code cell is what this script generates, so after changing the repository address, the version, a pin or a
+first code cell is what this script generates, so after changing the repository address, the release, a pin or a
 notebook's imports, run this script and commit the notebooks.
 """
 
@@ -25,7 +26,7 @@ import json
 import sys
 from pathlib import Path
 
-from book_release import ROOT, normalised, package_dependencies, pinned, release_requirement, version
+from book_release import ROOT, normalised, package_dependencies, pinned, release, release_requirement
 
 NOTEBOOKS = sorted(path for path in (ROOT / "chapters").rglob("*.ipynb") if ".ipynb_checkpoints" not in path.parts)
 SETUP_TAG = "colab-setup"
@@ -90,7 +91,8 @@ def setup_source(notebook: dict) -> str:
     """The setup cell's code for this notebook."""
     requirements = setup_requirements(notebook)
     others = [requirement.split("==")[0] for requirement in requirements[1:]]
-    what = f"the book's package mha {version()} (its data files included)" + "".join(f" and {name}" for name in others)
+    what = f"the book's package mha {release()['version']} (its data files included)"
+    what += "".join(f" and {name}" for name in others)
     quoted = " ".join(f'"{requirement}"' for requirement in requirements)
     return (f"# Colab: install what this notebook imports, {what}.\n"
             "# Anywhere else (`make`, Binder, a JupyterHub) all of it is installed already, and this cell does "

@@ -11,8 +11,8 @@ After scripts/student_edition.py has written the student notebooks into ``<out>/
   "Solutions" part listing the weeks released so far (``<out>/solutions``). ``make student-site`` builds it into
   ``<out>/html``;
 - ``<out>/branch/``: what the student branch holds: the student notebooks (``chapters/``), the weekly notebooks
-  (``weeks/``), released solutions (``solutions/``) and ``binder/``, which installs the package from its release
-  tag (there is no package source on that branch). ``--commit`` records it as the local branch
+  (``weeks/``), released solutions (``solutions/``) and ``binder/``, which installs the package from its release's
+  commit (there is no package source on that branch). ``--commit`` records it as the local branch
   :data:`STUDENT_BRANCH` without touching the working tree; publish it with ``git push origin student``.
 
     python scripts/student_site.py [--out _build/student] [--commit]
@@ -107,7 +107,9 @@ def write_branch(out: Path) -> Path:
         if (out / folder).exists():
             shutil.copytree(out / folder, branch / folder)
     (branch / "binder").mkdir(parents=True)
-    (branch / "binder" / "requirements.txt").write_text(hosting_files.binder_requirements(package="release"))
+    (branch / "binder" / "requirements.txt").write_text(hosting_files.binder_requirements())
+    (branch / "binder" / "postBuild").write_text(hosting_files.binder_post_build(package="release"))
+    (branch / "binder" / "postBuild").chmod(0o755)
     (branch / "binder" / "runtime.txt").write_text(hosting_files.binder_runtime())
     (branch / "README.md").write_text(
         "# The student edition\n\nThe book's notebooks without their solutions (`chapters/`), each week's assignment "

@@ -124,20 +124,55 @@ def test_in_a_clone_the_message_names_the_repository_root():
 # ---- torch is the CPU-only build wherever the book installs it on Linux ----
 
 def _requirement_lines(lines: list[str]) -> list[str]:
-    return [line.split("#", 1)[0].strip() for line in lines if line.split("#", 1)[0].strip()]
+    """A requirements file's requirements, one a line: continuations joined, comments and blank lines left out."""
+    joined = re.sub(r"\\\n\s*", " ", "\n".join(lines)).splitlines()
+    return [line.split("#", 1)[0].strip() if not line.lstrip().startswith(("torch @", '"torch @')) else line.strip()
+            for line in joined if line.split("#", 1)[0].strip()]
+
+
+def _locked_torch_sha256() -> str:
+    """The sha256 requirements.lock records for torch's CPU wheel (the lock's entry read here on its own)."""
+    entry = re.search(r"^torch==(\S+) \\\n\s+--hash=sha256:([0-9a-f]{64})$", (ROOT / "requirements.lock").read_text(),
+                      re.M)
+    assert entry and entry.group(1) == f"{TORCH_PIN}+cpu", "requirements.lock locks torch's CPU build with one hash"
+    return entry.group(2)
 
 
 def _check_cpu_torch(lines: list[str], where: str) -> None:
-    assert f"--extra-index-url {CPU_INDEX}" in lines, f"{where} should add PyTorch's CPU index"
-    torch = [line for line in lines if re.match(r"torch\s*[=<>~!]", line)]
-    assert torch == [f"torch=={TORCH_PIN}+cpu"], f"{where} should pin torch=={TORCH_PIN}+cpu, not {torch}"
+    """torch is the CPU build of the pin, the one wheel the lock hashes, fetched by its address on PyTorch's index with
+    that hash: no index is searched for it, so no other index can answer for the name (dependency confusion)."""
+    assert not [line for line in lines if "index-url" in line or "find-links" in line], f"{where} names an index"
+    torch = [line.strip('"') for line in lines if re.match(r'"?torch\s*[=<>~!@ ]', line)]
+    wheel = f"torch-{TORCH_PIN}%2Bcpu-cp311-cp311-manylinux_2_28_x86_64.whl"
+    assert len(torch) == 1 and re.fullmatch(
+        rf"torch @ {re.escape(CPU_INDEX)}/{re.escape(wheel)}(#sha256=| --hash=sha256:){_locked_torch_sha256()}",
+        torch[0]), f"{where} should take torch's locked CPU wheel from {CPU_INDEX} with its hash, not {torch}"
 
 
-def test_binder_takes_the_cpu_build_of_the_pinned_torch():
+def test_binder_takes_the_cpu_build_of_the_pinned_torch_and_checks_every_files_hash():
     lines = _requirement_lines((ROOT / "binder" / "requirements.txt").read_text().splitlines())
     _check_cpu_torch(lines, "binder/requirements.txt")
-    assert lines[-1] == ".", "Binder installs the book's package from its checkout"
+    # pip's hash-checking mode: every requirement pinned with a hash, or pip refuses the whole file
+    assert all("--hash=sha256:" in line and ("==" in line or line.startswith("torch @")) for line in lines), [
+        line for line in lines if "--hash=sha256:" not in line]
+    post_build = (ROOT / "binder" / "postBuild").read_text()
+    assert post_build.startswith("#!/bin/bash\n") and os.access(ROOT / "binder" / "postBuild", os.X_OK)
+    assert post_build.splitlines()[-1] == "python -m pip install --no-deps --no-build-isolation .", (
+        "Binder installs the book's package from its checkout, after the hashed file has installed what it needs")
     assert (ROOT / "binder" / "runtime.txt").read_text().strip() == "python-3.11"
+
+
+def test_binders_hashed_file_holds_everything_its_packages_need():
+    """What pip's hash-checking mode demands, read from the installed packages' own metadata."""
+    from test_requirements_lock import unlisted_requirements
+
+    lines = _requirement_lines((ROOT / "binder" / "requirements.txt").read_text().splitlines())
+    listed = {book_release.normalised(re.split(r"==| @ ", line)[0]): line for line in lines}
+    versions = {name: (f"{TORCH_PIN}+cpu" if name == "torch" else line.split("==")[1].split()[0])
+                for name, line in listed.items()}
+    assert {"bertviz", "jupyterlab", "ipykernel", "transformers", "setuptools"} <= set(listed)
+    checked, missing = unlisted_requirements(versions)
+    assert checked > 0.9 * len(listed) and not missing, (checked, missing)
 
 
 def test_the_jupyterhub_environment_takes_the_cpu_build_of_the_pinned_torch():
@@ -198,11 +233,13 @@ def test_the_hosting_files_are_what_scripts_hosting_files_writes():
 
 def test_the_hosting_files_pin_what_requirements_txt_pins():
     pins = book_release.pins()
-    for line in _requirement_lines((ROOT / "binder" / "requirements.txt").read_text().splitlines()):
-        if "==" in line and not line.startswith("torch"):
-            assert pins[book_release.normalised(line.split("==")[0])] == line
+    binder = _requirement_lines((ROOT / "binder" / "requirements.txt").read_text().splitlines())
+    versions = {book_release.normalised(line.split("==")[0]): line.split()[0] for line in binder if "==" in line}
+    for name, requirement in versions.items():
+        if name in pins:
+            assert pins[name] == requirement, (pins[name], requirement)
     for package in ("jupyterlab", "jupyterlab-myst", "ipykernel", "bertviz", "myst-nb"):
-        assert pins[package] in (ROOT / "binder" / "requirements.txt").read_text().splitlines()
+        assert versions[package] == pins[package]
 
 
 def test_the_repository_address_is_written_once():
@@ -274,14 +311,52 @@ def test_the_setup_cell_installs_what_the_notebook_imports_from_the_release_on_c
     ((magic, line),) = _run_setup_cell(source, on_colab=True)
     assert magic == "pip" and line.startswith("install --quiet ")
     requested = re.findall(r'"([^"]+)"', line)
-    url, tag = book_release.repository_url(), f"v{importlib.metadata.version('mha')}"
-    assert requested[0] == f"mha @ git+{url}@{tag}", "the package comes from the release of this version"
+    commit = tomllib.loads((ROOT / "release.toml").read_text())["commit"]
+    assert requested[0] == f"mha @ git+{book_release.repository_url()}@{commit}", (
+        "the package comes from the release's commit, which no one can move as a tag can be moved")
     imported = setup_cells.imported_distributions(notebook)
     others = {book_release.normalised(requirement.split("==")[0]) for requirement in requested[1:]}
     assert others <= imported, "nothing the notebook does not import"
     brought = set(book_release.package_dependencies()) | setup_cells.KERNEL_DISTRIBUTIONS | {"mha"}
     assert imported <= others | brought, "everything it imports: directly, or as the package's dependency"
     assert all(requirement == book_release.pinned(requirement.split("==")[0]) for requirement in requested[1:])
+
+
+def _git(*arguments: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", "-C", str(ROOT), *arguments], capture_output=True, text=True, timeout=60)
+
+
+def test_the_release_is_a_commit_of_this_repositorys_history_with_the_recorded_version():
+    release = tomllib.loads((ROOT / "release.toml").read_text())
+    assert re.fullmatch(r"[0-9a-f]{40}", release["commit"]), "a full commit hash: a short one could come to mean two"
+    assert _git("merge-base", "--is-ancestor", release["commit"], "HEAD").returncode == 0, (
+        f"release.toml's commit {release['commit']} is not in this branch's history")
+    at_release = tomllib.loads(_git("show", f"{release['commit']}:pyproject.toml").stdout)
+    assert at_release["project"]["version"] == release["version"], "the commit is the release of that version"
+    assert (_git("cat-file", "-e", f"{release['commit']}:src/mha/__init__.py").returncode == 0
+            and _git("cat-file", "-e", f"{release['commit']}:data/__init__.py").returncode == 0), (
+        "pip builds the package from that commit: its source and data are there")
+
+
+def test_recording_a_release_takes_the_commit_checked_out_and_refuses_an_uncommitted_tree(tmp_path):
+    def git(*arguments: str) -> str:
+        return subprocess.run(["git", "-C", str(tmp_path), *arguments], capture_output=True, text=True,
+                              check=True).stdout.strip()
+
+    git("init", "--quiet")
+    git("config", "user.email", "a@example.org")
+    git("config", "user.name", "A maintainer")
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "mha"\nversion = "9.8.7"\n')
+    git("add", "pyproject.toml")
+    git("commit", "--quiet", "-m", "a release")
+    assert book_release.record_release(tmp_path) == {"version": "9.8.7", "commit": git("rev-parse", "HEAD")}
+    assert book_release.release(tmp_path) == {"version": "9.8.7", "commit": git("rev-parse", "HEAD")}
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "mha"\nversion = "9.8.8"\n')
+    with pytest.raises(SystemExit, match="commit first"):
+        book_release.record_release(tmp_path)
+    (tmp_path / "release.toml").write_text('version = "9.8.7"\ncommit = "v9.8.7"\n')
+    with pytest.raises(ValueError, match="40-digit"):
+        book_release.release(tmp_path)
 
 
 def test_notebooks_that_show_bertviz_install_it_and_the_others_do_not():

@@ -82,7 +82,9 @@ def test_the_student_branch_holds_the_student_edition_and_installs_the_package_f
     assert (branch / "chapters" / "1_mechanism" / "1_attention_from_scratch.ipynb").is_file()
     assert not (branch / "answer_key").exists(), "the answer key stays with the instructor"
     requirements = (branch / "binder" / "requirements.txt").read_text().splitlines()
-    assert book_release.release_requirement() in requirements and "." not in requirements
+    assert "." not in requirements and not [line for line in requirements if "mha" in line.split("==")[0]]
+    post_build = (branch / "binder" / "postBuild").read_text().splitlines()
+    assert post_build[-1].endswith(f'"{book_release.release_requirement()}"') and "git+" in post_build[-1]
     assert (branch / "binder" / "runtime.txt").read_text() == "python-3.11\n"
 
 
