@@ -8,9 +8,10 @@ For each page that holds one, this extension
    (``static_form.site_payload``: every view the menus reach, or the chapter-1 layer itself) in the placeholder, as
    base64 text of gzip-compressed bytes inside ``<script type="application/octet-stream">``, which the browser
    never runs;
-2. adds ``views.js`` and ``views.css`` (the package's ``mha/views/web/``, the same module Jupyter runs, copied to ``_build/html/_vendor/mha/``) to that page only,
-   so pages without a view load nothing more. They inflate the payload with the browser's DecompressionStream and
-   draw the view; nothing is fetched, so the page works opened from disk (file://).
+2. adds ``views.js`` and ``views.css`` (the package's ``mha/views/web/``, the same module Jupyter runs, copied to
+   ``_build/html/_vendor/mha/``) to that page only, so pages without a view load nothing more. They inflate the payload
+   with the browser's DecompressionStream and draw the view; nothing is fetched, so the page works opened from disk
+   (file://).
 3. writes the pretrained model for the page (``mha.pretrained.web_export``) to ``_vendor/mha/model/``, with
    ``model.js`` beside views.js: a chapter-3 view loads them only when the reader types a sentence. Each such view's
    payload states how closely the page's model agrees with the package's encoder on the view's own sentences,
@@ -62,9 +63,9 @@ def page_fidelity(app, sentences: list[str]) -> dict:
     """How far the page's model (model.js on the parts in the build) is from the package's encoder on ``sentences``:
     the largest difference of any attention weight, and the share of rows whose most-attended token is the same."""
     import numpy as np
+    from model_in_node import run_model_in_node  # beside this file; local_extensions puts site/ on the path
 
     from mha.pretrained.encoder import MiniLMEncoder
-    from model_in_node import run_model_in_node  # beside this file; local_extensions puts site/ on the path
 
     with tempfile.TemporaryDirectory() as work:
         report = run_model_in_node(Path(app.outdir) / SERVED / "model", [{"text": text} for text in sentences],

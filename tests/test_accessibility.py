@@ -3,13 +3,13 @@ dark colour mode, and no page is wider than a phone's screen.
 
 Headless Chromium opens each page of the site that ``built_site`` (conftest.py) builds, served on 127.0.0.1 with
 every request to another host aborted, once, and checks it in each colour mode (the theme keeps the reader's choice
-in localStorage ``mode`` and shows it as ``data-theme`` on ``<html>``, which its stylesheets follow). Once the page has drawn its views, axe-core (the npm
-package, from package-lock.json, put into the page by the test only: the site does not ship it) checks it with its
-default rules (WCAG 2.0 and 2.1, A and AA, and best practices) at 1280 x 800 in the light mode, and for colour
-contrast in the dark one. Then, in the light mode, the page shrinks to a phone's 390 x 844, where it must not pan
-sideways, no part of a view may stick out or show text under 11 px, and axe checks again that whatever now scrolls
-is reached by keyboard. The whole page is checked, the book's own views included; a failure lists each problem's
-rule, impact, screen and elements, the views' (inside ``.mha-view``) apart from the rest.
+in localStorage ``mode`` and shows it as ``data-theme`` on ``<html>``, which its stylesheets follow). Once the page has
+drawn its views, axe-core (the npm package, from package-lock.json, put into the page by the test only: the site does
+not ship it) checks it with its default rules (WCAG 2.0 and 2.1, A and AA, and best practices) at 1280 x 800 in the
+light mode, and for colour contrast in the dark one. Then, in the light mode, the page shrinks to a phone's 390 x 844,
+where it must not pan sideways, no part of a view may stick out or show text under 11 px, and axe checks again that
+whatever now scrolls is reached by keyboard. The whole page is checked, the book's own views included; a failure lists
+each problem's rule, impact, screen and elements, the views' (inside ``.mha-view``) apart from the rest.
 """
 
 import asyncio
@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-
 from conftest import CHROMIUM_ARGS, offline_context, toc_pages
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-
 from conftest import CHROMIUM_ARGS, load_script, offline_context, toc_pages
 
 WEIGHTS = load_script("page_weights")  # how a page's weight is counted, and the budget

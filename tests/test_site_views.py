@@ -592,9 +592,11 @@ def test_a_payload_that_fails_its_schema_gets_a_message(open_page):
     checked(page, test)
 
 
-TAMPERED_HTML = ['<img src=x onerror="alert(1)">', '<script>alert(2)</script>', '<a href="javascript:alert(3)">link</a>',
+TAMPERED_HTML = ['<img src=x onerror="alert(1)">', '<script>alert(2)</script>',
+                 '<a href="javascript:alert(3)">link</a>',
                  '<b onclick="alert(4)" style="background:url(http://example.com/x.png)">bold</b>',
-                 '<svg><image href="http://example.com/y.png"/><text x="1" onmouseover="alert(5)">svg text</text></svg>']
+                 '<svg><image href="http://example.com/y.png"/>'
+                 '<text x="1" onmouseover="alert(5)">svg text</text></svg>']
 
 
 def test_a_tampered_payload_runs_nothing_and_loads_nothing(open_page, built_site):
@@ -614,7 +616,8 @@ def test_a_tampered_payload_runs_nothing_and_loads_nothing(open_page, built_site
             const message = root.querySelector('.mha-message');
             return {ready: root.dataset.ready, text: message.textContent,
                     elements: [...message.querySelectorAll('*')].map((e) => e.localName),
-                    attributes: [...message.querySelectorAll('*')].flatMap((e) => [...e.attributes].map((a) => a.name))};
+                    attributes: [...message.querySelectorAll('*')]
+                        .flatMap((e) => [...e.attributes].map((a) => a.name))};
         }""", encode_payload(payload))
         assert shown["ready"] == "true", shown
         assert "kept code" in shown["text"] and "bold" in shown["text"] and "svg text" in shown["text"], shown
@@ -643,12 +646,13 @@ def test_the_training_timeline_scrubs_the_run_and_matches_its_checkpoints(open_p
             view.locator("[name='step']").fill(str(payload["steps"].index(step)))
             view.locator("select[name=sequence]").select_option("2")
             assert f"step {step:,} of 5,000" in view.locator(".mha-message").inner_text()
-            model, _ = load_checkpoint(f"induction_2layer_seed0_step{step:05d}" if step < 5000 else "induction_2layer_seed0")
+            name = f"induction_2layer_seed0_step{step:05d}" if step < 5000 else "induction_2layer_seed0"
+            model, _ = load_checkpoint(name)
             with torch.no_grad():
                 weights = model(torch.tensor([payload["sequences"][2]])).attention_weights  # per layer (1, heads, T, T)
             for layer, head in [(0, 1), (1, 2)]:
-                shown = view.evaluate("(root, [l, h]) => Array.from(root.mhaView.mapAt({...root.mhaView.state, layer: l, "
-                                      "head: h}).hundredths)", [layer, head])
+                shown = view.evaluate("(root, [l, h]) => Array.from(root.mhaView.mapAt({...root.mhaView.state, layer: "
+                                      "l, head: h}).hundredths)", [layer, head])
                 expected = weight_hundredths(weights[layer][0, head].numpy()).ravel()
                 assert np.abs(np.array(shown) - expected).max() <= 1, f"step {step}, L{layer}H{head}"
         # the loss curve's cursor follows the step, and the phase change is marked where the run says
@@ -679,7 +683,8 @@ def test_the_claims_page_links_each_verdict_to_the_view_state_that_shows_it(open
         address = f"chapters/{target}#{html.unescape(state)}"
         page = open_page(address)
         view = page.views.first
-        assert view.locator(".mha-address").inner_text() == "", f"{address}: {view.locator('.mha-address').inner_text()}"
+        complaint = view.locator(".mha-address").inner_text()
+        assert complaint == "", f"{address}: {complaint}"
         written = dict(part.split("=") for part in page.address().split("?", 1)[1].split("&"))
         asked = dict(part.split("=") for part in html.unescape(state).split("?", 1)[1].split("&"))
         assert asked.items() <= written.items(), f"{address}: the view shows {written}, not {asked}"

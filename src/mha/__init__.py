@@ -22,8 +22,15 @@ and each module's docstring cites its section (``tests/test_package_map.py`` kee
   ``pyproject.toml`` installs as this subpackage (sections 2.2, 3.2, 3.5-3.7).
 """
 
-from mha.core.attention import (AttentionOutput, HeadWeights, MultiHeadAttention, head_contributions, merge_heads,
-                                scaled_dot_product_attention, split_heads)
+from mha.core.attention import (
+    AttentionOutput,
+    HeadWeights,
+    MultiHeadAttention,
+    head_contributions,
+    merge_heads,
+    scaled_dot_product_attention,
+    split_heads,
+)
 from mha.core.masks import causal_mask, padding_mask
 
 __all__ = [

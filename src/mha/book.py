@@ -37,8 +37,8 @@ import numpy as np
 from mha.core.validation import check_whole_number
 
 __all__ = ["GLUE_RECORD", "PROSE_CITATION", "PROSE_NUMBER", "as_shown", "citation_text", "decimals_shown", "glue",
-           "glued_records", "glued_text", "head_label", "head_labels", "label_heads", "parse_head_label", "prose_expression_results",
-           "set_cpu_threads", "shown"]
+           "glued_records", "glued_text", "head_label", "head_labels", "label_heads", "parse_head_label",
+           "prose_expression_results", "set_cpu_threads", "shown"]
 
 BOOK_CPU_THREADS = 2
 """The CPU threads a notebook of the book uses for torch: the book is written to run on two cores."""

@@ -32,8 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["BOOK_DATA_FILES", "DATA_DIRECTORY", "MAX_JSON_DEPTH", "SHA256_LIST", "how_to_restore", "parse_json", "read_data_file",
-           "read_verified_file", "record_sha256", "repository_root", "write_recorded_json"]
+__all__ = ["BOOK_DATA_FILES", "DATA_DIRECTORY", "MAX_JSON_DEPTH", "SHA256_LIST", "how_to_restore", "parse_json",
+           "read_data_file", "read_verified_file", "record_sha256", "repository_root", "write_recorded_json"]
 
 SHA256_LIST = "SHA256SUMS"
 """The file beside the data that lists each file's sha256, in ``sha256sum``'s format (``sha256sum -c`` checks it)."""
@@ -210,8 +210,8 @@ def _sha256_list(folder: Path) -> tuple[Path, dict[str, str]] | None:
             for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
                 match = _LIST_LINE.match(line)
                 if match is None or ".." in match[2].split("/"):
-                    raise ValueError(f"line {number} of {path} is not '<64 hex digits>  <relative path>': {line[:80]!r}."
-                                     f" Restore it from git, or run {RECORD_SHA256}.")
+                    raise ValueError(f"line {number} of {path} is not '<64 hex digits>  <relative path>': "
+                                     f"{line[:80]!r}. Restore it from git, or run {RECORD_SHA256}.")
                 entries[match[2]] = match[1]
             return path, entries
     return None

@@ -185,5 +185,6 @@ def real_text_role_scores(records, trees, embeddings: np.ndarray,
                 - np.einsum("p,plh->lh", far, noun_lift) / max(far.sum(), 1.0))
 
     return {"local": pooled("neighbour_share", "content_rows"), "subject": subject_gain,
-            "punctuation and special": pooled("special_share", "rows"), "punctuation alone": pooled("punct_share", "rows"),
+            "punctuation and special": pooled("special_share", "rows"), "punctuation alone": pooled("punct_share",
+                                                                                                    "rows"),
             "related words": related_gap}

@@ -57,7 +57,8 @@ from mha.core.validation import (
 
 __all__ = ["mean_by_unit", "paired_t", "bootstrap_interval", "bootstrap_counts", "resampled_means", "resampled_ratios",
            "percentile_interval", "bootstrap_ratio_interval", "sign_flip_signs",
-           "familywise_p_values", "head_statistics", "PercentileTest", "percentile_of_heads", "HeldOutResult", "held_out_best", "smallest_detectable_count", "detection_power"]
+           "familywise_p_values", "head_statistics", "PercentileTest", "percentile_of_heads", "HeldOutResult",
+           "held_out_best", "smallest_detectable_count", "detection_power"]
 
 
 def _as_differences(differences) -> np.ndarray:
@@ -186,8 +187,9 @@ def head_statistics(differences, head_names, *, n_permutations: int = 5000, seed
     """A table of every head's mean difference, 95% interval, t and family-wise p (chapter 3, "Content and rare words").
 
     ``differences`` (units, layers, heads) are paired differences, one row per unit. The table has one row per head,
-    in flat order ``layer * n_heads + head``, named by ``head_names`` (one name per head). The interval is :func:`bootstrap_interval` with ``seed``; the p-value is :func:`familywise_p_values` (max-T) over
-    ``n_permutations`` relabellings from :func:`sign_flip_signs` with the same ``seed``.
+    in flat order ``layer * n_heads + head``, named by ``head_names`` (one name per head). The interval is
+    :func:`bootstrap_interval` with ``seed``; the p-value is :func:`familywise_p_values` (max-T) over ``n_permutations``
+    relabellings from :func:`sign_flip_signs` with the same ``seed``.
     """
     differences = np.asarray(differences)  # the means in the input's own precision
     n_cells = int(np.prod(_as_differences(differences).shape[1:]))

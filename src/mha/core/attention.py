@@ -28,9 +28,21 @@ import torch
 from torch import Tensor, nn
 
 from mha.core.masks import as_mask, check_mask
-from mha.core.validation import (InputError, as_float_tensors, as_tensor, check_attention_shapes, check_head_count,
-                         check_last_dim, check_seed, check_size, check_not_empty, check_rank, check_same_shape, check_whole_number,
-                         warn_if_not_finite)
+from mha.core.validation import (
+    InputError,
+    as_float_tensors,
+    as_tensor,
+    check_attention_shapes,
+    check_head_count,
+    check_last_dim,
+    check_not_empty,
+    check_rank,
+    check_same_shape,
+    check_seed,
+    check_size,
+    check_whole_number,
+    warn_if_not_finite,
+)
 
 __all__ = [
     "scaled_dot_product_attention",
@@ -318,11 +330,13 @@ class MultiHeadAttention(nn.Module):
         ours = cls(reference.embed_dim, reference.num_heads, bias=has_bias, dtype=reference.in_proj_weight.dtype)
         with torch.no_grad():
             w_q, w_k, w_v = reference.in_proj_weight.chunk(3)  # each (d_model_out, d_model_in): x @ w.T
-            for mine, theirs in ((ours.W_Q, w_q), (ours.W_K, w_k), (ours.W_V, w_v), (ours.W_O, reference.out_proj.weight)):
+            for mine, theirs in ((ours.W_Q, w_q), (ours.W_K, w_k), (ours.W_V, w_v),
+                                 (ours.W_O, reference.out_proj.weight)):
                 mine.copy_(theirs.T)
             if has_bias:
                 b_q, b_k, b_v = reference.in_proj_bias.chunk(3)
-                for mine, theirs in ((ours.b_Q, b_q), (ours.b_K, b_k), (ours.b_V, b_v), (ours.b_O, reference.out_proj.bias)):
+                for mine, theirs in ((ours.b_Q, b_q), (ours.b_K, b_k), (ours.b_V, b_v),
+                                     (ours.b_O, reference.out_proj.bias)):
                     mine.copy_(theirs)
         return ours
 

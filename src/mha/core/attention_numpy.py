@@ -17,8 +17,17 @@ from typing import NamedTuple
 import numpy as np
 
 from mha.core.masks import as_mask, check_mask
-from mha.core.validation import (InputError, as_float_arrays, check_attention_shapes, check_head_count,
-                         check_not_empty, check_rank, check_size, check_whole_number, warn_if_not_finite)
+from mha.core.validation import (
+    InputError,
+    as_float_arrays,
+    check_attention_shapes,
+    check_head_count,
+    check_not_empty,
+    check_rank,
+    check_size,
+    check_whole_number,
+    warn_if_not_finite,
+)
 
 __all__ = ["softmax", "scaled_dot_product_attention", "multi_head_attention", "NumpyAttentionOutput"]
 

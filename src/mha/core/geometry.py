@@ -166,7 +166,8 @@ def head_writes(x: Tensor, weights: Tensor, W_V: Tensor, W_O: Tensor,
     check_rank("weights", weights.shape, range(3, 9), "(..., heads, n_q, n_k) attention weights")
     if weights.shape[-3] != W_V.shape[0] or weights.shape[-1] != x.shape[-2]:
         raise ValueError(f"weights {tuple(weights.shape)}, x {tuple(x.shape)} and W_V {tuple(W_V.shape)} disagree: "
-                         "weights should be (..., heads, n_q, n) for x (..., n, d_model) and W_V (heads, d_model, d_head).")
+                         "weights should be (..., heads, n_q, n) for x (..., n, d_model) and W_V (heads, d_model, "
+                         "d_head).")
     W_OV = ov_circuit(W_V, W_O)  # (heads, d_model, d_model)
     moved = torch.einsum("...nd,hde->...hne", x, W_OV)  # (..., heads, n, d_model): x_j @ W_OV^h
     per_head = weights @ moved  # (..., heads, n_q, d_model)
@@ -227,7 +228,8 @@ def orthonormal_basis(W: Tensor) -> Tensor:
     check_rank("W", W.shape, range(2, 9), "(..., d, k)")
     if W.shape[-1] > W.shape[-2]:
         raise ValueError(f"W has shape {tuple(W.shape)}: a basis of its column space needs k <= d; "
-                         "for a head's W_O (d_head, d_model), pass W_O.transpose(-1, -2) to get the space it writes to.")
+                         "for a head's W_O (d_head, d_model), pass W_O.transpose(-1, -2) to get the space it writes "
+                         "to.")
     return torch.linalg.svd(W, full_matrices=False).U  # (..., d, k)
 
 
@@ -280,7 +282,8 @@ def subspace_overlap(angles: Tensor) -> Tensor:
 
 def random_subspace_angles(d_model: int, d_head: int, n_pairs: int = 200, seed: int = 0,
                            dtype: torch.dtype = torch.float64) -> Tensor:
-    """Principal angles (radians, ascending) between ``n_pairs`` pairs of random ``d_head``-dim subspaces of ``d_model``.
+    """Principal angles (radians, ascending) between ``n_pairs`` pairs of random ``d_head``-dim subspaces of
+    ``d_model``.
 
     The baseline for :func:`head_subspace_angles`: subspaces spanned by
     Gaussian random columns, which are uniformly distributed. Returns

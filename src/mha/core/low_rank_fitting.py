@@ -336,7 +336,8 @@ def _parse_pattern_fits(data, path: Path) -> StoredPatternFits:
     recipes = _field(data, "targets", lambda v: isinstance(v, dict) and v and all(
         isinstance(k, str) and isinstance(r, str) for k, r in v.items()),
         "an object: target name -> recipe", "the file")
-    widths = _field(data, "widths", lambda v: isinstance(v, list) and v and all(is_whole_number(w) and w >= 1 for w in v)
+    widths = _field(data, "widths",
+                    lambda v: isinstance(v, list) and v and all(is_whole_number(w) and w >= 1 for w in v)
                     and len(set(v)) == len(v), "a list of distinct head widths >= 1", "the file")
     seeds = _field(data, "seeds", lambda v: isinstance(v, list) and v and all(is_whole_number(s) for s in v)
                    and len(set(v)) == len(v), "a list of distinct whole-number seeds", "the file")

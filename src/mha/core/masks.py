@@ -54,7 +54,8 @@ def padding_mask(lengths: Sequence[int] | torch.Tensor, seq_len: int | None = No
     longest = int(lengths.max())
     seq_len = longest if seq_len is None else check_whole_number("seq_len", seq_len, minimum=1)
     if seq_len < longest:
-        raise InputError(f"seq_len = {seq_len} is shorter than the longest sequence ({longest}); pass seq_len >= {longest}.")
+        raise InputError(f"seq_len = {seq_len} is shorter than the longest sequence ({longest}); pass seq_len >= "
+                         f"{longest}.")
     check_size("the padding mask (batch, 1, seq_len)", (len(lengths), 1, seq_len))
     positions = torch.arange(seq_len)  # (seq_k,)
     return (positions[None, :] < lengths[:, None])[:, None, :]  # (batch, 1, seq_k)
@@ -74,7 +75,8 @@ def as_mask(mask, device: torch.device | str | None = None) -> torch.Tensor:
 
 
 def check_mask(mask, scores_shape: Sequence[int]) -> None:
-    """Raise an :class:`~mha.core.validation.InputError` unless ``mask`` is a usable mask for scores of ``scores_shape``.
+    """Raise an :class:`~mha.core.validation.InputError` unless ``mask`` is a usable mask for scores of
+    ``scores_shape``.
 
     A usable mask (tensor, numpy array or nested list) is boolean, broadcasts
     to ``scores_shape`` = ``(..., seq_q, seq_k)``, and leaves every query at

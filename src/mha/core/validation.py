@@ -55,7 +55,8 @@ class InputError(ValueError):
 
 
 class SizeLimitError(InputError):
-    """A call would allocate more than a limit in :data:`LIMITS` allows; the message names the limit and how to raise it."""
+    """A call would allocate more than a limit in :data:`LIMITS` allows; the message names the limit and how to raise
+    it."""
 
 
 LIMITS: dict[str, int] = {

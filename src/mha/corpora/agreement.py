@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mha.core.validation import check_items, check_type
-from mha.corpora.treebank import UDTree
+from mha.corpora.treebank import UDTree, check_trees
 
 __all__ = ["SUBJECT_UPOS", "AgreementItem", "agreement_items", "number_swaps"]
 
@@ -73,10 +73,9 @@ def agreement_items(trees: Sequence[UDTree]) -> list[AgreementItem]:
     ``trees`` come from :func:`mha.corpora.treebank.read_ud_trees`, which reads lemmas and features; see the
     module's docstring for which pairs are kept.
     """
-    trees = check_items("trees", trees, "a list of UDTree (mha.corpora.treebank.read_ud_trees)")
+    trees = check_trees("trees", trees)
     items = []
     for index, tree in enumerate(trees):
-        check_type("each tree", tree, UDTree, "a UDTree (mha.corpora.treebank.read_ud_trees)")
         if len(tree.feats) != len(tree.words) or len(tree.lemmas) != len(tree.words):
             raise ValueError(f"tree {index} has no features or lemmas; read it with read_ud_trees, which keeps them.")
         for subject, (head, relation) in enumerate(zip(tree.heads, tree.deprels)):
@@ -99,7 +98,7 @@ def number_swaps(trees: Sequence[UDTree], items: Sequence[AgreementItem]) -> lis
     The other form is the one the treebank uses for the same lemma and part of speech in the other number (the
     first seen; its first letter in the case of the subject's); items without one are left out.
     """
-    trees = check_items("trees", trees, "a list of UDTree (mha.corpora.treebank.read_ud_trees)")
+    trees = check_trees("trees", trees)
     forms: dict[tuple[str, str, str], str] = {}
     for tree in trees:
         for word in range(len(tree.words)):

@@ -100,7 +100,8 @@ TRIPLES: tuple[ParaphraseTriple, ...] = tuple(ParaphraseTriple(*t) for t in (
 ))
 
 
-def split_triples(n_triples: int = len(TRIPLES), n_select: int | None = None, seed: int = 0) -> tuple[list[int], list[int]]:
+def split_triples(n_triples: int = len(TRIPLES), n_select: int | None = None,
+                  seed: int = 0) -> tuple[list[int], list[int]]:
     """A seeded split of triple indices into a selection half and a held-out half (chapter 4).
 
     Choices (which heads look important, in what order to prune them) are
@@ -269,7 +270,8 @@ def contrastive_loss(similarity, scale: float = 20.0):
     as_torch = isinstance(similarity, torch.Tensor)
     logits = scale * (similarity if as_torch else torch.as_tensor(_check_similarity(similarity)))
     if logits.ndim < 2 or logits.shape[-1] != 2 * logits.shape[-2]:
-        raise ValueError(f"similarity has shape {tuple(logits.shape)}; it should be (..., n, 2n) from similarity_scores.")
+        raise ValueError(f"similarity has shape {tuple(logits.shape)}; it should be (..., n, 2n) from "
+                         "similarity_scores.")
     n = logits.shape[-2]
     right = torch.diagonal(logits[..., :n], dim1=-2, dim2=-1)  # (..., n): the paraphrase's logit
     loss = (torch.logsumexp(logits, dim=-1) - right).mean(-1)  # (...)

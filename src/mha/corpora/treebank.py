@@ -59,12 +59,20 @@ import conllu
 import numpy as np
 from conllu.exceptions import ParseException
 
-from mha.core.validation import as_path, check_items, check_seed, check_whole_number, is_real_number, is_whole_number
+from mha.core.validation import (
+    as_path,
+    check_items,
+    check_seed,
+    check_type,
+    check_whole_number,
+    is_real_number,
+    is_whole_number,
+)
 from mha.corpora.annotation import AnnotatedSentence, Relation
 from mha.data_files import DATA_DIRECTORY, how_to_restore, read_verified_file
 
 __all__ = ["NOMINAL_UPOS", "SAMPLE_TREEBANK_PATH", "EWT_DEV_PATH", "read_conllu", "parse_conllu", "relations_from_ud",
-           "UDTree", "read_ud_trees", "split_sentences"]
+           "UDTree", "check_trees", "read_ud_trees", "split_sentences"]
 
 SAMPLE_TREEBANK_PATH = DATA_DIRECTORY / "sample.conllu"
 
@@ -306,6 +314,14 @@ class UDTree:
     feats: tuple[str, ...] = ()
 
 
+def check_trees(name: str, trees) -> Sequence[UDTree]:
+    """``trees`` if it is a list of :class:`UDTree` objects; else an error naming the first item that is not one."""
+    trees = check_items(name, trees, "a list of UDTrees, e.g. read_ud_trees(path)")
+    for index, tree in enumerate(trees):
+        check_type(f"{name}[{index}]", tree, UDTree, "a UDTree, as read_ud_trees(path) returns them")
+    return trees
+
+
 def read_ud_trees(path: str | Path, *, limit: int | None = None) -> list[UDTree]:
     """The first ``limit`` sentences (all by default) of a CoNLL-U file as :class:`UDTree` objects (3.1, 3.4, 4.4).
 
@@ -329,7 +345,8 @@ def read_ud_trees(path: str | Path, *, limit: int | None = None) -> list[UDTree]
     return trees
 
 
-def split_sentences(sentences: Sequence[_Item], fraction: float = 0.5, seed: int = 0) -> tuple[list[_Item], list[_Item]]:
+def split_sentences(sentences: Sequence[_Item], fraction: float = 0.5,
+                    seed: int = 0) -> tuple[list[_Item], list[_Item]]:
     """Split sentences (or their attention records) at random into a selection part and a report part (section 3.2).
 
     Choosing the best of 72 heads on the sentences one reports on flatters the winner; the honest protocol chooses

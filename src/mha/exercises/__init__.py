@@ -15,8 +15,14 @@ for an autograder (the instructors' page, "Grading"), on the function read from 
 """
 
 from .checking import CheckResult
-from .mechanism import (check_attention, check_causal_mask, check_head_contributions, check_parameter_count,
-                        check_softmax, check_split_heads)
+from .mechanism import (
+    check_attention,
+    check_causal_mask,
+    check_head_contributions,
+    check_parameter_count,
+    check_softmax,
+    check_split_heads,
+)
 
 __all__ = [
     "CheckResult",

@@ -17,8 +17,18 @@ import numpy as np
 
 from mha.analysis.p_value_adjustment import bonferroni_adjusted, holm_adjusted
 from mha.analysis.statistics import familywise_p_values
-from .checking import (AnswerError, CheckResult, answer_number, answer_tuple, as_array, compare_array, compare_number, describe_value,
-                       run_check)
+
+from .checking import (
+    AnswerError,
+    CheckResult,
+    answer_number,
+    answer_tuple,
+    as_array,
+    compare_array,
+    compare_number,
+    describe_value,
+    run_check,
+)
 
 __all__ = ["check_bootstrap_interval", "check_cross_entropy", "check_holm_adjusted", "check_sign_flip_p_value",
            "check_stream_after_each_layer", "check_words_from_wordpieces"]
@@ -99,7 +109,8 @@ def check_words_from_wordpieces(words_fn: Callable) -> CheckResult:
         if any(word.startswith("##") for word in got):
             return f"got {got}, expected {want}. A piece that starts with ## continues the word before it: glue it on."
         if [w.replace("##", "") for w in got] == [t.replace("##", "") for t in tokens if t not in SPECIAL_TOKENS]:
-            return f"got {got}, expected {want}. Glue each ## piece onto the word before it instead of keeping it apart."
+            return (f"got {got}, expected {want}. Glue each ## piece onto the word before it instead of keeping it "
+                    "apart.")
         return f"got {got}, expected {want}."
 
     return run_check(words_fn, cases(), compare, "glues wordpieces back into words")

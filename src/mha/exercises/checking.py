@@ -54,7 +54,8 @@ class CheckResult:
 
 
 class AnswerError(Exception):
-    """The learner's answer is not the kind of value the exercise asks for; the message says what it is and what to return.
+    """The learner's answer is not the kind of value the exercise asks for; the message says what it is and what to
+    return.
 
     Raised by the readers (:func:`answer_array`, :func:`answer_number`, :func:`answer_tuple`); :func:`run_check`
     turns it into the failing case's feedback, so a check's ``compare`` can read an answer without guarding it.
@@ -62,7 +63,8 @@ class AnswerError(Exception):
 
 
 class CheckBug(RuntimeError):
-    """A check's own expected answer is not finite numbers: a bug in the check, raised rather than let any answer pass."""
+    """A check's own expected answer is not finite numbers: a bug in the check, raised rather than let any answer
+    pass."""
 
 
 class PredictionMissing(Exception):
@@ -93,7 +95,8 @@ def _a(noun: str) -> str:
 
 
 def describe_value(value: Any) -> str:
-    """A short phrase for any value, for feedback: ``a str ('abc')``, ``a torch.Tensor of shape (2, 2) that requires grad``."""
+    """A short phrase for any value, for feedback: ``a str ('abc')``, ``a torch.Tensor of shape (2, 2) that requires
+    grad``."""
     if value is None:
         return "None"
     if isinstance(value, torch.Tensor):
@@ -140,7 +143,8 @@ def _how_to_fix(value: Any, one_number: bool = False) -> str:
 # --- reading an answer ------------------------------------------------------------------------------
 
 def _numeric(value: Any) -> np.ndarray | None:
-    """``value`` as a numpy array of numbers or booleans (a torch tensor read as its values), or None for anything else."""
+    """``value`` as a numpy array of numbers or booleans (a torch tensor read as its values), or None for anything
+    else."""
     if isinstance(value, torch.Tensor):
         value = value.detach().cpu()
         if value.dtype == torch.bfloat16:  # numpy has no bfloat16
@@ -180,7 +184,8 @@ def answer_array(value: Any, name: str, shape: Sequence[int] | None = None, *, b
         raise AnswerError(f"{name} is {describe_value(value)}; it should be {_shape_phrase(shape, boolean)}."
                           f"{_how_to_fix(value)}")
     if shape is not None and array.ndim == 0 and len(shape) > 0:
-        raise AnswerError(f"{name} is {describe_value(value)}, a single number; it should be {_shape_phrase(shape, boolean)}.")
+        raise AnswerError(f"{name} is {describe_value(value)}, a single number; it should be "
+                          f"{_shape_phrase(shape, boolean)}.")
     if shape is not None and array.shape != tuple(shape):
         hint = ""
         if sorted(array.shape) == sorted(shape):
@@ -212,7 +217,8 @@ def answer_number(value: Any, what: str, *, whole: bool = False, kind: str | Non
         raise AnswerError(f"{what} is {number}, but it should be a finite number. NaN comes from 0 / 0 or a mean over "
                           "nothing (an empty selection); infinity from a division by zero.")
     if whole and not isinstance(number, int):
-        hint = " It is a whole number stored as a float: convert it with int(...)." if float(number).is_integer() else ""
+        stored_as_float = float(number).is_integer()
+        hint = " It is a whole number stored as a float: convert it with int(...)." if stored_as_float else ""
         raise AnswerError(f"return {what} as {kind}, got {describe_value(value)}.{hint}")
     return number
 
@@ -280,7 +286,8 @@ def describe_difference(name: str, got: Any, expected: Any, *, atol: float = 1e-
     difference = np.abs(got_array - expected)
     where = tuple(int(i) for i in np.unravel_index(np.argmax(difference), difference.shape))
     message = (f"{name} has the right shape {expected.shape} but wrong values: the largest difference is "
-               f"{difference[where]:.3g} at index {where} (got {got_array[where]:.4g}, expected {expected[where]:.4g}).")
+               f"{difference[where]:.3g} at index {where} (got {got_array[where]:.4g}, expected "
+               f"{expected[where]:.4g}).")
     if head_axis is not None:
         other_axes = tuple(a for a in range(difference.ndim) if a != head_axis % difference.ndim)
         per_head = difference.max(axis=other_axes)
@@ -301,7 +308,8 @@ def matches(got: Any, expected: Any, atol: float = 1e-6) -> bool:
     return _within(got, expected, atol, rtol=1e-5)
 
 
-def compare_number(got: Any, want: float, slips: dict[str, tuple[float, str]], what: str, atol: float = 1e-6) -> str | None:
+def compare_number(got: Any, want: float, slips: dict[str, tuple[float, str]], what: str,
+                   atol: float = 1e-6) -> str | None:
     """None when ``got`` is ``want``; else what differs, naming a known slip when ``got`` matches one.
 
     ``slips`` maps a name to ``(the value that slip gives, the hint to show)``.
@@ -362,8 +370,8 @@ def one_hot_attention(targets) -> np.ndarray:
 
 # --- running a check -----------------------------------------------------------------------------
 
-def run_check(function: Callable, cases: Iterable[tuple[str, tuple, dict, Any]], compare: Callable[[Any, Any], str | None],
-              what: str) -> CheckResult:
+def run_check(function: Callable, cases: Iterable[tuple[str, tuple, dict, Any]],
+              compare: Callable[[Any, Any], str | None], what: str) -> CheckResult:
     """Call ``function(*args, **kwargs)`` for each case and compare with its expected answer.
 
     ``cases`` yields ``(label, args, kwargs, expected)``, the label describing

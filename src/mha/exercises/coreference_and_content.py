@@ -87,7 +87,8 @@ def check_count_flips(count_flips_fn: Callable, seed: int = 0) -> CheckResult:
             picks_second[:, 0] = picks_first[:, 0]  # head 0 never flips
             if heads > 1:
                 picks_first[:, 1], picks_second[:, 1] = 1 - answers_first, 1 - answers_second  # always wrong
-            label = f"{pairs} pairs, {heads} heads (head 0 never flips" + (", head 1 always flips the wrong way)" if heads > 1 else ")")
+            label = f"{pairs} pairs, {heads} heads (head 0 never flips" + (", head 1 always flips the wrong "
+                                                                           "way)" if heads > 1 else ")")
             args = (picks_first, picks_second, answers_first, answers_second)
             yield label, tuple(a.copy() for a in args), {}, args
 
@@ -137,7 +138,8 @@ def check_held_out_best(held_out_fn: Callable, seed: int = 0) -> CheckResult:
                 return (f"best_head is {got_best}, the best head on ALL items; pick it on the selection items "
                         f"only (expected {best}).")
             if got_best == int(scores[held_out].mean(axis=0).argmax()):
-                return f"best_head is {got_best}, chosen on the held-out items; choose on `selection` (expected {best})."
+                return (f"best_head is {got_best}, chosen on the held-out items; choose on `selection` (expected "
+                        f"{best}).")
             return f"best_head is {got_best}, expected {best}: the head with the largest mean score over `selection`."
         problem = scalar_difference("selection_mean", got[1], selection_mean)
         if problem:
@@ -235,7 +237,8 @@ def check_rarest_hits(hits_fn: Callable, seed: int = 0) -> CheckResult:
             attention /= attention.sum(axis=-1, keepdims=True)
             rarity = rng.permutation(n).astype(float)
             rarity[0] = rarity[-1] = np.nan  # [CLS] and [SEP] have no rarity
-            yield (f"attention {attention.shape}, rarity with NaN at [CLS] and [SEP]", (attention.copy(), rarity.copy()),
+            yield (f"attention {attention.shape}, rarity with NaN at [CLS] and [SEP]",
+                   (attention.copy(), rarity.copy()),
                    {}, (attention, rarity))
 
     def compare(got, args) -> str | None:

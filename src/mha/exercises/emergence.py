@@ -22,12 +22,26 @@ from collections.abc import Callable, Iterator
 import numpy as np
 import torch
 
-from mha.lab.circuit_scores import k_composition_score, prefix_matching_score, previous_token_score
 from mha.core.geometry import ov_circuit, qk_circuit
-from mha.lab.permutation import permute_head_weights
+from mha.lab.circuit_scores import k_composition_score, prefix_matching_score, previous_token_score
 from mha.lab.induction import heads_with_role, uniform_causal_weights
-from .checking import (AnswerError, CheckResult, answer_number, answer_tuple, as_array, compare_array, compare_number,
-                       describe_difference, describe_value, matches, one_hot_attention, random_attention_maps, run_check)
+from mha.lab.permutation import permute_head_weights
+
+from .checking import (
+    AnswerError,
+    CheckResult,
+    answer_number,
+    answer_tuple,
+    as_array,
+    compare_array,
+    compare_number,
+    describe_difference,
+    describe_value,
+    matches,
+    one_hot_attention,
+    random_attention_maps,
+    run_check,
+)
 
 __all__ = [
     "check_previous_token_score",
@@ -53,7 +67,8 @@ def _tokens_with_repeats(rng: np.random.Generator, seq: int, vocab: int) -> np.n
 
 # --- chapter 3, section 5: induction heads ---------------------------------------------------
 
-def check_previous_token_score(previous_token_score_fn: Callable[[np.ndarray], np.ndarray], seed: int = 0) -> CheckResult:
+def check_previous_token_score(previous_token_score_fn: Callable[[np.ndarray], np.ndarray],
+                               seed: int = 0) -> CheckResult:
     """``previous_token_score_fn(weights)``: weights (batch, heads, seq, seq) -> (heads,), each head's mean weight
     from a query to the token just before it, over the batch and the queries that have one."""
     rng = np.random.default_rng(seed)
@@ -64,8 +79,10 @@ def check_previous_token_score(previous_token_score_fn: Callable[[np.ndarray], n
         named = [
             ("1 sequence, 2 hand-made heads: previous token / own token", np.stack([previous, own])[None]),
             ("2 sequences, 3 random causal heads, 7 positions", random_attention_maps(rng, (2, 3, 7, 7), causal=True)),
-            ("4 sequences, 4 random causal heads, 12 positions", random_attention_maps(rng, (4, 4, 12, 12), causal=True)),
-            ("3 sequences, 1 sharp random head, 20 positions", random_attention_maps(rng, (3, 1, 20, 20), sharpness=5.0, causal=True)),
+            ("4 sequences, 4 random causal heads, 12 positions",
+             random_attention_maps(rng, (4, 4, 12, 12), causal=True)),
+            ("3 sequences, 1 sharp random head, 20 positions",
+             random_attention_maps(rng, (3, 1, 20, 20), sharpness=5.0, causal=True)),
         ]
         for label, weights in named:
             want = previous_token_score(torch.from_numpy(weights)).numpy()  # (heads,)
@@ -126,7 +143,8 @@ def check_prefix_matching_score(prefix_matching_fn: Callable[[np.ndarray, np.nda
              random_attention_maps(rng, (4, 14, 14), causal=True)),
         ]
         for label, tokens, weights in named:
-            want = prefix_matching_score(torch.from_numpy(weights)[None], torch.from_numpy(tokens)[None]).numpy()  # (heads,)
+            # (heads,)
+            want = prefix_matching_score(torch.from_numpy(weights)[None], torch.from_numpy(tokens)[None]).numpy()
             seq = len(tokens)
             copy_keys = np.zeros((seq, seq), dtype=bool)  # (query, key): key holds an earlier copy of the query
             for i in range(seq):
@@ -211,9 +229,11 @@ def _as_pairs(got) -> list[tuple[int, int]]:
         raise AnswerError(f"return a list of (layer, head) pairs, e.g. [(0, 3)], got {describe_value(got)}.{hint}")
     pairs = []
     for entry in got:
-        if not isinstance(entry, (tuple, list, np.ndarray, torch.Tensor)) or getattr(entry, "ndim", 1) != 1 or len(entry) != 2:
+        if (not isinstance(entry, (tuple, list, np.ndarray, torch.Tensor)) or getattr(entry, "ndim", 1) != 1
+                or len(entry) != 2):
             hint = flat if as_array(entry) is not None and as_array(entry).size == 1 else ""
-            raise AnswerError(f"each entry should be a (layer, head) pair, e.g. (0, 3); one is {describe_value(entry)}.{hint}")
+            raise AnswerError(f"each entry should be a (layer, head) pair, e.g. (0, 3); one is "
+                              f"{describe_value(entry)}.{hint}")
         pairs.append(tuple(answer_number(v, "a layer or head index", whole=True) for v in entry))
     return pairs
 

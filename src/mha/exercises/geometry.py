@@ -19,6 +19,7 @@ import torch
 
 from mha.core.geometry import energy_rank, numerical_rank, principal_angle_cosines, score_terms
 from mha.core.low_rank_fitting import dense_random_pattern, min_head_width
+
 from .checking import CheckResult, answer_array, answer_number, compare_array, run_check
 
 __all__ = [
@@ -106,7 +107,8 @@ def check_numerical_rank(rank: Callable, seed: int = 0) -> CheckResult:
 
 
 def check_principal_angle_cosines(cosines: Callable, seed: int = 0) -> CheckResult:
-    """``cosines(A, B)`` -> cosines of the principal angles between the column spaces, descending, shape (min(k_a, k_b),)."""
+    """``cosines(A, B)`` -> cosines of the principal angles between the column spaces, descending, shape (min(k_a,
+    k_b),)."""
     rng = np.random.default_rng(seed)
 
     def cases() -> Iterator:
@@ -122,7 +124,8 @@ def check_principal_angle_cosines(cosines: Callable, seed: int = 0) -> CheckResu
                         "(np.linalg.qr or the SVD), or the lengths of the columns leak into the answer."),
                 "ascending": (want[::-1], "The right numbers in the wrong order: sort them largest first (smallest "
                               "angle first)."),
-                "angles": (np.arccos(np.clip(want, -1.0, 1.0)), "These are the angles in radians; return their cosines."),
+                "angles": (np.arccos(np.clip(want, -1.0, 1.0)),
+                           "These are the angles in radians; return their cosines."),
             }
             yield label, (A.copy(), B.copy()), {}, (want, slips)
 
@@ -161,14 +164,16 @@ def check_min_head_width(width: Callable, seed: int = 0) -> CheckResult:
             message += (" That is the rank of log(pattern) itself. The softmax ignores a constant added to a row, "
                         "so subtract each row's mean first: the centred matrix has the smallest rank of them all.")
         elif value == hints["of_pattern"] != want:
-            message += " That is the rank of the pattern; the head has to produce its scores, log(pattern) up to row constants."
+            message += (" That is the rank of the pattern; the head has to produce its scores, log(pattern) up to row "
+                        "constants.")
         return message
 
     return run_check(width, cases(), compare, "finds the smallest head width that reproduces a pattern")
 
 
 def check_rank_two_scores(make_scores: Callable, threshold: float = 0.9) -> CheckResult:
-    """``make_scores(permutation)`` -> (n, n) scores of rank <= 2 whose softmax puts >= ``threshold`` on key ``permutation[i]`` in row ``i``."""
+    """``make_scores(permutation)`` -> (n, n) scores of rank <= 2 whose softmax puts >= ``threshold`` on key
+    ``permutation[i]`` in row ``i``."""
 
     def cases() -> Iterator:
         for n, seed in ((4, 0), (8, 1), (16, 2), (32, 3)):
@@ -191,7 +196,8 @@ def check_rank_two_scores(make_scores: Callable, threshold: float = 0.9) -> Chec
                     "all the scores up: the softmax sharpens.")
         return None
 
-    return run_check(make_scores, cases(), compare, f"makes rank-2 scores that follow a permutation (weight >= {threshold})")
+    return run_check(make_scores, cases(), compare, f"makes rank-2 scores that follow a permutation (weight >= "
+                                                    f"{threshold})")
 
 
 def check_energy_rank(rank: Callable, seed: int = 0) -> CheckResult:
@@ -199,7 +205,8 @@ def check_energy_rank(rank: Callable, seed: int = 0) -> CheckResult:
     rng = np.random.default_rng(seed)
 
     def cases() -> Iterator:
-        for shape, decay, energy in (((6, 6), 0.5, 0.9), ((10, 8), 0.7, 0.99), ((12, 12), 0.8, 0.9), ((20, 15), 0.9, 0.99)):
+        for shape, decay, energy in (((6, 6), 0.5, 0.9), ((10, 8), 0.7, 0.99), ((12, 12), 0.8, 0.9),
+                                     ((20, 15), 0.9, 0.99)):
             left, _ = np.linalg.qr(rng.normal(size=(shape[0], shape[0])))
             right, _ = np.linalg.qr(rng.normal(size=(shape[1], shape[1])))
             k = min(shape)

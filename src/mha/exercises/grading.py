@@ -96,7 +96,8 @@ def grade_exercise(submission: Submission | dict | str | Path, module: str, chec
             if stand_in.missing:
                 missing = re.match(r"NameError: name '(\w+)' is not defined", stand_in.missing)
                 why = f" `{missing[1]}`: {undefined[missing[1]]}" if missing and missing[1] in undefined else ""
-                return [CheckResult(False, f"✗ {function} could not be defined: {stand_in.missing}.{why}.")] * len(seeds)
+                return [CheckResult(False,
+                                    f"✗ {function} could not be defined: {stand_in.missing}.{why}.")] * len(seeds)
             for seed in seeds:
                 results.append(found(stand_in) if seed is None else found(stand_in, seed=seed))
     except Stopped as stopped:

@@ -24,8 +24,19 @@ import torch
 
 from mha.lab.head_count_sweep import answer_parts, equal_split_ceiling, first_step_below, relation_shares
 from mha.lab.tasks import TwoRelationTask
-from .checking import (CheckResult, answer_number, answer_tuple, as_array, compare_array, compare_number,
-                       describe_difference, matches, random_attention_maps, run_check)
+
+from .checking import (
+    CheckResult,
+    answer_number,
+    answer_tuple,
+    as_array,
+    compare_array,
+    compare_number,
+    describe_difference,
+    matches,
+    random_attention_maps,
+    run_check,
+)
 
 __all__ = ["check_relation_shares", "check_first_step_below", "check_answer_parts", "check_equal_split_ceiling"]
 
@@ -63,7 +74,8 @@ def _share_slips(weights: np.ndarray, fact_position: np.ndarray) -> dict[str, np
     slips = {}
     transposed = np.swapaxes(weights, -1, -2)
     slips["read the column instead of the row: weights[..., key, query] is how much the KEY attends to the query"] = \
-        np.stack([transposed[b_index, :, q_index, facts].mean(0), transposed[b_index, :, q_index, q_index - 1].mean(0)], -1)
+        np.stack([transposed[b_index, :, q_index, facts].mean(0),
+                  transposed[b_index, :, q_index, q_index - 1].mean(0)], -1)
     every_query = np.arange(1, seq)
     slips["averaged the previous-token weight over every position, not only the ask positions"] = \
         np.stack([weights[b_index, :, q_index, facts].mean(0),
@@ -90,8 +102,10 @@ def check_relation_shares(function: Callable) -> CheckResult:
     def compare(got, inputs):
         weights, fact_position = inputs
         expected = _reference_shares(weights, fact_position)
-        slips = {slip: (value, f"It looks like you {slip}.") for slip, value in _share_slips(weights, fact_position).items()}
-        slips["swapped"] = (expected[:, ::-1], "The two columns are swapped: column 0 is the fact, column 1 the previous token.")
+        slips = {slip: (value, f"It looks like you {slip}.")
+                 for slip, value in _share_slips(weights, fact_position).items()}
+        slips["swapped"] = (expected[:, ::-1], "The two columns are swapped: column 0 is the fact, column 1 the "
+                                               "previous token.")
         return compare_array(got, expected, slips, "your shares", head_axis=0)
 
     return run_check(function, cases, compare, "measures where each head looks from the ask positions")
@@ -105,7 +119,8 @@ def _curve_cases():
     yield "a smooth curve", steps, [4.7, 3.0, 2.1, 2.08, 1.4, 0.9, 0.4, 0.1, 0.05, 0.02, 0.01], 0.5
     yield "a curve that dips, spikes back up, then falls", steps, \
         [4.7, 2.1, 0.3, 1.2, 2.0, 0.9, 0.6, 0.2, 0.1, 0.1, 0.05], 0.5
-    yield "a curve that touches the threshold exactly", steps, [4.0, 3.0, 2.0, 1.0, 0.5, 0.5, 0.2, 0.1, 0.1, 0.1, 0.1], 0.5
+    touching = [4.0, 3.0, 2.0, 1.0, 0.5, 0.5, 0.2, 0.1, 0.1, 0.1, 0.1]
+    yield "a curve that touches the threshold exactly", steps, touching, 0.5
     yield "a curve that never reaches the threshold", steps, [4.7, 2.1, 2.09, 2.08, 2.08, 2.08, 2.07, 2.07, 2.07, 2.06,
                                                                2.06], 0.5
     yield "logged every 250 steps, starting at 0", list(range(0, 2750, 250)), \
@@ -147,7 +162,8 @@ def check_first_step_below(function: Callable) -> CheckResult:
         elif got == first_strictly_below:
             hint = " Use <= (at or below): a loss equal to the threshold counts."
         elif got in below_at:
-            hint = " The loss is at or below the threshold there too, but not for the first time: return the first such step."
+            hint = (" The loss is at or below the threshold there too, but not for the first time: return the first "
+                    "such step.")
         return f"expected step {expected}, got {got}.{hint}"
 
     return run_check(function, cases, compare, "finds when a loss curve first reaches a threshold")
@@ -169,7 +185,8 @@ def _answer_cases():
                only_modifier, target, task)
         guessed_modifiers = rng.integers(0, n_modifiers, n)
         only_value = task.first_answer + values * n_modifiers + guessed_modifiers  # knows v, guesses m
-        yield f"{n_values} values x {n_modifiers} modifiers, a model that knows only the value", only_value, target, task
+        yield (f"{n_values} values x {n_modifiers} modifiers, a model that knows only the value", only_value, target,
+               task)
     task = TwoRelationTask()
     target = np.array([task.first_answer + 9, task.first_answer + 30, task.first_answer + 2, task.first_answer + 17])
     predicted = np.array([task.first_answer + 9, 5, task.first_modifier + 2, task.first_answer + 16])
@@ -220,7 +237,8 @@ def check_answer_parts(function: Callable) -> CheckResult:
             v_wrong = np.array([np.mean(p // task.n_values == t // task.n_values),
                                 np.mean(p % task.n_values == t % task.n_values)])
             if matches(got_array, v_wrong):
-                return f"{problem} Divide by n_modifiers (the answers of one value are n_modifiers apart), not n_values."
+                return (f"{problem} Divide by n_modifiers (the answers of one value are n_modifiers apart), not "
+                        "n_values.")
         return problem
 
     return run_check(function, cases, compare, "splits an answer into its value and its modifier")

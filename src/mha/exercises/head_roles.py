@@ -95,7 +95,8 @@ def check_previous_token_share(previous_token_share: Callable[[np.ndarray], floa
             above = np.diagonal(weights, offset=1)  # weights[i, i+1]
             slips = {
                 "next": (float(above.mean()), "That is the weight on column i+1, the NEXT token (or the previous-token "
-                         "diagonal read with rows and columns swapped). Rows attend FROM: token i looks back at column i-1."),
+                         "diagonal read with rows and columns swapped). Rows attend FROM: token i looks back at column "
+                         "i-1."),
                 "all rows": (float(below.sum() / len(weights)), "You divided by seq; row 0 has no previous token, so "
                              "average over the seq - 1 rows 1..seq-1."),
                 "sum": (float(below.sum()), "That is a sum; the share is the mean over rows 1..seq-1."),
@@ -122,7 +123,8 @@ def check_special_token_share(special_token_share: Callable[[np.ndarray, Sequenc
             ("one sentence, share to [CLS]", one, "[CLS]", random_attention_maps(rng, (len(one), len(one)))),
             ("one sentence, share to [SEP]", one, "[SEP]", random_attention_maps(rng, (len(one), len(one)))),
             ("two segments, share to [CLS]", two, "[CLS]", random_attention_maps(rng, (len(two), len(two)))),
-            ("two segments: [SEP] appears twice, both columns count", two, "[SEP]", random_attention_maps(rng, (len(two), len(two)))),
+            ("two segments: [SEP] appears twice, both columns count", two, "[SEP]",
+             random_attention_maps(rng, (len(two), len(two)))),
             ("two segments, share to '.' (twice)", two, ".", random_attention_maps(rng, (len(two), len(two)))),
         ):
             options = {"cls_token": special} if special != "[SEP]" else {}
@@ -275,8 +277,10 @@ def check_best_offset(best_offset: Callable[..., tuple[float, int]]) -> CheckRes
 
     def cases() -> Iterator:
         for label, pairs, direction, offsets in (
-            ("determiner-like pairs: the noun mostly follows", [(0, 1), (3, 4), (2, 4), (5, 6), (1, 2)], "source_to_target", None),
-            ("the same pairs read from the target: the sign flips", [(0, 1), (3, 4), (2, 4), (5, 6), (1, 2)], "target_to_source", None),
+            ("determiner-like pairs: the noun mostly follows", [(0, 1), (3, 4), (2, 4), (5, 6), (1, 2)],
+             "source_to_target", None),
+            ("the same pairs read from the target: the sign flips", [(0, 1), (3, 4), (2, 4), (5, 6), (1, 2)],
+             "target_to_source", None),
             ("object-like pairs two words apart", [(1, 3), (2, 4), (4, 5), (0, 2), (6, 9)], "source_to_target", None),
             ("a tie between +1 and -1 goes to -1", [(2, 3), (5, 4), (7, 8), (9, 8)], "source_to_target", None),
             ("the most common gap (+7) is outside the offsets tried", [(0, 7), (1, 8), (2, 9), (3, 5), (4, 6)],
@@ -285,7 +289,8 @@ def check_best_offset(best_offset: Callable[..., tuple[float, int]]) -> CheckRes
             sentences = [_annotated(max(max(p) for p in pairs) + 1, pairs)]
             kwargs = {} if offsets is None else {"offsets": offsets}
             want = fixed_offset_baseline(sentences, "det_noun", direction, **kwargs)
-            flipped = fixed_offset_baseline(sentences, "det_noun", _DIRECTIONS[direction == "source_to_target"], **kwargs)
+            flipped = fixed_offset_baseline(sentences, "det_noun", _DIRECTIONS[direction == "source_to_target"],
+                                            **kwargs)
             yield label, ([tuple(p) for p in pairs], direction), kwargs, (want, flipped, direction)
 
     def compare(got, want) -> str | None:
@@ -294,12 +299,14 @@ def check_best_offset(best_offset: Callable[..., tuple[float, int]]) -> CheckRes
         got_offset = answer_number(got_offset, "the offset")
         if got_offset == flipped[1] and got_offset != offset:
             return (f"you chose offset {got_offset:+g}, the answer is {offset:+d}: the sign is flipped. With "
-                    f"{direction} the guess is read from the {'source' if direction == 'source_to_target' else 'target'} "
-                    "word: offset = (guessed word) - (word whose row is read).")
+                    f"{direction} the guess is read from the "
+                    f"{'source' if direction == 'source_to_target' else 'target'} word: offset = (guessed word) - "
+                    "(word whose row is read).")
         if got_offset != offset:
-            return f"you chose offset {got_offset:+g}, the answer is {offset:+d} (ties: smallest |offset|, then negative)."
-        problem = compare_number(got_accuracy, accuracy, {"percentage": (100 * accuracy, "Give a fraction between 0 and 1, "
-                                                                           "not a percentage.")}, "its accuracy", atol=1e-9)
+            return (f"you chose offset {got_offset:+g}, the answer is {offset:+d} (ties: smallest |offset|, then "
+                    "negative).")
+        percentage = (100 * accuracy, "Give a fraction between 0 and 1, not a percentage.")
+        problem = compare_number(got_accuracy, accuracy, {"percentage": percentage}, "its accuracy", atol=1e-9)
         return None if problem is None else f"offset {offset:+d} is right, but {problem}"
 
     return run_check(best_offset, cases(), compare, "finds the best fixed-offset baseline")
@@ -336,7 +343,8 @@ def check_word_attention(merge: Callable[[np.ndarray, Sequence[int | None]], np.
         expected, slips = want
         problem = compare_array(got, expected, slips, "the word map")
         got_array = as_array(got)
-        if problem is not None and got_array is not None and got_array.ndim == 2 and got_array.shape[0] > expected.shape[0]:
+        if (problem is not None and got_array is not None and got_array.ndim == 2
+                and got_array.shape[0] > expected.shape[0]):
             problem += " Drop the special tokens ([CLS], [SEP]: word id None)."
         return problem
 

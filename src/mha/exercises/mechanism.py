@@ -19,8 +19,8 @@ import torch
 
 from mha.core import attention_numpy
 from mha.core.attention import MultiHeadAttention, head_contributions, split_heads
-from .checking import (CheckResult, answer_number, answer_tuple, as_array, compare_array, describe_difference,
-                       run_check)
+
+from .checking import CheckResult, answer_number, answer_tuple, as_array, compare_array, describe_difference, run_check
 
 __all__ = [
     "check_softmax",
@@ -84,7 +84,8 @@ def check_attention(attention: Callable, seed: int = 0) -> CheckResult:
     def compare(got, want) -> str | None:
         output, weights = answer_tuple(got, ("output", "weights"))
         (want_output, want_weights), slips = want
-        return compare_array(weights, want_weights, slips, "weights") or describe_difference("output", output, want_output)
+        return (compare_array(weights, want_weights, slips, "weights")
+                or describe_difference("output", output, want_output))
 
     return run_check(attention, cases(), compare, "computes scaled dot-product attention")
 
@@ -102,7 +103,8 @@ def _attention_slips(q: np.ndarray, k: np.ndarray, mask: np.ndarray | None) -> d
 
     slips = {
         "unscaled": (weights(1.0), "These are the weights without the scale: the scores were not divided by √d_k "
-                     "(d_k = q.shape[-1], the width of a query). Divide the scores by np.sqrt(d_k) before the softmax."),
+                     "(d_k = q.shape[-1], the width of a query). Divide the scores by np.sqrt(d_k) before the "
+                     "softmax."),
         "divided by d_k": (weights(d_k), "You divided the scores by d_k; the scale is its square root, √d_k. Use "
                            "np.sqrt(d_k)."),
         "queries axis": (weights(np.sqrt(d_k), axis=0), "The softmax ran over the queries (down each column, axis 0), "
@@ -134,7 +136,8 @@ def check_causal_mask(causal_mask: Callable[[int], np.ndarray], seed: int = 0) -
 
 
 def check_split_heads(split: Callable[[np.ndarray, int], np.ndarray], seed: int = 0) -> CheckResult:
-    """``split(x, n_heads)``: (batch, seq, d_model) -> (batch, heads, seq, d_head), head h = features h*d_head:(h+1)*d_head."""
+    """``split(x, n_heads)``: (batch, seq, d_model) -> (batch, heads, seq, d_head), head h = features
+    h*d_head:(h+1)*d_head."""
     rng = np.random.default_rng(seed)
 
     def cases() -> Iterator:
@@ -196,8 +199,10 @@ def check_parameter_count(count: Callable[..., int], seed: int = 0) -> CheckResu
     return run_check(count, cases(), compare, "counts the parameters")
 
 
-def check_head_contributions(contributions: Callable[[np.ndarray, np.ndarray], np.ndarray], seed: int = 0) -> CheckResult:
-    """``contributions(z, W_O)``: z (batch, heads, seq, d_head), W_O (heads*d_head, d_model) -> (batch, heads, seq, d_model)."""
+def check_head_contributions(contributions: Callable[[np.ndarray, np.ndarray], np.ndarray],
+                             seed: int = 0) -> CheckResult:
+    """``contributions(z, W_O)``: z (batch, heads, seq, d_head), W_O (heads*d_head, d_model) -> (batch, heads, seq,
+    d_model)."""
     rng = np.random.default_rng(seed)
 
     def cases() -> Iterator:

@@ -151,7 +151,8 @@ class IsolatedFunction:
                     self.close()
                     how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
                     raise Stopped(f"✗ The process running {self.__name__} died ({how}) {when}: look for os._exit, a "
-                                  f"crash in compiled code, or memory beyond the grader's {self.limits.memory_words()}.")
+                                  f"crash in compiled code, or memory beyond the grader's "
+                                  f"{self.limits.memory_words()}.")
                 self._buffer += chunk
         line, self._buffer = self._buffer.split(b"\n", 1)
         try:

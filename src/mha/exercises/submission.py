@@ -96,7 +96,8 @@ def read_submission(notebook: dict | str | Path) -> Submission:
         try:
             tree = ast.parse(source, filename)
         except (SyntaxError, ValueError) as error:
-            submission.syntax_errors.append((source, getattr(error, "lineno", 0) or 0, getattr(error, "msg", str(error))))
+            line = getattr(error, "lineno", 0) or 0
+            submission.syntax_errors.append((source, line, getattr(error, "msg", str(error))))
             continue
         lines = source.splitlines()
         kept_lines, names = set(), []

@@ -50,7 +50,8 @@ from mha.data_files import DATA_DIRECTORY, how_to_restore, parse_json, read_data
 from mha.lab.tiny_model import TinyTransformer, TinyTransformerConfig
 
 __all__ = ["LAB_DIRECTORY", "MANIFEST_NAME", "MAX_FILE_BYTES", "REGENERATE_ALL", "CheckpointError", "CheckpointInfo",
-           "sha256_of_file", "canonical_safetensors", "read_manifest", "save_checkpoint", "load_checkpoint", "record_file",
+           "sha256_of_file", "canonical_safetensors", "read_manifest", "save_checkpoint", "load_checkpoint",
+           "record_file",
            "verified_bytes", "load_json", "checkpoint_names"]
 
 LAB_DIRECTORY = DATA_DIRECTORY / "lab"
@@ -373,7 +374,8 @@ def _path_in(directory: Path, file_name: str, what: str, how: str) -> Path:
     return path
 
 
-def _verified_bytes(directory: Path, file_name: str, expected_sha256: str, regenerate: str, what: str) -> tuple[Path, bytes]:
+def _verified_bytes(directory: Path, file_name: str, expected_sha256: str, regenerate: str,
+                    what: str) -> tuple[Path, bytes]:
     """The path and bytes of a lab file after checking where it lies, what it is, its size and its sha256."""
     how = _how(regenerate, directory)
     path = _path_in(directory, file_name, what, how)

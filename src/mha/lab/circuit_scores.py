@@ -163,7 +163,8 @@ def prefix_matching_score(weights: Tensor, tokens: Tensor, query_mask: Tensor | 
                              f"it should be (batch, seq) = ({batch}, {seq}).")
         scored = scored & query_mask.bool()
     if not scored.any():
-        raise ValueError("no query has an earlier copy of its token (inside query_mask), so prefix matching is undefined; "
+        raise ValueError("no query has an earlier copy of its token (inside query_mask), so prefix matching is "
+                         "undefined; "
                          "use a sequence with repeats, e.g. mha.lab.tasks.InductionTask.")
     on_followers = (weights * follows_copy[:, None]).sum(-1)  # (..., batch, heads, seq_q)
     on_followers = on_followers * scored[:, None, :]
@@ -289,7 +290,8 @@ def composition_score_baseline(d_model: int, d_head: int, n_samples: int = 200, 
 
 def head_role_scores(model, tokens: Tensor, query_mask: Tensor | None = None, *,
                      attention_weights: Tensor | None = None) -> dict[str, Tensor]:
-    """Every head's previous-token, prefix-matching and copying scores for a :class:`~mha.lab.tiny_model.TinyTransformer`.
+    """Every head's previous-token, prefix-matching and copying scores for a
+    :class:`~mha.lab.tiny_model.TinyTransformer`.
 
     ``tokens`` (batch, seq), best a batch from :class:`mha.lab.tasks.InductionTask`
     (e.g. its ``held_out()`` periods), and an optional ``query_mask`` (batch,
@@ -325,7 +327,8 @@ def head_role_scores(model, tokens: Tensor, query_mask: Tensor | None = None, *,
 
 
 def k_composition_scores(model, earlier_layer: int = 0, later_layer: int = 1) -> Tensor:
-    """K-composition between every head of ``earlier_layer`` and every head of ``later_layer``: (heads_earlier, heads_later).
+    """K-composition between every head of ``earlier_layer`` and every head of ``later_layer``: (heads_earlier,
+    heads_later).
 
     ``model`` is a :class:`~mha.lab.tiny_model.TinyTransformer`; entry
     ``[a, b]`` is :func:`k_composition_score` of later head ``b``'s ``W_QK``

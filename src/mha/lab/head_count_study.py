@@ -158,7 +158,8 @@ def load_study(directory=LAB_DIRECTORY) -> HeadCountStudy:
 
 
 def study_from_content(content: dict, directory=LAB_DIRECTORY) -> HeadCountStudy:
-    """A :class:`HeadCountStudy` from the parsed contents of ``head_count_study.json`` (or the dict about to be written).
+    """A :class:`HeadCountStudy` from the parsed contents of ``head_count_study.json`` (or the dict about to be
+    written).
 
     The fields are checked first: a missing one, or a list given as anything else (``"1248"`` for ``[1, 2, 4, 8]``),
     raises ``ValueError`` naming it and the command that regenerates the file.
@@ -248,8 +249,8 @@ def best_learning_rates(study: HeadCountStudy, threshold: float) -> dict[int, fl
     """Per head count, the learning rate chosen on the validation batch: the fewest median steps to ``threshold``.
 
     Ties (for example a censored median at every rate) go to the rate with more seeds solved, then to the higher
-    median validation accuracy at ``study.min_steps``, then to the smaller rate. The held-out batch plays no part in the choice, and a rate not trained from every seed
-    is left out of it. Chapter 3.
+    median validation accuracy at ``study.min_steps``, then to the smaller rate. The held-out batch plays no part in the
+    choice, and a rate not trained from every seed is left out of it. Chapter 3.
     """
     check_type("study", study, HeadCountStudy, "the HeadCountStudy of load_study()")
     chosen = {}

@@ -87,7 +87,8 @@ __all__ = [
 ]
 
 ANALYSIS_BATCH_SEED = 10_000
-"""The analysis batch of seed ``s`` is ``task.sample(ANALYSIS_BATCH_SIZE, ANALYSIS_BATCH_SEED + s)``: never trained on."""
+"""The analysis batch of seed ``s`` is ``task.sample(ANALYSIS_BATCH_SIZE, ANALYSIS_BATCH_SEED + s)``: never trained
+on."""
 ANALYSIS_BATCH_SIZE = 256
 
 ROLE_SHARE_THRESHOLD = 0.5
@@ -130,7 +131,8 @@ def relation_shares(weights: Tensor, fact_position: Tensor) -> Tensor:
 
 
 def fact_attention_by(weights: Tensor, batch: TaskBatch, task: TwoRelationTask, by: str = "key") -> Tensor:
-    """Per head, the mean attention an ask position pays to the matching fact, grouped by the asked key or the stored value.
+    """Per head, the mean attention an ask position pays to the matching fact, grouped by the asked key or the stored
+    value.
 
     ``weights`` (batch, heads, seq, seq) for the sequences of ``batch`` (a
     :class:`~mha.lab.tasks.TwoRelationTask` batch); ``by`` is ``"key"`` (the key
@@ -178,7 +180,8 @@ def ask_attention_override(fact_position: Tensor, fact_weight: float | None) -> 
     fact_position = check_real_tensor("fact_position", fact_position, meaning="(batch, seq)")
     check_rank("fact_position", fact_position.shape, (2,), "(batch, seq): the fact's position at each ask, else -1")
     if fact_weight is not None and not 0.0 <= fact_weight <= 1.0:
-        raise ValueError(f"fact_weight must lie in [0, 1] (or be None to keep each head's own split), got {fact_weight}.")
+        raise ValueError(f"fact_weight must lie in [0, 1] (or be None to keep each head's own split), got "
+                         f"{fact_weight}.")
     rows, queries = torch.nonzero(fact_position >= 0, as_tuple=True)  # (n_ask,) each
     facts = fact_position[rows, queries]  # (n_ask,)
 

@@ -190,7 +190,8 @@ def attention_by_offset(weights: Tensor, query_mask: Tensor | None = None) -> Te
     if query_mask is None:
         query_mask = torch.ones(batch, seq, dtype=torch.bool)
     if tuple(query_mask.shape) != (batch, seq):
-        raise ValueError(f"query_mask has shape {tuple(query_mask.shape)}; it should be (batch, seq) = ({batch}, {seq}).")
+        raise ValueError(f"query_mask has shape {tuple(query_mask.shape)}; it should be (batch, seq) = ({batch}, "
+                         f"{seq}).")
     offsets = []
     for d in range(seq):
         on_offset = weights.diagonal(offset=-d, dim1=-2, dim2=-1)  # (..., batch, heads, seq - d): queries d..seq-1
@@ -210,7 +211,8 @@ FAST_INDUCTION_MODEL = dict(d_model=64, n_layers=2, n_heads=4)
 """The live demo's model: twice the stored checkpoints' width (d_head 16), still attention only."""
 
 FAST_LEARNING_RATE = 3e-3
-"""The live demo's learning rate: with :data:`FAST_INDUCTION_MODEL` its phase change comes within a few hundred steps."""
+"""The live demo's learning rate: with :data:`FAST_INDUCTION_MODEL` its phase change comes within a few hundred
+steps."""
 
 SETTLED_REPEAT_LOSS = 0.5
 """A run has passed its phase change once its repeat loss on training periods is below this (nats; log 64 = 4.16)."""
@@ -287,7 +289,8 @@ def train_until_induction(model, task: InductionTask, training, held_out: TaskBa
 
 
 def first_step_above(head_scores: list[dict], key: str, threshold: float) -> int | None:
-    """The first scoring step at which ``key`` (e.g. ``"best_prefix_matching"``) exceeds ``threshold``; None if never."""
+    """The first scoring step at which ``key`` (e.g. ``"best_prefix_matching"``) exceeds ``threshold``; None if
+    never."""
     check_type("head_scores", head_scores, list, "the list of per-step head scores of a timeline")
     return next((int(row["step"]) for row in head_scores if row[key] > threshold), None)
 

@@ -1,32 +1,24 @@
 """Synthetic tasks whose solutions are known, for watching heads specialise (sections 3.5 "Induction heads" to
 3.7 "One big head or many").
 
-Each task is a small frozen dataclass (its settings, serialisable with
-:meth:`to_dict`) with a ``sample(batch_size, generator)`` method that returns
-a :class:`TaskBatch`: token ids ``inputs`` ``(batch, seq)``, the ``targets``
-``(batch, seq)`` each position should predict, a boolean ``loss_mask``
-``(batch, seq)`` saying which positions are scored, and task-specific
-``details`` (where the repeat starts, where the answer sits, ...). Sampling is
-deterministic given a ``torch.Generator`` or an integer seed; nothing here
-touches torch's global RNG. Positions the loss mask leaves out have target
-:data:`IGNORE_INDEX` (-100, the value ``torch.nn.functional.cross_entropy``
-ignores by default).
+Each task is a small frozen dataclass (its settings, serialisable with :meth:`to_dict`) with a ``sample(batch_size,
+generator)`` method that returns a :class:`TaskBatch`: token ids ``inputs`` ``(batch, seq)``, the ``targets`` ``(batch,
+seq)`` each position should predict, a boolean ``loss_mask`` ``(batch, seq)`` saying which positions are scored, and
+task-specific ``details`` (where the repeat starts, where the answer sits, ...). Sampling is deterministic given a
+``torch.Generator`` or an integer seed; nothing here touches torch's global RNG. Positions the loss mask leaves out have
+target :data:`IGNORE_INDEX` (-100, the value ``torch.nn.functional.cross_entropy`` ignores by default).
 
 The three tasks:
 
-* :class:`InductionTask` - random tokens, then a stretch of them repeated. The
-  repeat's period varies from sequence to sequence, and some periods are held
-  out of training, so an induction claim can be checked on periods the model
-  never saw (a single period could be solved by "look L tokens back").
-* :class:`TwoRelationTask` - the answer combines the previous token with a
-  value stored at an earlier position that matches a key: two relations at one
-  position, which one attention distribution cannot pick out sharply at once.
-* :class:`CopyBackTask` - predict the token ``distance`` places back: a purely
-  positional task.
-* :class:`PairRecallTask` - the controls of section 3.7 (and 1.2): the answer
-  names the two tokens just before, drawn from one shared vocabulary
-  (``typed=False``) or from two disjoint ones (``typed=True``), or only the
-  previous token (``answer="second"``, a one-relation control).
+* :class:`InductionTask` - random tokens, then a stretch of them repeated. The repeat's period varies from sequence to
+  sequence, and some periods are held out of training, so an induction claim can be checked on periods the model never
+  saw (a single period could be solved by "look L tokens back").
+* :class:`TwoRelationTask` - the answer combines the previous token with a value stored at an earlier position that
+  matches a key: two relations at one position, which one attention distribution cannot pick out sharply at once.
+* :class:`CopyBackTask` - predict the token ``distance`` places back: a purely positional task.
+* :class:`PairRecallTask` - the controls of section 3.7 (and 1.2): the answer names the two tokens just before, drawn
+  from one shared vocabulary (``typed=False``) or from two disjoint ones (``typed=True``), or only the previous token
+  (``answer="second"``, a one-relation control).
 """
 
 from __future__ import annotations
@@ -212,7 +204,8 @@ class InductionTask:
     def held_out(self) -> InductionTask:
         """The same task drawing only from ``held_out_periods`` (never seen in training)."""
         if not self.held_out_periods:
-            raise ValueError("this task has no held_out_periods; build it with some to check induction on unseen periods.")
+            raise ValueError("this task has no held_out_periods; build it with some to check induction on unseen "
+                             "periods.")
         return dataclasses.replace(self, periods=self.held_out_periods, held_out_periods=self.periods)
 
     def sample(self, batch_size: int, generator: torch.Generator | int) -> TaskBatch:
@@ -222,11 +215,13 @@ class InductionTask:
         n_tokens = self.seq_len + 1
         choices = torch.tensor(self.periods)
         period = choices[torch.randint(0, len(choices), (batch_size,), generator=generator)]  # (batch,)
-        tokens = _random_tokens(batch_size, n_tokens, self.vocab_size, self.distinct_tokens, generator)  # (batch, n_tokens)
+        # (batch, n_tokens)
+        tokens = _random_tokens(batch_size, n_tokens, self.vocab_size, self.distinct_tokens, generator)
         positions = torch.arange(n_tokens)  # (n_tokens,)
         second_copy_start = n_tokens - period  # (batch,): token index where the repeat begins
         in_second_copy = positions[None, :] >= second_copy_start[:, None]  # (batch, n_tokens)
-        source = torch.where(in_second_copy, positions[None, :] - period[:, None], positions[None, :])  # (batch, n_tokens)
+        # (batch, n_tokens)
+        source = torch.where(in_second_copy, positions[None, :] - period[:, None], positions[None, :])
         tokens = tokens.gather(1, source)  # second copy := the block one period earlier
         inputs, targets = tokens[:, :-1], tokens[:, 1:]  # (batch, seq) each
 
@@ -240,7 +235,8 @@ class InductionTask:
         return TaskBatch(inputs, targets, loss_mask, details)
 
     def metrics(self, logits: Tensor, batch: TaskBatch) -> dict[str, float]:
-        """``loss``/``accuracy`` on the scored positions; ``repeat_loss``/``repeat_accuracy`` on the predictable repeat."""
+        """``loss``/``accuracy`` on the scored positions; ``repeat_loss``/``repeat_accuracy`` on the predictable
+        repeat."""
         repeat_mask = batch.details["repeat_mask"]
         return {
             "loss": float(masked_cross_entropy(logits, batch.targets, batch.loss_mask)),
@@ -251,7 +247,8 @@ class InductionTask:
 
     def to_dict(self) -> dict:
         """The settings as a JSON-ready dict (``task_from_dict`` inverts it)."""
-        return {"name": self.name, "vocab_size": self.vocab_size, "seq_len": self.seq_len, "periods": list(self.periods),
+        return {"name": self.name, "vocab_size": self.vocab_size, "seq_len": self.seq_len,
+                "periods": list(self.periods),
                 "held_out_periods": list(self.held_out_periods), "distinct_tokens": self.distinct_tokens,
                 "scored": self.scored}
 

@@ -179,15 +179,18 @@ class TinyTransformer(nn.Module):
                                  "TinyTransformerConfig(vocab_size=16, max_seq_len=32, d_model=32)")
         generator = torch.Generator().manual_seed(check_seed("seed", seed))
         d_model = config.d_model
-        # embeddings start with entries of size ~1/sqrt(d_model): unit-length rows, like the attention inputs of chapter 1
+        # embeddings start with entries of size ~1/sqrt(d_model): unit-length rows, like the attention inputs of chapter
+        # 1
         scale = 1 / math.sqrt(d_model)
-        self.W_E = nn.Parameter(torch.randn(config.vocab_size, d_model, generator=generator) * scale)  # (vocab, d_model)
+        # (vocab, d_model)
+        self.W_E = nn.Parameter(torch.randn(config.vocab_size, d_model, generator=generator) * scale)
         positions = torch.randn(config.max_seq_len, d_model, generator=generator) * scale
         self.W_pos = nn.Parameter(positions)  # (max_seq, d_model)
         layer_seeds = torch.randint(0, 2**62, (config.n_layers,), generator=generator).tolist()
         self.blocks = nn.ModuleList(_Block(config, layer_seed, generator) for layer_seed in layer_seeds)
         self.norm_final = nn.LayerNorm(d_model) if config.layer_norm else nn.Identity()
-        self.W_U = nn.Parameter(torch.randn(d_model, config.vocab_size, generator=generator) * scale)  # (d_model, vocab)
+        # (d_model, vocab)
+        self.W_U = nn.Parameter(torch.randn(d_model, config.vocab_size, generator=generator) * scale)
 
     def forward(
         self,
@@ -196,7 +199,8 @@ class TinyTransformer(nn.Module):
         head_mask: Tensor | None = None,
         attention_overrides: Mapping[int, Callable[[Tensor], Tensor]] | None = None,
     ) -> TinyTransformerOutput:
-        """Logits (batch, seq, vocab) and attention weights (layers, batch, heads, seq, seq) for ``tokens`` (batch, seq).
+        """Logits (batch, seq, vocab) and attention weights (layers, batch, heads, seq, seq) for ``tokens`` (batch,
+        seq).
 
         ``head_mask`` ``(layers, heads)`` scales each head's output (1 keeps a
         head, 0 ablates it). ``attention_overrides`` maps a layer index to a

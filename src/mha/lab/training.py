@@ -236,7 +236,8 @@ def train(
 
             if step % config.log_every == 0 or step == config.steps:
                 metrics = evaluate(model, task, eval_batch)
-                row = {"step": step, "seconds": log.seconds, "train_loss": sum(losses_since_log) / len(losses_since_log)}
+                row = {"step": step, "seconds": log.seconds,
+                       "train_loss": sum(losses_since_log) / len(losses_since_log)}
                 log.rows.append({**row, **metrics})
                 losses_since_log = []
                 bar.set_postfix(loss=f"{metrics['loss']:.3f}")

@@ -367,7 +367,8 @@ class MiniLMEncoder(nn.Module):
     # ------------------------------------------------------------------ heads
 
     def head_weights(self, layer: int, head: int) -> HeadWeights:
-        """Head ``head`` of layer ``layer``: W_Q, W_K, W_V (d_model, d_head), its rows of W_O (d_head, d_model), biases."""
+        """Head ``head`` of layer ``layer``: W_Q, W_K, W_V (d_model, d_head), its rows of W_O (d_head, d_model),
+        biases."""
         self._check_layer(layer)
         return self.layers[layer].attention.head_weights(head)
 

@@ -4,8 +4,8 @@
 trusting it (sizes against ``LIMITS`` before anything is allocated, a bounded read, the sha256 of the pinned
 release), and :func:`copy_bert_weights` copies a transformers ``BertModel`` state dict into a
 :class:`~mha.pretrained.encoder.MiniLMEncoder`, transposing each Linear weight to the book's layout (vectors are
-rows: ``x @ W`` with ``W`` of shape (d_in, d_out)). :meth:`MiniLMEncoder.load <mha.pretrained.encoder.MiniLMEncoder.load>`
-is built on these.
+rows: ``x @ W`` with ``W`` of shape (d_in, d_out)). :meth:`MiniLMEncoder.load
+<mha.pretrained.encoder.MiniLMEncoder.load>` is built on these.
 """
 
 from __future__ import annotations
@@ -135,8 +135,10 @@ def read_model_folder(path: str | Path, *, sha256: str | None = None) -> tuple[E
     return config, state
 
 
-def copy_bert_weights(encoder: MiniLMEncoder, state: dict[str, Tensor], source: Path | str = "the weights file") -> None:
-    """Copy a transformers ``BertModel`` state dict into ``encoder``; its Linear weights are (d_out, d_in), ours (d_in, d_out).
+def copy_bert_weights(encoder: MiniLMEncoder, state: dict[str, Tensor],
+                      source: Path | str = "the weights file") -> None:
+    """Copy a transformers ``BertModel`` state dict into ``encoder``; its Linear weights are (d_out, d_in), ours (d_in,
+    d_out).
 
     Every tensor taken must be float32 and finite: a file stored in another dtype (BOOL, F16, I64) or holding
     NaN or inf is refused, naming the tensor, rather than loaded silently.
@@ -181,7 +183,8 @@ def copy_bert_weights(encoder: MiniLMEncoder, state: dict[str, Tensor], source: 
         ):
             weight, bias = linear(f"{prefix}.{source}")
             copies += [(W, weight), (b, bias)]
-        for norm, source in ((layer.attention_norm, "attention.output.LayerNorm"), (layer.mlp_norm, "output.LayerNorm")):
+        for norm, source in ((layer.attention_norm, "attention.output.LayerNorm"), (layer.mlp_norm,
+                                                                                    "output.LayerNorm")):
             copies += [(norm.weight, take(f"{prefix}.{source}.weight")), (norm.bias, take(f"{prefix}.{source}.bias"))]
     with torch.no_grad():
         for mine, theirs in copies:

@@ -1,10 +1,11 @@
 """The forms an intervention on the encoder's heads takes, and the helpers that build them (chapters 3 and 4).
 
-An intervention is one call of :meth:`MiniLMEncoder.run_from_layer <mha.pretrained.encoder.MiniLMEncoder.run_from_layer>`
-(or of the whole forward pass) with one of these: a :data:`HeadMask` removes heads, an :data:`AttentionOverride`
-replaces heads' weights (batch, heads, seq_q, seq_k), row = query, column = key, and a :data:`HeadOutputOverride`
-replaces heads' outputs before ``W_O``. :func:`override_heads` builds an attention override that changes only the
-chosen heads; :func:`uniform_attention_weights` is the baseline "a head that looks at nothing in particular".
+An intervention is one call of :meth:`MiniLMEncoder.run_from_layer
+<mha.pretrained.encoder.MiniLMEncoder.run_from_layer>` (or of the whole forward pass) with one of these: a
+:data:`HeadMask` removes heads, an :data:`AttentionOverride` replaces heads' weights (batch, heads, seq_q, seq_k), row =
+query, column = key, and a :data:`HeadOutputOverride` replaces heads' outputs before ``W_O``. :func:`override_heads`
+builds an attention override that changes only the chosen heads; :func:`uniform_attention_weights` is the baseline "a
+head that looks at nothing in particular".
 """
 
 from __future__ import annotations
@@ -78,7 +79,8 @@ def override_heads(heads: Iterable[tuple[int, int]], replace: HeadReplacement) -
 
 
 def for_layer(override: AttentionOverride, layer: int, real_tokens: Tensor) -> Callable[[Tensor], Tensor]:
-    """Bind a whole-model override to one layer, in the one-argument form :class:`~mha.core.attention.MultiHeadAttention` takes."""
+    """Bind a whole-model override to one layer, in the one-argument form
+    :class:`~mha.core.attention.MultiHeadAttention` takes."""
 
     def layer_override(weights: Tensor) -> Tensor:
         return override(layer, weights, real_tokens)

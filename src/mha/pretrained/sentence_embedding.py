@@ -25,7 +25,8 @@ __all__ = ["mean_pool", "sentence_embeddings", "embed", "cosine_similarity_matri
 
 
 def mean_pool(hidden_states: Tensor, real_tokens: Tensor) -> Tensor:
-    """Mean of ``hidden_states`` (..., batch, seq, d_model) over the real tokens of each sentence -> (..., batch, d_model).
+    """Mean of ``hidden_states`` (..., batch, seq, d_model) over the real tokens of each sentence -> (..., batch,
+    d_model).
 
     ``real_tokens`` (batch, seq) is True at real tokens (``[CLS]`` and
     ``[SEP]`` included) and False at padding; leading axes of

@@ -179,7 +179,8 @@ def _check_sentence(sentence, index: int, split: bool) -> None:
     for position, word in enumerate(sentence):
         if not isinstance(word, str):
             raise ValueError(
-                f"word {position} of {where} is {type(word).__name__} {_describe(word)}, but every word must be a string."
+                f"word {position} of {where} is {type(word).__name__} {_describe(word)}, but every word must be a "
+                "string."
             )
         if not word.strip():
             raise ValueError(

@@ -103,7 +103,8 @@ class EncoderTrace:
             attention = layer.attention
             per_layer.append([
                 split_heads(layer_input @ W + b, attention.n_heads)  # (batch, heads, seq, d_head)
-                for W, b in ((attention.W_Q, attention.b_Q), (attention.W_K, attention.b_K), (attention.W_V, attention.b_V))
+                for W, b in ((attention.W_Q, attention.b_Q), (attention.W_K, attention.b_K),
+                             (attention.W_V, attention.b_V))
             ])
         queries, keys, values = (torch.stack(per_kind) for per_kind in zip(*per_layer))
         return queries, keys, values  # each (layers, batch, heads, seq, d_head)

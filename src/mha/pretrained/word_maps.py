@@ -61,7 +61,8 @@ def word_units(word_ids: Sequence[int | None], *, keep_special: bool = False) ->
 
 
 def word_attention(attention: np.ndarray, word_ids: Sequence[int | None], *, keep_special: bool = False) -> np.ndarray:
-    """Token-level attention (..., seq, seq) -> word-level attention (..., units, units) (chapter 3, empirical head roles).
+    """Token-level attention (..., seq, seq) -> word-level attention (..., units, units) (chapter 3, empirical head
+    roles).
 
     Rows are queries (attend FROM), columns keys (attended TO). The attention
     a unit receives is the sum over its tokens' columns, the attention it

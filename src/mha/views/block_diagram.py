@@ -91,7 +91,8 @@ def draw_transformer_layer(ax: Axes, *, n_heads: int = 12, d_model: int = 384, d
     width, height = 5.2, 8.4
     centre, skip = 2.2, 4.35  # the main path, and the skip connections on the right
     title = {"post": "One layer, as all-MiniLM-L6-v2 computes it",
-             "pre": "One layer, normalised before each branch (pre-LN)", None: "One layer, with no normalisation"}[layer_norm]
+             "pre": "One layer, normalised before each branch (pre-LN)",
+             None: "One layer, with no normalisation"}[layer_norm]
     _frame(ax, width, height, title)
 
     ax.text(centre, 0.25, f"input: one vector of {d_model} numbers per token", ha="center", fontsize=8)

@@ -69,7 +69,8 @@ def shares_table_html(shares: np.ndarray) -> str:
     """Every head's mean attention at the ask positions (heads, 3: fact, previous, elsewhere) as bars and a role."""
     shares = as_real_array("shares", shares)
     if shares.ndim != 2 or shares.shape[1] != 3:
-        raise ValueError(f"shares has shape {shares.shape}; pass (heads, 3) from mha.lab.head_count_sweep.relation_shares.")
+        raise ValueError(f"shares has shape {shares.shape}; pass (heads, 3) from "
+                         "mha.lab.head_count_sweep.relation_shares.")
     rows = []
     for head, (fact, previous, elsewhere) in enumerate(shares):
         bar = "".join(f"<span title='{part}: {value:.2f}' style='display:inline-block;height:12px;"
@@ -267,7 +268,8 @@ class HeadCountExplorer(Explorer):
         return super()._current_view()
 
     def view_data(self, *, heads: int, seed: int, head: int, sequence: int) -> ExplorerView:
-        """Head ``head`` (clamped to the head count) of the stored model (``heads``, ``seed``) on held-out ``sequence``."""
+        """Head ``head`` (clamped to the head count) of the stored model (``heads``, ``seed``) on held-out
+        ``sequence``."""
         view = self._stored_view(heads, seed)
         run = self.study.chosen_run(heads, seed)
         curve = run["curve"]

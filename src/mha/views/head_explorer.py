@@ -76,7 +76,8 @@ class HeadExplorer(Explorer):
         super().__init__({"sentence": self.sentence_box, "heads": self.heads_slider, "head": self.head_slider})
 
     def view_data(self, *, sentence: str, heads: int, head: int) -> ExplorerView:
-        """Head ``head`` (clamped to the head count) of a ``heads``-head layer on ``sentence``; ``ValueError`` if bad."""
+        """Head ``head`` (clamped to the head count) of a ``heads``-head layer on ``sentence``; ``ValueError`` if
+        bad."""
         head = check_whole_number("head", head, minimum=0, meaning="heads are counted from 0")
         tokens, weights = head_attention_maps(sentence, heads, self.d_model, self.seed)  # (heads, seq, seq)
         head = min(head, heads - 1)

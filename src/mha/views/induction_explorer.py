@@ -183,7 +183,8 @@ class InductionLabExplorer(Explorer):
         period = int(self.batch.details["period"][sequence])
         start = int(self.batch.details["repeat_start"][sequence])
         description = f"held-out sequence {sequence}: period {period} (never trained on), repeat from position {start}"
-        return self.batch.inputs[sequence:sequence + 1], self.batch.details["repeat_mask"][sequence:sequence + 1], description
+        return (self.batch.inputs[sequence:sequence + 1], self.batch.details["repeat_mask"][sequence:sequence + 1],
+                description)
 
     def _composition_text(self, view: _ModelView, layer: int, head: int) -> str:
         parts = []

@@ -4,19 +4,20 @@ In Jupyter an :class:`~mha.views.explorer.Explorer` is a live ipywidgets view. O
 so each view also gives a placeholder (:func:`placeholder_html`): a ``<div class="mha-view">`` that names the view
 and the arguments it was built with (its *recipe*), with a line of text for anywhere scripts cannot run. When the
 book is built, ``site/static_views.py`` rebuilds the view from its recipe (:func:`view_from_recipe`), asks it for
-:func:`site_payload`, and embeds that in the page (:func:`encode_payload`), where ``views.js`` (:mod:`mha.views.widget`) draws it and
-answers every control without a kernel:
+:func:`site_payload`, and embeds that in the page (:func:`encode_payload`), where ``views.js`` (:mod:`mha.views.widget`)
+draws it and answers every control without a kernel:
 
 - :func:`table_payload`, the default: every view the menus and sliders can reach, computed here by
   :meth:`~mha.views.explorer.Explorer.view_data` and stored compactly. A weight is stored as one byte, the whole
   number of hundredths the view's table shows (:func:`~mha.views.heatmaps.weight_hundredths`); repeated text is
-  stored once; and the whole is gzip-compressed (browsers inflate it with ``DecompressionStream``). Typed text has no list of
-  values, so the site form offers the menus only and says where to type (``site_note``).
+  stored once; and the whole is gzip-compressed (browsers inflate it with ``DecompressionStream``). Typed text has no
+  list of values, so the site form offers the menus only and says where to type (``site_note``).
 - the chapter-1 head explorer sends its layer's weights instead, and the page computes every map itself, typed
   sentences included (:meth:`mha.views.head_explorer.HeadExplorer.site_payload`).
 
 Views are found by class name in :data:`SITE_VIEWS`, which names each view's module; a recipe names nothing else.
-Every payload is checked against the schema written in ``views.js`` (:func:`mha.views.widget.check_payload`). Used in (chapter 1, "Multi-head attention") and (chapter 3, "Empirical head roles").
+Every payload is checked against the schema written in ``views.js`` (:func:`mha.views.widget.check_payload`). Used in
+(chapter 1, "Multi-head attention") and (chapter 3, "Empirical head roles").
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ from mha.views.widget import check_payload
 if TYPE_CHECKING:
     from mha.views.explorer import Explorer
 
-__all__ = ["SITE_VIEWS", "PAYLOAD_VERSION", "placeholder_html", "notebook_bundle", "view_from_recipe", "site_payload", "table_payload",
+__all__ = ["SITE_VIEWS", "PAYLOAD_VERSION", "placeholder_html", "notebook_bundle", "view_from_recipe", "site_payload",
+           "table_payload",
            "encode_payload", "decode_payload", "map_payload", "stored_weights"]
 
 SITE_VIEWS: dict[str, str] = {
@@ -111,7 +113,8 @@ def site_payload(explorer: Explorer, *, hosted: bool = False) -> dict:
         payload["page_model"] = model
     return check_payload({"version": PAYLOAD_VERSION,
                           "guidance": {"try": explorer.what_to_try, "notice": explorer.what_to_notice},
-                          "note": "" if hosted else explorer.site_note, "opening": explorer.opening, "axes": {"key": KEY_AXIS, "query": QUERY_AXIS, "colormap": COLORMAP},
+                          "note": "" if hosted else explorer.site_note, "opening": explorer.opening,
+                          "axes": {"key": KEY_AXIS, "query": QUERY_AXIS, "colormap": COLORMAP},
                           "palette": cell_colours(), **payload})
 
 

@@ -44,7 +44,8 @@ export default {
 
 @cache
 def web_file(name: str) -> str:
-    """The text of one of the views' web files (``views.js``, ``views.css`` or ``model.js``), from the installed package."""
+    """The text of one of the views' web files (``views.js``, ``views.css`` or ``model.js``), from the installed
+    package."""
     if name not in WEB_FILES:
         raise ValueError(f"{name!r} is not one of the views' web files ({', '.join(WEB_FILES)}).")
     return (files("mha.views") / "web" / name).read_text(encoding="utf-8")

@@ -44,7 +44,8 @@ from mha.pretrained.sentence_embedding import sentence_embeddings
 from mha.pretrained.tokenizer import TokenizedBatch
 
 __all__ = ["PRUNING_SPREAD_PATH", "column_means", "head_mask_gradients", "heads_removable", "held_out_pruning_curve",
-           "keep_one_head_masks", "load_pruning_spread", "michel_importance", "pruning_masks", "removable_at_thresholds",
+           "keep_one_head_masks", "load_pruning_spread", "michel_importance", "pruning_masks",
+           "removable_at_thresholds",
            "single_head_masks"]
 
 
@@ -127,7 +128,8 @@ def head_mask_gradients(encoder: MiniLMEncoder, inputs: TokenizedBatch,
         real = inputs.real_tokens.to(trace.hidden_states.device)
         loss = loss_of_embeddings(sentence_embeddings(trace.hidden_states[-1], real))
         if loss.ndim != 0:
-            raise ValueError(f"loss_of_embeddings must return one number (a 0-d tensor), got shape {tuple(loss.shape)}.")
+            raise ValueError(f"loss_of_embeddings must return one number (a 0-d tensor), got shape "
+                             f"{tuple(loss.shape)}.")
         (gradient,) = torch.autograd.grad(loss, per_sentence)
     return gradient.detach().cpu().numpy()
 
@@ -162,7 +164,8 @@ def heads_removable(counts: Sequence[int], quality: npt.ArrayLike, reference: fl
     counts = check_items("counts", counts, "a list of head counts (whole numbers)")
     counts, quality = list(counts), np.asarray(quality, dtype=float)
     if len(counts) != len(quality) or not counts:
-        raise ValueError(f"counts and quality must be non-empty and of equal length, got {len(counts)} and {len(quality)}.")
+        raise ValueError(f"counts and quality must be non-empty and of equal length, got {len(counts)} and "
+                         f"{len(quality)}.")
     if any(b <= a for a, b in zip(counts, counts[1:])):
         raise ValueError("counts must increase from left to right.")
     removable = None

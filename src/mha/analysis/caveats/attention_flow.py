@@ -59,7 +59,8 @@ def attention_rollout(attention, residual_weight: float = 0.5) -> np.ndarray:
     return np.stack(layers)
 
 
-def masking_influence(encoder: MiniLMEncoder, sentence: str, *, replacement: str = "[MASK]") -> tuple[list[str], np.ndarray]:
+def masking_influence(encoder: MiniLMEncoder, sentence: str, *,
+                      replacement: str = "[MASK]") -> tuple[list[str], np.ndarray]:
     """How far each position's hidden state moves when one input token is replaced: (layers + 1, n, n) (chapter 4).
 
     The sentence is tokenised (``n`` tokens with ``[CLS]`` and ``[SEP]``),

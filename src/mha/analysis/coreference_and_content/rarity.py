@@ -141,7 +141,7 @@ def extreme_hit_rates(attention: np.ndarray, rarity: Sequence[float], *, which: 
     """
     attention = as_real_array("attention", attention)
     rarity = as_real_array("rarity", rarity)
-    n = attention.shape[-1]
+    n = attention.shape[-1] if attention.ndim else 0
     if attention.ndim < 2 or attention.shape[-2] != n or rarity.shape != (n,):
         raise ValueError(f"attention {attention.shape} should be (..., n, n) and rarity ({n},), got {rarity.shape}.")
     if which not in ("rarest", "commonest"):

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mha.core.validation import as_real_array, check_items
+from mha.corpora.treebank import check_trees
 
 __all__ = ["RELATED_PAIRS", "FRAMES", "CrossedItem", "crossed_items", "slot_weights", "crossed_trace",
            "crossed_slot_weights", "crossed_contrast", "noun_pairs", "word_input_vectors", "pair_cosines"]
@@ -214,7 +215,7 @@ def noun_pairs(trees, *, upos: Sequence[str] = ("NOUN", "PROPN")):
     two words whose UPOS is in ``upos`` and whose lower-cased forms differ (a word repeated is not a pair of related
     words). Real text has no gold "related" label; :func:`pair_cosines` gives a stand-in.
     """
-    trees = check_items("trees", trees, "a list of UDTrees, e.g. read_ud_trees(path)")
+    trees = check_trees("trees", trees)
     from mha.analysis.head_roles.long_range import WordPair
 
     wanted = set(upos)

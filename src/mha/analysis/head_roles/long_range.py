@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mha.core.validation import check_items, check_whole_number
-from mha.corpora.treebank import UDTree, read_ud_trees
+from mha.corpora.treebank import UDTree, check_trees, read_ud_trees
 
 __all__ = ["UDTree", "WordPair", "CORRELATIVES", "read_ud_trees", "paired_constructions", "long_arcs",
            "form_matched_controls", "distance_baseline", "pair_lifts"]
@@ -55,7 +55,7 @@ def paired_constructions(trees: Sequence[UDTree]) -> list[WordPair]:
     :data:`CORRELATIVES` and the first matching ``cc`` after it that shares its head's coordination (its head is
     a ``conj`` of the preconj's head). Kinds are ``"if_then"`` and ``"<first>_<second>"``.
     """
-    trees = check_items("trees", trees, "a list of UDTrees, e.g. read_ud_trees(path)")
+    trees = check_trees("trees", trees)
     pairs = []
     for s, tree in enumerate(trees):
         lower = [w.lower() for w in tree.words]
@@ -84,7 +84,7 @@ def long_arcs(trees: Sequence[UDTree], *, min_distance: int = 6,
     Relations in ``skip_deprels`` are left out (a full stop hangs off the main verb however far it is). The kind
     is the dependent's relation without its subtype (``nsubj``, ``advcl``, ...).
     """
-    trees = check_items("trees", trees, "a list of UDTrees, e.g. read_ud_trees(path)")
+    trees = check_trees("trees", trees)
     min_distance = check_whole_number("min_distance", min_distance, minimum=1, meaning="words between the two")
     pairs = []
     for s, tree in enumerate(trees):

@@ -145,7 +145,8 @@ def relation_predictions(
         words = word_attention(attention[layer, head], record.word_ids)  # (n_words, n_words), rows attend FROM
         ranked = np.where(np.eye(len(words), dtype=bool), -np.inf, words) if ignore_self else words
         for pair in pairs:
-            source, target = (pair.source, pair.target) if direction == "source_to_target" else (pair.target, pair.source)
+            forward = direction == "source_to_target"
+            source, target = (pair.source, pair.target) if forward else (pair.target, pair.source)
             predicted = int(ranked[source].argmax())  # ties: the earliest word
             attractor = -1 if sentence.attractor is None else int(sentence.attractor)
             rows.append({

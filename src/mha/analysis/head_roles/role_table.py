@@ -1,35 +1,25 @@
 """Head-role scores: what each head of a model attends to, over a whole corpus (chapter 3, empirical head roles).
 
-:func:`head_role_table` reads the attention maps of every head of a model on
-many sentences and returns one tidy table, one row per (layer, head), whose
-columns answer the questions the literature asks of a head:
+:func:`head_role_table` reads the attention maps of every head of a model on many sentences and returns one tidy table,
+one row per (layer, head), whose columns answer the questions the literature asks of a head:
 
-* where does it look by position? previous / same / next token, the share to
-  ``[CLS]``, ``[SEP]`` and punctuation, how spread out it is (entropy against
-  uniform attention) and how far it looks (Clark et al. 2019, "What does BERT
-  look at? An analysis of BERT's attention"; mean distance as in Vig and
-  Belinkov 2019, "Analyzing the structure of attention in a transformer
-  language model");
-* is it positional or does it track rare tokens? (Voita et al. 2019,
-  "Analyzing multi-head self-attention: specialized heads do the heavy
-  lifting, the rest can be pruned": a head is positional when its largest
-  weight falls on the previous or next token in at least 90% of cases);
-* does it track grammar? for each gold relation of :mod:`mha.corpora.templates`, in both
-  directions, how often the head's most-attended word is the related word,
-  next to the best fixed-offset baseline scored the same way (Clark et al.
-  2019), and pronoun -> antecedent against a nearest-noun baseline;
-* what does its map look like? a pattern label among Kovaleva et al.'s (2019,
-  "Revealing the dark secrets of BERT") vertical, diagonal,
-  vertical + diagonal, block and heterogeneous, by the rules of
-  :func:`pattern_label`.
+* where does it look by position? previous / same / next token, the share to ``[CLS]``, ``[SEP]`` and punctuation, how
+  spread out it is (entropy against uniform attention) and how far it looks (Clark et al. 2019, "What does BERT look at?
+  An analysis of BERT's attention"; mean distance as in Vig and Belinkov 2019, "Analyzing the structure of attention in
+  a transformer language model");
+* is it positional or does it track rare tokens? (Voita et al. 2019, "Analyzing multi-head self-attention: specialized
+  heads do the heavy lifting, the rest can be pruned": a head is positional when its largest weight falls on the
+  previous or next token in at least 90% of cases);
+* does it track grammar? for each gold relation of :mod:`mha.corpora.templates`, in both directions, how often the
+  head's most-attended word is the related word, next to the best fixed-offset baseline scored the same way (Clark et
+  al. 2019), and pronoun -> antecedent against a nearest-noun baseline;
+* what does its map look like? a pattern label among Kovaleva et al.'s (2019, "Revealing the dark secrets of BERT")
+  vertical, diagonal, vertical + diagonal, block and heterogeneous, by the rules of :func:`pattern_label`.
 
-Direction convention, as everywhere in :mod:`mha`: attention weights have
-shape (..., seq_q, seq_k); ROW = query = the position attending FROM, COLUMN =
-key = the position attended TO. "Previous-token share" is the weight in row
-``i`` on column ``i - 1``: token ``i`` looking back at token ``i - 1``. A
-relation column named ``noun_det`` reads the noun's row and asks whether its
-largest weight is on the determiner's column; ``det_noun`` reads the
-determiner's row.
+Direction convention, as everywhere in :mod:`mha`: attention weights have shape (..., seq_q, seq_k); ROW = query = the
+position attending FROM, COLUMN = key = the position attended TO. "Previous-token share" is the weight in row ``i`` on
+column ``i - 1``: token ``i`` looking back at token ``i - 1``. A relation column named ``noun_det`` reads the noun's row
+and asks whether its largest weight is on the determiner's column; ``det_noun`` reads the determiner's row.
 """
 
 from __future__ import annotations
@@ -43,7 +33,7 @@ import pandas as pd
 
 from mha.analysis.head_roles.attention_patterns import PATTERN_LABELS, block_segments, is_punctuation, pattern_label
 from mha.core.resampling import bootstrap_counts
-from mha.core.validation import check_items, check_type
+from mha.core.validation import as_real_array, check_items, check_type
 from mha.corpora.annotation import AnnotatedSentence
 from mha.corpora.baselines import (
     SYNTACTIC_KINDS,
@@ -108,26 +98,31 @@ COLUMN_DESCRIPTIONS: dict[str, str] = {
     "diagonal_share": "mean weight of content rows on non-fixed keys with |i - j| <= 1 (Kovaleva et al. 2019); "
                       "fixed keys next to the query count for neither share",
     "block_share": "mean weight of content rows on content keys of their own segment, see block_segments",
-    "uniform_vertical": "vertical_share of uniform attention over the same rows (chance level, the same for every head)",
+    "uniform_vertical": "vertical_share of uniform attention over the same rows (chance level, the same for every "
+                        "head)",
     "uniform_diagonal": "diagonal_share of uniform attention over the same rows (chance level)",
     "uniform_block": "block_share of uniform attention over the same rows (chance level)",
     "rare_token_argmax_rate": "share of content rows whose largest weight is on the sentence's least frequent token "
                               "(Voita et al. 2019)",
-    "pattern": "vertical / diagonal / vertical+diagonal / block / heterogeneous, by pattern_label (Kovaleva et al. 2019)",
+    "pattern": "vertical / diagonal / vertical+diagonal / block / heterogeneous, by pattern_label (Kovaleva et al. "
+               "2019)",
     "positional": "prev_token_argmax_rate or next_token_argmax_rate >= 0.9 (Voita et al. 2019)",
     "{relation}_acc": "share of gold pairs where the first-named word's row has its largest word-level weight on the "
-                      "second-named word (det_noun: determiner row -> noun column; noun_det: noun row -> determiner column)",
+                      "second-named word (det_noun: determiner row -> noun column; noun_det: noun row -> determiner "
+                      "column)",
     "{relation}_baseline_acc": "accuracy of the best fixed offset in the same direction, over the same pairs "
                                "(Clark et al. 2019)",
     "{relation}_baseline_offset": "that offset in words: the guess for the word at i is the word at i + offset",
     "{kind}_count": "number of gold pairs of this kind scored (the same for both directions)",
-    "pron_antecedent_acc": "share of pronouns whose row gives the correct candidate the most weight among the candidates",
+    "pron_antecedent_acc": "share of pronouns whose row gives the correct candidate the most weight among the "
+                           "candidates",
     "pron_antecedent_baseline_acc": "accuracy of guessing the nearest candidate before the pronoun",
     "pron_antecedent_count": "number of pronoun items scored",
     "best_relation": "relation prefix (or pron_antecedent) with the largest acc - baseline_acc, among relations "
                      "with at least min_relation_count gold pairs",
     "best_relation_acc": "that relation's accuracy for this head",
-    "best_relation_gain": "that relation's acc - baseline_acc: near 0 means the head does no better than a fixed offset",
+    "best_relation_gain": "that relation's acc - baseline_acc: near 0 means the head does no better than a fixed "
+                          "offset",
     "syntactic": "best_relation_gain >= 0.1 (after Voita et al. 2019's 10% margin over the positional baseline)",
 }
 
@@ -167,7 +162,8 @@ class _ScoreSums:
         self.add("prev_token_argmax_rate", (top_key[..., 1:] == positions[1:] - 1).sum(-1), seq - 1)
         self.add("next_token_argmax_rate", (top_key[..., :-1] == positions[:-1] + 1).sum(-1), seq - 1)
 
-    def add_fixed_tokens(self, attention: np.ndarray, is_cls: np.ndarray, is_sep: np.ndarray, is_punct: np.ndarray) -> None:
+    def add_fixed_tokens(self, attention: np.ndarray, is_cls: np.ndarray, is_sep: np.ndarray,
+                         is_punct: np.ndarray) -> None:
         """Weight on [CLS], [SEP] and punctuation columns, over all rows (Clark et al. 2019)."""
         seq = attention.shape[-1]
         for name, key_mask in (("cls_share", is_cls), ("sep_share", is_sep), ("punct_share", is_punct)):
@@ -325,7 +321,8 @@ def _table_columns(sums: _ScoreSums, offsets: Sequence[int],
     table["pattern"] = [
         pattern_label(v, d, b, uniform_vertical=uv, uniform_diagonal=ud, uniform_block=ub)
         for v, d, b, uv, ud, ub in zip(*(table[name] for name in (
-            "vertical_share", "diagonal_share", "block_share", "uniform_vertical", "uniform_diagonal", "uniform_block")))
+            "vertical_share", "diagonal_share", "block_share", "uniform_vertical", "uniform_diagonal", "uniform_block",
+    )))
     ]
     most_positional = np.maximum(table["prev_token_argmax_rate"], table["next_token_argmax_rate"])
     table["positional"] = most_positional >= POSITIONAL_ARGMAX_MIN
@@ -392,7 +389,8 @@ def relation_scores_long(table: pd.DataFrame) -> pd.DataFrame:
     }))
     long = pd.concat(parts, ignore_index=True)
     long["gain"] = long["acc"] - long["baseline_acc"]
-    columns = ["layer", "head", "relation", "kind", "direction", "acc", "baseline_acc", "baseline_offset", "gain", "count"]
+    columns = ["layer", "head", "relation", "kind", "direction", "acc", "baseline_acc", "baseline_offset", "gain",
+               "count"]
     return long[columns]
 
 
@@ -472,17 +470,17 @@ def heads_above_thresholds(per_sentence: np.ndarray, thresholds: Sequence[float]
     DataFrame with one row per threshold: ``threshold``, ``heads`` (the count on all sentences), ``low`` and
     ``high`` (the percentile interval of the count at ``level``).
     """
-    values = np.asarray(per_sentence, dtype=float)
+    values = as_real_array("per_sentence", per_sentence)
     if values.ndim < 2 or values.shape[0] < 2:
         raise ValueError(f"per_sentence has shape {values.shape}; it should be (sentences, heads...) with at least "
                          "two sentences to resample.")
-    thresholds = np.asarray(list(thresholds), dtype=float)
+    thresholds = as_real_array("thresholds", thresholds)
     if thresholds.ndim != 1 or len(thresholds) == 0:
         raise ValueError("thresholds must be a non-empty list of numbers, e.g. (0.3, 0.5, 0.7).")
     if not 0 < level < 1:
         raise ValueError(f"level must be between 0 and 1 (e.g. 0.95), got {level!r}.")
     flat = values.reshape(values.shape[0], -1)  # (sentences, heads)
-    weights = np.ones(len(flat)) if rows is None else np.asarray(rows, dtype=float)
+    weights = np.ones(len(flat)) if rows is None else as_real_array("rows", rows)
     if weights.shape != (len(flat),) or (weights < 0).any() or weights.sum() <= 0:
         raise ValueError(f"rows must be one non-negative count per sentence, shape ({len(flat)},), not "
                          f"{weights.shape}; use sentence_head_scores(...)['rows'] or ['content_rows'].")
