@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from mha.core.layouts import LAYERS_HEADS, takes_attention
 from mha.core.resampling import bootstrap_counts
 from mha.core.validation import as_real_array, check_items, check_type, check_whole_number, is_real_number
 
@@ -57,6 +58,7 @@ def _position(tokens: Sequence[str], token: str, start: int = 0) -> int:
                          "(lower-cased word pieces, as the uncased tokenizer writes them).") from None
 
 
+@takes_attention(attention=LAYERS_HEADS)
 def fox_role_weights(attention: np.ndarray, tokens: Sequence[str]) -> dict[str, np.ndarray]:
     """Every head's weight for each role of :data:`POPULAR_ROLES` on the fox sentence (3.1).
 
@@ -64,7 +66,7 @@ def fox_role_weights(attention: np.ndarray, tokens: Sequence[str]) -> dict[str, 
     ``[CLS]`` and ``[SEP]``. Returns role -> (layers, heads) array of weights between 0 and 1.
     """
     attention = as_real_array("attention", attention)
-    if attention.ndim != 4 or attention.shape[-1] != attention.shape[-2] or attention.shape[-1] != len(tokens):
+    if attention.shape[-1] != len(tokens):
         raise ValueError(f"attention has shape {attention.shape} for {len(tokens)} tokens; it should be (layers, "
                          "heads, seq, seq) with seq = the number of tokens, rows = queries.")
     first_the, quick, brown = (_position(tokens, t) for t in ("the", "quick", "brown"))

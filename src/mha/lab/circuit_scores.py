@@ -33,6 +33,7 @@ import torch
 from torch import Tensor
 
 from mha.core.geometry import ov_circuit, qk_circuit
+from mha.core.layouts import BATCH_HEADS, LAYERS_BATCH_HEADS, takes_attention
 from mha.core.validation import InputError, check_rank, check_real_tensor, check_size, check_whole_number
 from mha.lab.tiny_model import check_tiny_model
 
@@ -53,9 +54,7 @@ __all__ = [
 
 
 def _check_weights(weights: Tensor) -> Tensor:
-    weights = check_real_tensor("weights", weights, meaning="(..., batch, heads, seq_q, seq_k) attention weights")
-    check_rank("weights", weights.shape, range(4, 9), "(..., batch, heads, seq_q, seq_k) attention weights")
-    return weights
+    return check_real_tensor("weights", weights, meaning="(..., batch, heads, seq_q, seq_k) attention weights")
 
 
 def _matrices(named: dict[str, object], meaning: str) -> list[Tensor]:
@@ -91,6 +90,7 @@ def _circuits(named: dict[str, object]) -> list[Tensor]:
     return [first, second]
 
 
+@takes_attention(weights=BATCH_HEADS.with_leading(4))
 def attention_to_key_positions(weights: Tensor, key_positions: Tensor) -> Tensor:
     """Mean attention each head pays to one designated key per query (chapter 3).
 
@@ -118,6 +118,7 @@ def attention_to_key_positions(weights: Tensor, key_positions: Tensor) -> Tensor
     return on_key.sum(dim=(-3, -1)) / scored.sum()  # (..., heads)
 
 
+@takes_attention(weights=BATCH_HEADS.with_leading(4))
 def previous_token_score(weights: Tensor) -> Tensor:
     """Mean attention from position ``i`` to position ``i - 1``, per head (chapter 3).
 
@@ -134,6 +135,7 @@ def previous_token_score(weights: Tensor) -> Tensor:
     return below_diagonal.mean(dim=-1).mean(dim=-2)  # (..., heads)
 
 
+@takes_attention(weights=BATCH_HEADS.with_leading(4))
 def prefix_matching_score(weights: Tensor, tokens: Tensor, query_mask: Tensor | None = None) -> Tensor:
     """Olsson et al.'s prefix-matching score: attention to the token after an earlier copy of the current token.
 
@@ -288,6 +290,7 @@ def composition_score_baseline(d_model: int, d_head: int, n_samples: int = 200, 
     return float(sum(scores) / len(scores))
 
 
+@takes_attention(attention_weights=LAYERS_BATCH_HEADS)
 def head_role_scores(model, tokens: Tensor, query_mask: Tensor | None = None, *,
                      attention_weights: Tensor | None = None) -> dict[str, Tensor]:
     """Every head's previous-token, prefix-matching and copying scores for a

@@ -15,6 +15,7 @@ from typing import Protocol
 
 import numpy as np
 
+from mha.core.layouts import LAYERS_HEADS, check_attention_layout
 from mha.core.validation import check_type
 from mha.corpora.annotation import AnnotatedSentence
 
@@ -73,11 +74,7 @@ def check_record(record: AttentionRecord, index: int, shape: tuple[int, int] | N
     """
     check_type("record", record, AttentionRecord, "an AttentionRecord, e.g. one of encode_records(encoder, sentences)")
     attention = np.asarray(record.attention, dtype=np.float64)
-    if attention.ndim != 4 or attention.shape[-1] != attention.shape[-2]:
-        raise ValueError(
-            f"record {index}: attention has shape {attention.shape}; it should be (layers, heads, seq, seq), "
-            "rows = queries (attend FROM), columns = keys (attended TO). Add axes for a single head: a[None, None]."
-        )
+    check_attention_layout(f"record {index}'s attention", attention, LAYERS_HEADS)
     seq = attention.shape[-1]
     if len(record.tokens) != seq or len(record.word_ids) != seq:
         raise ValueError(
