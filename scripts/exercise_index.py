@@ -1,4 +1,4 @@
-"""Write chapters/exercise_index.md, the book's exercise index, from the notebooks themselves (issue 13).
+"""Write chapters/exercise_index.md, the book's exercise index, from the notebooks themselves.
 
 Every exercise declares its title (the argument of ```` ```{exercise} ````), and in the first line of its body its
 kind, difficulty and time (``**Write and check** · ★★ · 15 min``; scripts/student_edition.py reads both,

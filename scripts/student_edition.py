@@ -1,4 +1,4 @@
-"""Write the student edition of the book's notebooks, and a separate answer key (``make student``; issue 13).
+"""Write the student edition of the book's notebooks, and a separate answer key (``make student``).
 
 Every exercise of the book opens with a markdown cell holding sphinx-exercise's directive, its title, its label and
 a first line that says its kind, difficulty and time (:data:`HEADER`), followed by a hint in a dropdown:

@@ -1,4 +1,4 @@
-"""The background pages' package code (issue 13): the block diagram, Holm and Bonferroni, and the six checks of
+"""The background pages' package code: the block diagram, Holm and Bonferroni, and the six checks of
 the primer and the statistics toolkit, each passing its solution and naming the usual slips."""
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""The exercise index (chapters/exercise_index.md; issue 13) is generated from the notebooks by
+"""The exercise index (chapters/exercise_index.md) is generated from the notebooks by
 scripts/exercise_index.py, never kept by hand: the committed page is what the script writes, and every exercise of
 chapters 1-4 declares what the index lists (a title, its kind, difficulty and time, and a hint apart from its
 solution)."""

@@ -1,4 +1,4 @@
-"""Fuzzing the public functions of mha.core.attention, mha.core.attention_numpy and mha.core.masks (issue 7).
+"""Fuzzing the public functions of mha.core.attention, mha.core.attention_numpy and mha.core.masks.
 
 Hypothesis draws shapes (sometimes wrong), dtypes (float16/32/64, int, bool),
 containers (tensor, numpy array, nested list), NaN and inf, and masks of any

@@ -1,4 +1,4 @@
-"""The autograder (scripts/grading.py, mha.exercises.grading; issue 13): one otter test file per "Write and check"
+"""The autograder (scripts/grading.py, mha.exercises.grading): one otter test file per "Write and check"
 exercise (predictions, explanations and investigations are not graded automatically), with the
 check's own feedback, and the answer key as a submission. Grading real submissions with ``otter run`` takes a
 minute, so ``.ci/run`` does it after the main suite: ``python scripts/grading.py --check <notebook>`` gives the key

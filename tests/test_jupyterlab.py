@@ -1,4 +1,4 @@
-"""Glued numbers and citations read properly in JupyterLab and on the site, from one source (issue 10).
+"""Glued numbers and citations read properly in JupyterLab and on the site, from one source.
 
 The notebooks' prose writes a number as ``{eval}`glue.text("name:fmt")``` and a citation as
 ``{eval}`glue.cite_t("key")```. jupyterlab-myst shows the results stored in each markdown cell's ``user_expressions``

@@ -1,4 +1,4 @@
-"""Every view of the book works on the website, in a real browser, without a kernel (issue 9).
+"""Every view of the book works on the website, in a real browser, without a kernel.
 
 The site that ``built_site`` (conftest.py) builds is served on 127.0.0.1, every request to another host aborted,
 and opened in headless Chromium (Debian's ``chromium``, driven by Playwright). For every page that shows a view:

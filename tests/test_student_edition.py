@@ -1,4 +1,4 @@
-"""The student edition (``make student``, scripts/student_edition.py; issue 13): every solution removed, whatever the
+"""The student edition (``make student``, scripts/student_edition.py): every solution removed, whatever the
 exercise's kind, nothing of it left behind (rubrics included), every exercise still there (a "Write and check" one
 with its stub and check, a "Predict, then check" one with its prediction cell), and an answer key with every
 solution.

@@ -97,7 +97,7 @@ def test_head_contributions_checks_w_o_rows():
         head_contributions(torch.zeros(1, 2, 3, 4), torch.zeros(6, 8))
 
 
-# bad input never escapes as a raw torch error or a silent NaN (issue 7)
+# bad input never escapes as a raw torch error or a silent NaN
 
 
 def test_errors_are_input_errors_and_still_value_errors():
