@@ -25,6 +25,8 @@ notebook (scripts/course.py): otter grades one notebook per submission, so a wee
     python scripts/grading.py --clean-check chapters/1_mechanism/1_attention_from_scratch.ipynb
         # build a fresh environment from the zip alone and grade the key, the student edition and a wrong answer
         # with its own otter (TORCH_INDEX= takes torch from wherever pip looks, as the Makefile does)
+    python scripts/grading.py --clean-check-week 1 --clean-check-week 2
+        # the same for weekly zips: one clean environment (their zips install the same), each week's three graded
     python scripts/grading.py --week 5          # only week 5's autograder (--all-weeks: every week's)
     python scripts/grading.py --check-week 1 [--record]
         # grade week 1's key (full marks) and student edition (zero) with otter run; --record keeps the sizes and
@@ -273,10 +275,22 @@ def with_answer(submission: dict, function: str, code: str) -> dict:
     return changed
 
 
-def check_three(folder: Path, out: Path, book: dict, timings: dict | None = None, **otter) -> list[str]:
-    """Grade the key (full marks), the untouched student edition (zero) and, where one is known, a typical wrong
-    answer (partial credit with its check's feedback) with ``folder``'s autograder.zip, through :func:`run_otter`
-    with ``otter``'s options; the problems found. ``timings`` gets each submission's seconds and score."""
+def wrong_answer(name: str, book: dict) -> tuple[str, str] | None:
+    """A typical wrong answer for the autograder ``name`` of ``book``: the known one of its section (or of a section
+    in its week), else its first exercise's function forgetting to return (partial credit, with the check's ✗)."""
+    functions = [exercise["function"] for exercise in exercises_of(book)]
+    known = [answer for section, answer in WRONG_ANSWERS.items() if section == name or answer[0] in functions]
+    if known or not functions:
+        return next(iter(known), None)
+    return functions[0], f"def {functions[0]}(*args, **kwargs):\n    result = None  # computed, never returned\n"
+
+
+def check_three(folder: Path, out: Path, book: dict, timings: dict | None = None, wrong: bool = True,
+                **otter) -> list[str]:
+    """Grade the key (full marks), the untouched student edition (zero) and, with ``wrong``, a typical wrong answer
+    (:func:`wrong_answer`: partial credit with its check's feedback) with ``folder``'s autograder.zip, through
+    :func:`run_otter` with ``otter``'s options; the problems found. ``timings`` gets each submission's seconds and
+    score."""
     name = str(folder.relative_to(out))
     autograder, problems = folder / "autograder.zip", []
     key = json.loads((folder / "key.ipynb").read_text())
@@ -290,8 +304,8 @@ def check_three(folder: Path, out: Path, book: dict, timings: dict | None = None
         print(f"{name}, {label}: {got:g} / {possible:g}", flush=True)
         if (wanted == "full" and got != possible) or (wanted == "zero" and got != 0) or possible == 0:
             problems.append(f"{name}: the {label} scored {got:g} of {possible:g}, not {wanted} marks: {table}")
-    if name in WRONG_ANSWERS:
-        function, code = WRONG_ANSWERS[name]
+    if wrong and wrong_answer(name, book):
+        function, code = wrong_answer(name, book)
         table = scores(run_otter(autograder, with_answer(key, function, code), "wrong_answer", **otter))
         got, possible = sum(s for s, _, _ in table.values()), sum(p for _, p, _ in table.values())
         failed = {label: said for label, (score, top, said) in table.items() if score < top}
@@ -336,7 +350,7 @@ def check_week(week: course.Week, out: Path, wheel: Path, measured: dict | None 
     the problems found. ``measured`` gets what :func:`course.measured_table` shows of the week."""
     folder = write_week(week, out, wheel)
     timings: dict = {}
-    problems = check_three(folder, out, course.week_book(week), timings)
+    problems = check_three(folder, out, course.week_book(week), timings, wrong=False)
     seconds, score = timings["key"]
     print(f"{week.name} ({', '.join(week.sections)}): the key graded in {seconds:.0f} s", flush=True)
     if measured is not None:
@@ -367,15 +381,23 @@ def zip_requirements(autograder: Path, source: Path, torch_index: str) -> tuple[
     return python, requirements
 
 
-def clean_check(path: Path, out: Path, wheel: Path, torch_index: str) -> list[str]:
-    """Build a fresh virtual environment from nothing but one notebook's autograder.zip (its environment.yml's
-    Python and pip list, the wheel it carries) and grade the key, the student edition and a wrong answer there with
-    that environment's own ``otter run``; the problems found."""
+def what_it_installs(autograder: Path) -> tuple[bytes, bytes]:
+    """What a zip's environment installs: its environment.yml and the wheel of the package it carries."""
+    with zipfile.ZipFile(autograder) as archive:
+        wheels = [name for name in archive.namelist() if name.startswith("files/") and name.endswith(".whl")]
+        return archive.read("environment.yml"), b"".join(archive.read(name) for name in sorted(wheels))
+
+
+def clean_check(bundles: list[tuple[Path, dict]], out: Path, torch_index: str) -> list[str]:
+    """Build a fresh virtual environment from nothing but the first bundle's autograder.zip (its environment.yml's
+    Python and pip list, the wheel it carries) and grade each bundle's key, student edition and a wrong answer there
+    with that environment's own ``otter run``; the problems found. ``bundles``: (an autograder's folder, the book
+    notebook it grades). A zip that installs anything else than the first (another environment.yml or wheel) is a
+    problem: it would need an environment of its own."""
     from colab_like_check import clean_environment, run
 
     started = time.monotonic()
-    folder = write_autograder(path, out, wheel)
-    autograder = folder / "autograder.zip"
+    autograder = bundles[0][0] / "autograder.zip"
     work = Path(tempfile.mkdtemp(prefix="grading-clean-"))
     try:
         version, requirements = zip_requirements(autograder, work / "autograder" / "source", torch_index)
@@ -398,11 +420,18 @@ def clean_check(path: Path, out: Path, wheel: Path, torch_index: str) -> list[st
         print(f"a clean Python {version} environment from {autograder.relative_to(out)} alone "
               f"({autograder.stat().st_size / 2**20:.1f} MiB): installed in {installed:.0f} s, mha from the zip's "
               f"wheel, torch {probe[1]}", flush=True)
-        grading = time.monotonic()
-        problems = check_three(folder, out, json.loads(path.read_text()), otter=venv / "bin" / "otter",
-                               environment=environment)
-        print(f"graded three submissions there in {time.monotonic() - grading:.0f} s; the whole check took "
-              f"{time.monotonic() - started:.0f} s", flush=True)
+        problems, installs = [], what_it_installs(autograder)
+        for folder, book in bundles:
+            if what_it_installs(folder / "autograder.zip") != installs:
+                problems.append(f"{folder.relative_to(out)}: its zip installs something else than "
+                                f"{autograder.relative_to(out)} (environment.yml or wheel); grade it in its own clean "
+                                "environment")
+                continue
+            grading = time.monotonic()
+            problems += check_three(folder, out, book, otter=venv / "bin" / "otter", environment=environment)
+            print(f"{folder.relative_to(out)}: graded three submissions there in {time.monotonic() - grading:.0f} s",
+                  flush=True)
+        print(f"the whole clean check took {time.monotonic() - started:.0f} s", flush=True)
         return problems
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -438,6 +467,9 @@ def main() -> int:
     parser.add_argument("--check", nargs="*", help="notebooks to grade key, student edition and a wrong answer of")
     parser.add_argument("--clean-check", nargs="*", help="notebooks whose zip builds a clean environment in which the "
                                                          "key, the student edition and a wrong answer are graded")
+    parser.add_argument("--clean-check-week", type=int, action="append", default=[],
+                        help="a week whose zip is graded in a clean environment built from the zip alone (repeat for "
+                             "more: one environment for all, when their zips install the same)")
     parser.add_argument("--points", type=parse_points, default=POINTS_BY_DIFFICULTY,
                         help="the points of a ★, a ★★ and a ★★★ exercise (default 2,3,5)")
     parser.add_argument("--torch-index", default=os.environ.get("TORCH_INDEX", TORCH_CPU_INDEX),
@@ -469,10 +501,13 @@ def main() -> int:
             measured["weeks"][str(each.number)] = described = course.describe_week(each, folder)
             print(f"{folder.relative_to(out)} ({', '.join(each.sections)}): {described['exercises']} exercises, "
                   f"{described['points']:g} points, autograder.zip ({described['zip_mib']:.1f} MiB)")
-    if args.check or args.clean_check or args.check_week:
+    if args.check or args.clean_check or args.check_week or args.clean_check_week:
         problems = [problem for path in args.check or [] for problem in check_grading(Path(path).resolve(), out, wheel)]
-        problems += [problem for path in args.clean_check or []
-                     for problem in clean_check(Path(path).resolve(), out, wheel, args.torch_index)]
+        bundles = [(write_autograder(Path(path).resolve(), out, wheel), json.loads(Path(path).read_text()))
+                   for path in args.clean_check or []]
+        bundles += [(write_week(course.week(number, weeks), out, wheel), course.week_book(course.week(number, weeks)))
+                    for number in args.clean_check_week]
+        problems += clean_check(bundles, out, args.torch_index) if bundles else []
         problems += [problem for number in args.check_week
                      for problem in check_week(course.week(number, weeks), out, wheel, measured)]
         print(
@@ -480,7 +515,7 @@ def main() -> int:
             or "grading works: full marks for the key, zero for the student edition, partial "
             "credit with feedback for a wrong answer"
             + (" (patched or not), a hang costs only its exercise" if args.check else "")
-            + ("; in a clean environment built from the zip alone" if args.clean_check else "")
+            + ("; in a clean environment built from the zip alone" if bundles else "")
             + ("; a week's autograder grades its sections' notebook as one" if args.check_week else "")
         )
         if args.record and not problems:

@@ -122,3 +122,22 @@ def test_the_autograder_zip_carries_the_package_and_pins_what_grading_installs(t
     python, requirements = grading.zip_requirements(zipped, source, torch_index="")
     assert python == grading.PYTHON_VERSION and not [r for r in requirements if TORCH_CPU_INDEX in r]
     assert requirements[-1] == str(source / "files" / wheel.name) and Path(requirements[-1]).is_file()
+    # the outline of the exercises marked by hand lies beside the zip, for the instructor, and not in it
+    assert (folder / "manual_questions.md").read_text().startswith("# Marked by hand")
+    assert not [name for name in names if "manual" in name]
+    # a week's zip installs what the section's does, so --clean-check-week grades weeks in one environment
+    week = grading.write_week(grading.course.read_syllabus()[0], tmp_path, wheel)
+    assert grading.what_it_installs(week / "autograder.zip") == grading.what_it_installs(zipped)
+
+
+def test_every_weekly_zip_is_checked_with_a_typical_wrong_answer():
+    weeks = grading.course.read_syllabus()
+    first = grading.course.week_book(weeks[0])
+    assert grading.wrong_answer("weeks/week_1", first) == grading.WRONG_ANSWERS["1_mechanism/1_attention_from_scratch"]
+    for each in weeks[1:]:
+        book = grading.course.week_book(each)
+        function, code = grading.wrong_answer(f"weeks/{each.name}", book)
+        assert function == grading.exercises_of(book)[0]["function"]
+        namespace: dict = {}
+        exec(code, namespace)  # it defines the function, which computes and returns nothing
+        assert namespace[function](1, 2, extra=3) is None
