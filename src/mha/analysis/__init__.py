@@ -11,6 +11,8 @@ One subpackage per group of sections, and the tools they share:
   pruning, layer profiles and probes (chapter 4 "Caveats").
 - :mod:`~mha.analysis.popular_story`: the popular story of head roles on "The quick brown fox ..." and its verdicts
   on real text, drawing on all three (3.1, 3.4).
+- :mod:`~mha.analysis.pair_patching`: minimal pairs under activation patching, how much of each pair's difference
+  every head's output carries (3.2, 3.3 "Coreference, honestly").
 - :mod:`~mha.analysis.statistics`: paired differences per head, corrected for testing 72 heads, bootstrap intervals
   of pooled shares over sentences, and the power of a test that found nothing (3.2, 3.3, 3.4, 4.3).
 - :mod:`~mha.analysis.p_value_adjustment`: Bonferroni and Holm adjustments for many tests (the background page "A

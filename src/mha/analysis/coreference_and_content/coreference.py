@@ -39,12 +39,11 @@ from pathlib import Path
 
 import numpy as np
 
-from mha.analysis.statistics import bootstrap_interval
+from mha.analysis.pair_patching import PairPatching, patch_between_halves
 from mha.core.validation import InputError, as_path, as_real_array, check_items
 from mha.corpora.templates import AnnotatedSentence
 from mha.data_files import DATA_DIRECTORY
 from mha.pretrained.encoder import EncoderTrace, MiniLMEncoder
-from mha.pretrained.patching import head_patching_effects
 from mha.pretrained.word_maps import word_attention, word_units
 
 __all__ = [
@@ -337,58 +336,12 @@ def lean_to_first_candidate(trace: EncoderTrace, items: Sequence[AnnotatedSenten
     return similarity[:, 0] - similarity[:, 1]
 
 
-@dataclass(frozen=True)
-class PairPatching:
-    """How much of each minimal pair's difference every head's output carries (chapter 3, "Coreference, honestly").
-
-    ``difference`` (pairs,): how much more the pronoun's final vector leans to
-    the first candidate in the half whose answer is the first candidate than
-    in the other half (:func:`lean_to_first_candidate`; positive = the model
-    follows the answer). ``carried`` (pairs, layers, heads): how far patching
-    one head's output from the other half moves the lean, in the same units
-    and direction, averaged over the two directions (first half patched from
-    the second, and the reverse). A head that carried all of the difference
-    would have ``carried == difference``. ``left_out`` names the pairs whose
-    halves have different numbers of tokens, which cannot be patched.
-    """
-
-    pair_ids: tuple[str, ...]
-    difference: np.ndarray
-    carried: np.ndarray
-    left_out: tuple[str, ...] = ()
-
-    @property
-    def shares(self) -> np.ndarray:
-        """(pairs, layers, heads): ``carried`` in units of the mean difference over all pairs (1 = all of it).
-
-        The unit is fixed (it does not depend on which heads or which half of the pairs is looked at), so a
-        share can be averaged over any pairs and resampled without dividing by a small resampled mean.
-        """
-        return self.carried / self.difference.mean()
-
-    def share(self, pairs=None) -> np.ndarray:
-        """Mean share of the difference each head carries over ``pairs`` (default all): (layers, heads)."""
-        return self.shares[slice(None) if pairs is None else np.asarray(pairs)].mean(axis=0)
-
-    def share_interval(self, pairs=None, *, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-        """95% percentile bootstrap interval of :meth:`share` over ``pairs``, resampling pairs
-        (:func:`mha.analysis.statistics.bootstrap_interval`): ``(low, high)``, each (layers, heads)."""
-        return bootstrap_interval(self.shares[slice(None) if pairs is None else np.asarray(pairs)], seed=seed)
-
-    def to_dict(self, decimals: int = 6) -> dict:
-        """The result as JSON-ready lists, rounded to ``decimals`` places (what ``scripts/coreference_patching.py``
-        stores)."""
-        return {"pair_ids": list(self.pair_ids), "left_out": list(self.left_out),
-                "difference": np.round(self.difference, decimals).tolist(),
-                "carried": np.round(self.carried, decimals).tolist()}
-
-
 def pair_patching(encoder: MiniLMEncoder, items: Sequence[AnnotatedSentence]) -> PairPatching:
     """Patch every head's output between the two halves of each minimal pair of ``items`` (chapter 3).
 
     Both halves are traced from their gold words, as in :func:`score_pronoun_items`; a pair whose halves have
     different numbers of tokens is left out (named in ``left_out``). Every head of the first halves is patched
-    from the second halves and the reverse, in one batch (:func:`mha.pretrained.patching.head_patching_effects`),
+    from the second halves and the reverse, in one batch (:func:`mha.analysis.pair_patching.patch_between_halves`),
     and the change of :func:`lean_to_first_candidate` is turned into :class:`PairPatching`.
     """
     items = tuple(items)
@@ -399,24 +352,18 @@ def pair_patching(encoder: MiniLMEncoder, items: Sequence[AnnotatedSentence]) ->
     if not same_length.any():
         raise ValueError("no pair has two halves of the same length in tokens, so none can be patched.")
     first, second = all_first[same_length], all_second[same_length]
-    rows = np.concatenate([first, second])  # target row r; its source is the other half of the same pair
-    sources = np.concatenate([second, first])
-    target_items = [items[i] for i in rows]
-    target = encoder.trace([words[i] for i in rows], is_split_into_words=True)
-    source = encoder.trace([words[i] for i in sources], is_split_into_words=True)
+    rows = np.concatenate([first, second])  # the batch: first halves, then second halves
 
-    def lean(states):
-        return lean_to_first_candidate(target, target_items, states)  # (rows,)
+    def lean(target, states):
+        return lean_to_first_candidate(target, [items[i] for i in rows], states)  # (rows,)
 
-    effects = head_patching_effects(encoder, target, source, lean)  # (layers, heads, rows)
-    clean = lean(target.hidden_states[-1])  # (rows,)
-    pairs = len(first)
+    raw_difference, moved = patch_between_halves(encoder, [words[i] for i in first], [words[i] for i in second],
+                                                 lean)
     orientation = np.where(_answers([items[i] for i in first]) == 0, 1.0, -1.0)  # +1: first half's answer is first
-    difference = orientation * (clean[:pairs] - clean[pairs:])  # (pairs,)
-    # patching the first half from the second moves it by effects[..., :pairs] (toward the second's lean), and
-    # the reverse by effects[..., pairs:]; both, oriented like the difference, are what the head carries
-    moved = effects[..., pairs:] - effects[..., :pairs]  # (layers, heads, pairs)
-    carried = orientation[:, None, None] * np.moveaxis(moved, -1, 0) / 2  # (pairs, layers, heads)
+    # patching the first half from the second moves it toward the second's lean, and the reverse; both, oriented
+    # like the difference, are what the head carries
+    difference = orientation * raw_difference  # (pairs,)
+    carried = orientation[:, None, None] * moved  # (pairs, layers, heads)
     left_out = tuple(items[i].pair_id for i in all_first[~same_length])
     return PairPatching(tuple(items[i].pair_id for i in first), difference, carried, left_out)
 
