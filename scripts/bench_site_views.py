@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import functools
 import http.server
+import re
 import shutil
 import statistics
 import sys
@@ -141,7 +142,7 @@ def main() -> int:
         for profile in profiles:
             viewport, slow_down, median_budget, worst_budget = PROFILES[profile]
             context = browser.new_context(viewport=viewport)
-            context.route(lambda url: not url.startswith((address, "data:", "blob:")), lambda route: route.abort())
+            context.route(re.compile(f"^(?!{re.escape(address)}|data:|blob:)"), lambda route: route.abort())
             for path in pages:
                 page = context.new_page()
                 if slow_down > 1:

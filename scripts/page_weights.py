@@ -103,7 +103,7 @@ async def _settle(in_flight: set, quiet: float = QUIET, limit: float = 60) -> No
 async def _weigh(browser, site: str, path: str) -> Weight:
     weight, in_flight = Weight(), set()
     context = await browser.new_context()  # a first visit: empty cache and storage
-    await context.route(lambda url: not url.startswith((site, "data:", "blob:")), lambda route: route.abort())
+    await context.route(re.compile(f"^(?!{re.escape(site)}|data:|blob:)"), lambda route: route.abort())
     page = await context.new_page()
 
     def started(request):

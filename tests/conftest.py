@@ -11,6 +11,7 @@ import functools
 import http.server
 import importlib.util
 import os
+import re
 
 # one thread per worker and per notebook kernel (kernels inherit the environment); set before torch is imported
 for _variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
@@ -129,7 +130,8 @@ def _build_quietly(shared: Path) -> None:
 def _build_site(output: Path) -> Path:
     jupyter_book = shutil.which("jupyter-book", path=str(Path(sys.executable).parent))
     assert jupyter_book, "jupyter-book is not installed in this environment"
-    # the site's build scripts and assets (MathJax, run by Node.js at build time; require.js, d3, jQuery): `npm ci` from package-lock.json, when it changed
+    # the site's build scripts and assets (MathJax, run by Node.js at build time; require.js, d3, jQuery): `npm ci`
+    # from package-lock.json, when it changed
     assert shutil.which("make") and shutil.which("npm"), "the site's build needs make and npm (apt install nodejs npm)"
     npm = subprocess.run(["make", "-s", "-C", str(ROOT), "node_modules/.installed"], capture_output=True, text=True,
                          timeout=600)
@@ -181,10 +183,19 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
                  "--disable-sync", "--no-first-run"]
 
 
+def outside(site: str) -> re.Pattern:
+    """The addresses outside ``site`` (and other than data: and blob: ones), as a pattern for Playwright's ``route``.
+
+    A pattern, not a Python function: Playwright then stops only the requests that match it, in the browser's
+    driver, whereas a function must be asked about every request the page makes, in this process.
+    """
+    return re.compile(f"^(?!{re.escape(site)}|data:|blob:)")
+
+
 async def offline_context(browser, site: str, **options):
     """A new browser context (Playwright, async) in which every request to anywhere but site is aborted."""
     context = await browser.new_context(**options)
-    await context.route(lambda url: not url.startswith((site, "data:", "blob:")), lambda route: route.abort())
+    await context.route(outside(site), lambda route: route.abort())
     return context
 
 

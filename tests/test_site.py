@@ -1,4 +1,4 @@
-"""The website in a real browser (issue 9): every page loads files from the site itself and nothing from outside,
+"""The website in a real browser: every page loads files from the site itself and nothing from outside,
 throws no error, and shows every formula typeset, whether served over http or opened straight from disk.
 
 Headless Chromium (Debian's ``chromium``, driven by Playwright) opens each page of the site that ``built_site``
@@ -10,12 +10,14 @@ names the file.
 """
 
 import asyncio
+import functools
 import re
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from conftest import CHROMIUM_ARGS, load_script, offline_context, toc_pages
+from conftest import CHROMIUM_ARGS, QuietHandler, QuietServer, load_script, offline_context, toc_pages
 
 WEIGHTS = load_script("page_weights")  # how a page's weight is counted, and the budget
 SECONDS = 1000  # Playwright counts milliseconds
@@ -221,7 +223,7 @@ def test_page_opened_from_disk_typesets_its_formulas(visits, path):
 
 def test_every_page_weighs_at_most_3_mb(visits):
     """What each page loads on a first visit, in bytes of the files' bodies (printed with -s; by kind of file:
-    python scripts/page_weights.py): the heaviest page stays within 3 MB (issue 9)."""
+    python scripts/page_weights.py): the heaviest page stays within 3 MB."""
     weights = {path: visits[path].bytes_loaded for path in PAGES}
     print("\nbytes loaded by each page on a first visit:")
     for path, size in sorted(weights.items(), key=lambda item: -item[1]):
@@ -229,3 +231,31 @@ def test_every_page_weighs_at_most_3_mb(visits):
     assert WEIGHTS.BUDGET == 3_000_000
     heavy = {path: f"{size / 1e6:.2f} MB" for path, size in weights.items() if size > WEIGHTS.BUDGET}
     assert not heavy, f"pages heavier than 3 MB (see the list above): {heavy}"
+
+
+def test_the_offline_context_aborts_requests_outside_the_site_and_only_those(built_site, site_address, chromium):
+    """The browser tests' context (conftest.offline_context) lets the site's own files through and stops a request to
+    anywhere else, here another server on this machine that would answer it."""
+    from playwright.async_api import async_playwright
+
+    elsewhere = QuietServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=str(built_site)))
+    threading.Thread(target=elsewhere.serve_forever, daemon=True).start()
+    other = f"http://127.0.0.1:{elsewhere.server_address[1]}/"
+    fetch = "(url) => fetch(url, {mode: 'no-cors'}).then(() => 'answered', () => 'stopped')"
+
+    async def fetched() -> dict[str, str]:
+        async with async_playwright() as playwright:
+            browser = await playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+            context = await offline_context(browser, site_address)
+            page = await context.new_page()
+            urls = (site_address + "index.html", other + "index.html")
+            found = {url: await page.evaluate(fetch, url) for url in urls}
+            await browser.close()
+            return found
+
+    try:
+        found = asyncio.run(fetched())
+    finally:
+        elsewhere.shutdown()
+        elsewhere.server_close()
+    assert found == {site_address + "index.html": "answered", other + "index.html": "stopped"}, found

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import outside
 
 from mha.views.head_explorer import head_attention_maps
 from mha.views.heatmaps import weight_hundredths
@@ -93,7 +94,7 @@ class Page:
 
     def __init__(self, browser, site: str, path: str, screenshots: Path) -> None:
         self.context = browser.new_context(viewport={"width": 1200, "height": 900})
-        self.context.route(lambda url: not url.startswith((site, "data:", "blob:")), lambda route: route.abort())
+        self.context.route(outside(site), lambda route: route.abort())
         self.page = self.context.new_page()
         self.problems: list[str] = []
         self.dialogs: list[str] = []
