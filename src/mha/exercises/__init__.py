@@ -4,9 +4,7 @@ Checks are grouped by chapter: :mod:`~mha.exercises.mechanism` (chapter 1, "The 
 :mod:`~mha.exercises.geometry` (chapter 2), :mod:`~mha.exercises.head_roles`,
 :mod:`~mha.exercises.coreference_and_content`, :mod:`~mha.exercises.emergence` and
 :mod:`~mha.exercises.head_count` (chapter 3), :mod:`~mha.exercises.caveats` and
-:mod:`~mha.exercises.layers_and_probing` (chapter 4),
-:mod:`~mha.exercises.on_real_models` (the exercises of 3.2, 3.5, 4.2 and 4.3 whose cases come from the real model
-and real training runs), and
+:mod:`~mha.exercises.layers_and_probing` (chapter 4), and
 :mod:`~mha.exercises.background` (the two background pages, the transformer primer and the statistics toolkit).
 The machinery they share is in :mod:`mha.exercises.checking`, which reports an error in the learner's own code
 (a name not defined, a cell that does not parse) through :mod:`mha.exercises.learner_errors`;

@@ -2,7 +2,7 @@
 
 Section "Attention is not explanation": :func:`check_norm_based_attention`,
 :func:`check_attention_rollout`, :func:`check_rank_correlation`. Section
-"Redundancy and pruning": :func:`check_sentence_embedding`,
+"Redundancy and pruning": :func:`check_sentence_embedding`, :func:`check_attention_without_head`,
 :func:`check_ranking_accuracy`, :func:`check_michel_importance`,
 :func:`check_heads_removable`.
 
@@ -18,6 +18,7 @@ typical wrong one.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from functools import lru_cache
 
 import numpy as np
 import torch
@@ -27,18 +28,21 @@ from mha.analysis.caveats.ablation import heads_removable, michel_importance
 from mha.analysis.caveats.attention_flow import attention_rollout
 from mha.analysis.caveats.norms import norm_based_attention, transformed_value_norms
 from mha.corpora.paraphrases import ranking_accuracy
+from mha.pretrained.encoder import MiniLMEncoder
 from mha.pretrained.sentence_embedding import sentence_embeddings
 
 from .checking import (
     CheckResult,
     answer_number,
     as_array,
+    compare_array,
     describe_difference,
     matches,
     random_attention_maps,
     run_check,
     scalar_difference,
 )
+from .head_roles import treebank_sentences
 
 __all__ = [
     "check_norm_based_attention",
@@ -48,6 +52,8 @@ __all__ = [
     "check_ranking_accuracy",
     "check_michel_importance",
     "check_heads_removable",
+    "check_attention_without_head",
+    "treebank_trace",
 ]
 
 
@@ -301,3 +307,60 @@ def check_heads_removable(removable_fn: Callable, seed: int = 0) -> CheckResult:
         return message
 
     return run_check(removable_fn, cases(), compare, "reads a pruning curve")
+
+
+# --- Redundancy and pruning, on the real model ------------------------------------------------------
+
+@lru_cache(maxsize=4)
+def treebank_trace(seed: int = 0):
+    """The encoder and its trace of one EWT dev sentence drawn with ``seed`` (a batch of one, so no padding)."""
+    encoder = MiniLMEncoder.load()
+    sentence = treebank_sentences(10_000 + seed, 1)[0]
+    return encoder, encoder.trace([sentence.text])
+
+
+
+def check_attention_without_head(attention_without_head: Callable, seed: int = 0) -> CheckResult:
+    """``fn(head_outputs (heads, seq, d_head), W_O (d_model, d_model), b_O (d_model,), head int) -> (seq, d_model)``:
+    a real attention layer's output with one head removed, against the model run with that head masked (4.2)."""
+    rng = np.random.default_rng(seed)
+
+    def cases() -> Iterator:
+        encoder, trace = treebank_trace(seed)
+        for _ in range(4):
+            layer, head = int(rng.integers(encoder.config.n_layers)), int(rng.integers(encoder.config.n_heads))
+            attention = encoder.layers[layer].attention
+            x = trace.hidden_states[layer]  # (1, seq, d_model): the layer's input
+            with torch.no_grad():
+                mask = torch.ones(encoder.config.n_heads)
+                mask[head] = 0.0
+                want = attention(x, head_mask=mask).output[0].numpy()  # (seq, d_model)
+                z = trace.head_outputs[layer, 0].numpy()  # (heads, seq, d_head)
+            W_O, b_O = attention.W_O.detach().numpy(), attention.b_O.detach().numpy()
+            label = f"layer {layer} of the model on a treebank sentence of {z.shape[1]} tokens, head {head} removed"
+            yield label, (z.copy(), W_O.copy(), b_O.copy(), head), {}, (want, z, W_O, b_O, head)
+
+    def compare(got, case) -> str | None:
+        want, z, W_O, b_O, head = case
+        heads, seq, d_head = z.shape
+        merged = z.transpose(1, 0, 2).reshape(seq, heads * d_head)  # (seq, d_model)
+        rows = slice(head * d_head, (head + 1) * d_head)
+        kept_only = np.zeros_like(merged)
+        kept_only[:, rows] = merged[:, rows]
+        columns_zeroed = W_O.copy()
+        columns_zeroed[:, rows] = 0.0
+        slips = {
+            "no bias": (want - b_O, "Add the bias b_O: the layer adds it whichever heads are kept."),
+            "full": (merged @ W_O + b_O, "That is the output with every head kept; set the head's z to 0 first."),
+            "kept only": (kept_only @ W_O + b_O, "That keeps ONLY that head; remove it and keep the others."),
+            "columns": (merged @ columns_zeroed + b_O, "You zeroed columns of W_O, which are output features; the "
+                        "head is read by the ROWS head * d_head to (head + 1) * d_head."),
+        }
+        scrambled = z.reshape(seq, heads * d_head).copy()  # the heads axis not moved first
+        scrambled[:, rows] = 0.0
+        slips["reshape"] = (scrambled @ W_O + b_O, "You reshaped (heads, seq, d_head) to (seq, heads * d_head) "
+                            "without moving the heads axis: transpose to (seq, heads, d_head) first.")
+        return compare_array(got, want, slips, "the attention output", atol=2e-4)
+
+    return run_check(attention_without_head, cases(), compare, "removes one head from a real attention layer")
+

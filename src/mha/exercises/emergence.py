@@ -1,5 +1,8 @@
 """Checks for the exercises of sections 3.5 "Induction heads" and 3.6 "Heads are not preassigned".
 
+:func:`check_phase_change_step` (3.5) runs on real training runs instead: the held-out loss curves of the tiny
+induction models of the section's phase-change spread (``induction_phase_spread.json``), other runs for other seeds.
+
 Each ``check_*`` takes the learner's function, runs it on small seeded inputs
 (hand-made or random attention maps and weight matrices: no model needed),
 and compares with the package's own implementation
@@ -18,14 +21,17 @@ TO; vectors are rows, so a head computes ``x @ W_Q`` and writes ``z @ W_O``.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from functools import lru_cache
 
 import numpy as np
 import torch
 
 from mha.core.geometry import ov_circuit, qk_circuit
+from mha.lab.checkpoints import load_json
 from mha.lab.circuit_scores import k_composition_score, prefix_matching_score, previous_token_score
 from mha.lab.induction import heads_with_role, uniform_causal_weights
 from mha.lab.permutation import permute_head_weights
+from mha.lab.training import TrainingLog, steepest_drop
 
 from .checking import (
     AnswerError,
@@ -44,6 +50,7 @@ from .checking import (
 )
 
 __all__ = [
+    "check_phase_change_step",
     "check_previous_token_score",
     "check_prefix_matching_score",
     "check_k_composition",
@@ -348,3 +355,52 @@ def check_uniform_previous_token_score(uniform_score_fn: Callable[[int], float])
     return run_check(uniform_score_fn, cases(),
                      lambda got, want: compare_number(got, want[0], want[1], "the chance level", atol=1e-6),
                      "computes the chance level of the previous-token score")
+
+
+# --- Induction heads: the phase change of real training runs ------------------------------------------
+
+@lru_cache(maxsize=1)
+def _spread_curves() -> tuple:
+    """(d_model, learning rate, seed, steps, held-out repeat losses) of each run of section 3.5's spread."""
+    study = load_json("induction_phase_spread.json")
+    return tuple((run["d_model"], run["learning_rate"], run["seed"], [row["step"] for row in run["head_scores"]],
+                  [row["repeat_loss"] for row in run["head_scores"]]) for run in study["runs"])
+
+
+
+def check_phase_change_step(phase_change_step: Callable, seed: int = 0) -> CheckResult:
+    """``fn(steps (n,) ints, losses (n,) floats, window_steps int) -> int``: the logged step midway through the
+    ``window_steps`` of training where the loss falls most, on real training runs (3.5)."""
+    rng = np.random.default_rng(seed)
+    curves = _spread_curves()
+
+    def cases() -> Iterator:
+        for index, window in zip(rng.choice(len(curves), size=4, replace=False), (200, 400, 200, 600)):
+            d_model, rate, run_seed, steps, losses = curves[index]
+            label = (f"the held-out repeat loss of a run with d_model {d_model}, learning rate {rate:g}, seed "
+                     f"{run_seed} ({len(steps)} rows, every {steps[1] - steps[0]} steps), window {window}")
+            yield label, (list(steps), list(losses), window), {}, (steps, losses, window)
+
+    def compare(got, case) -> str | None:
+        steps, losses, window = case
+
+        def steepest(values, window_steps) -> int:
+            rows = [{"step": s, "repeat_loss": v} for s, v in zip(steps, values)]
+            return int(steepest_drop(TrainingLog(rows=rows), "repeat_loss", window_steps=window_steps)["step"])
+
+        want = steepest(losses, window)
+        at, half = steps.index(want), window // (steps[1] - steps[0]) // 2
+        slips = {
+            "start": (steps[max(at - half, 0)], "That is where the steepest window STARTS; return its middle."),
+            "end": (steps[min(at + half, len(steps) - 1)], "That is where the steepest window ENDS; return "
+                    "its middle."),
+            "index": (at, "That is the row's position in the list; return its step."),
+            "neighbours": (steepest(losses, steps[1] - steps[0]), "That compares neighbouring rows only; compare "
+                           "rows window_steps apart, so one noisy evaluation is not taken for the phase change."),
+            "rise": (steepest([-v for v in losses], window), "That is where the loss RISES most: a fall is the "
+                     "loss at the window's start minus the loss at its end."),
+        }
+        return compare_number(got, want, {name: slip for name, slip in slips.items() if slip[0] != want}, "the step")
+
+    return run_check(phase_change_step, cases(), compare, "finds the phase change on real training runs")
+

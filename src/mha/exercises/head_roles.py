@@ -1,6 +1,10 @@
 """Checks for the exercises of sections 3.1 "A tour of all 72 heads" and 3.2 "Syntax: heads that follow
 grammatical relations".
 
+:func:`check_held_out_relation_head` (3.2) draws its cases from the real model instead: all-MiniLM-L6-v2's relation
+hits on UD English-EWT dev sentences drawn with the check's ``seed`` (:func:`treebank_relation_hits`), so the
+hidden variants are other sentences; the learner's function still receives plain arrays only.
+
 Each ``check_*`` takes the learner's function, runs it on small seeded
 attention maps whose answers are known, and compares with the package's own
 implementation (:func:`mha.analysis.head_roles.role_table.head_role_table`,
@@ -18,11 +22,16 @@ each row sums to 1.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from functools import lru_cache
 
 import numpy as np
 
+from mha.analysis.head_roles.relations import RelationHits, relation_hits
 from mha.analysis.head_roles.role_table import AttentionRecord, fixed_offset_baseline, head_role_table
 from mha.corpora.templates import AnnotatedSentence, Relation
+from mha.corpora.treebank import EWT_DEV_PATH, read_conllu
+from mha.pretrained.corpus_encoding import encode_records
+from mha.pretrained.encoder import MiniLMEncoder
 from mha.pretrained.word_maps import word_attention
 
 from .checking import (
@@ -43,6 +52,9 @@ __all__ = [
     "check_special_token_share",
     "check_is_positional",
     "check_distance_matched_lift",
+    "check_held_out_relation_head",
+    "treebank_relation_hits",
+    "treebank_sentences",
     "check_relation_accuracy",
     "check_best_offset",
     "check_word_attention",
@@ -387,4 +399,99 @@ def check_distance_matched_lift(lift: Callable[[np.ndarray, int, int], float], s
 
     return run_check(lift, cases(), lambda got, want: compare_number(got, want[0], want[1], "the lift"),
                      "computes the distance-matched lift")
+
+
+# --- real cases: the model on treebank sentences drawn by the seed (3.2, and 4.3 in layers_and_probing) ---
+
+CASE_SENTENCES = 40  # treebank sentences per seed: enough pairs for every common relation, quick to encode
+
+
+
+RELATIONS = ("det_noun", "adj_noun", "subj_verb", "obj_verb", "obj_prep", "aux_verb")  # each with >= 10 pairs
+
+
+
+@lru_cache(maxsize=1)
+def _treebank_sentences() -> tuple:
+    return tuple(s for s in read_conllu(EWT_DEV_PATH) if 8 <= len(s.words) <= 25)
+
+
+
+def treebank_sentences(seed: int, count: int) -> list:
+    sentences = _treebank_sentences()
+    return [sentences[i] for i in np.random.default_rng(seed).choice(len(sentences), count, replace=False)]
+
+
+
+@lru_cache(maxsize=4)
+def treebank_relation_hits(seed: int = 0) -> RelationHits:
+    """all-MiniLM-L6-v2's relation hits (:func:`~mha.analysis.head_roles.relations.relation_hits`, row mode) on
+    :data:`CASE_SENTENCES` EWT dev sentences of 8 to 25 words drawn with ``seed``: hits (40, relations, 6, 12)."""
+    return relation_hits(encode_records(MiniLMEncoder.load(), treebank_sentences(seed, CASE_SENTENCES)))
+
+
+
+def _pooled_best(hits: np.ndarray, pairs: np.ndarray, items: np.ndarray) -> tuple[int, float]:
+    """The flat head with the highest pooled accuracy over ``items`` (first on ties), and that accuracy."""
+    accuracy = hits[items].sum(axis=0).ravel() / pairs[items].sum()  # (layers * heads,)
+    best = int(np.argmax(accuracy))
+    return best, float(accuracy[best])
+
+
+
+def check_held_out_relation_head(held_out_relation_head: Callable, seed: int = 0) -> CheckResult:
+    """``fn(hits (sentences, layers, heads), pairs (sentences,), selection, held_out) -> (layer, head, selection
+    accuracy, held-out accuracy)``, on the real model's hits for one relation on treebank sentences (3.2)."""
+    rng = np.random.default_rng(seed)
+    counts = treebank_relation_hits(seed)
+    n = len(counts)
+
+    def cases() -> Iterator:
+        for case, relation in enumerate(rng.choice(RELATIONS, size=4, replace=False)):
+            r = counts.relations.index(str(relation))
+            hits, pairs = counts.hits[:, r], counts.pairs[:, r]  # (sentences, layers, heads), (sentences,)
+            order = rng.permutation(n)
+            cut = (n // 2, 3 * n // 8, 5 * n // 8, n // 2)[case]  # halves of different sizes
+            selection, held_out = np.sort(order[:cut]), np.sort(order[cut:])
+            label = (f"the model's {relation} hits on {n} treebank sentences, {len(selection)} to choose on, "
+                     f"{len(held_out)} held out")
+            yield label, (hits.copy(), pairs.copy(), selection.copy(), held_out.copy()), {}, \
+                (hits, pairs, selection, held_out)
+
+    def compare(got, case) -> str | None:
+        hits, pairs, selection, held_out = case
+        n_heads = hits.shape[2]
+        layer, head, chosen_acc, held_acc = answer_tuple(
+            got, ["layer", "head", "selection_accuracy", "held_out_accuracy"], "a tuple of four")
+        layer = answer_number(layer, "the layer", whole=True)
+        head = answer_number(head, "the head", whole=True)
+        best, best_acc = _pooled_best(hits, pairs, selection)
+        if (layer, head) != divmod(best, n_heads):
+            per_sentence = np.where(pairs[selection, None, None] > 0,
+                                    hits[selection] / np.maximum(pairs[selection], 1)[:, None, None], np.nan)
+            slips = {
+                divmod(_pooled_best(hits, pairs, held_out)[0], n_heads):
+                    "That head is the best on the HELD-OUT sentences: choose using the selection sentences only.",
+                divmod(_pooled_best(hits, pairs, np.arange(len(pairs)))[0], n_heads):
+                    "That head is the best over ALL sentences: the choice may look at the selection sentences only.",
+                divmod(int(np.nanargmax(np.nanmean(per_sentence, axis=0).ravel())), n_heads):
+                    "That head has the best mean of per-sentence accuracies; pool instead: all hits over all pairs, "
+                    "so a sentence with many pairs counts for more.",
+            }
+            hint = slips.get((layer, head), "")
+            want = divmod(best, n_heads)
+            return f"you chose layer {layer}, head {head}; the selection sentences choose layer {want[0]}, " \
+                   f"head {want[1]}. {hint}".rstrip()
+        held = float(hits[held_out].sum(axis=0)[layer, head] / pairs[held_out].sum())
+        problem = compare_number(chosen_acc, best_acc, {}, "the selection accuracy")
+        if problem:
+            return problem
+        return compare_number(held_acc, held, {
+            "selection": (best_acc, "That is its accuracy where it was chosen; score the same head on held_out."),
+            "best held out": (_pooled_best(hits, pairs, held_out)[1],
+                              "That is the best held-out accuracy of any head; report the CHOSEN head's."),
+        }, "the held-out accuracy")
+
+    return run_check(held_out_relation_head, cases(), compare,
+                     "chooses a head on some sentences and reports it on others")
 

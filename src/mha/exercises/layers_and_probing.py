@@ -1,6 +1,8 @@
 """Checks for the exercises of chapter 4's sections "Layer dependence" (4.3) and "Probing and its limits" (4.4).
 
-Layer dependence: :func:`check_pooled_ratio_interval`, :func:`check_held_out_gain`, :func:`check_depth_trend`.
+Layer dependence: :func:`check_pooled_ratio_interval`, :func:`check_held_out_gain`, :func:`check_depth_trend`,
+:func:`check_selection_inflation` (on the real model's per-sentence accuracies, drawn by the seed through
+:func:`mha.exercises.head_roles.treebank_relation_hits`).
 Probing and its limits: :func:`check_word_features`, :func:`check_control_labels`, :func:`check_probe_accuracy`.
 
 Each check runs the learner's function on small seeded inputs (no model needed), compares with the package's own
@@ -29,6 +31,7 @@ from .checking import (
     matches,
     run_check,
 )
+from .head_roles import RELATIONS, treebank_relation_hits
 
 __all__ = [
     "check_pooled_ratio_interval",
@@ -37,6 +40,7 @@ __all__ = [
     "check_word_features",
     "check_control_labels",
     "check_probe_accuracy",
+    "check_selection_inflation",
 ]
 
 
@@ -254,3 +258,45 @@ def check_probe_accuracy(accuracy_fn: Callable, seed: int = 0) -> CheckResult:
         return compare_number(got, expected, slips, "the test accuracy", atol=0.011)
 
     return run_check(accuracy_fn, cases(), compare, "fits and scores a linear probe")
+
+
+# --- Layer dependence: how much choosing inflates a score, on the real model --------------------------
+
+def check_selection_inflation(selection_inflation: Callable, seed: int = 0) -> CheckResult:
+    """``fn(scores (items, heads), splits (n_splits, items) bool) -> (n_splits,)``: for each split, the chosen
+    head's mean on the choosing items (True) minus its mean on the others, on the real model's per-sentence
+    accuracies (4.3)."""
+    rng = np.random.default_rng(seed)
+    counts = treebank_relation_hits(seed)
+
+    def cases() -> Iterator:
+        for relation, n_splits in zip(rng.choice(RELATIONS, size=4, replace=False), (3, 8, 20, 50)):
+            r = counts.relations.index(str(relation))
+            some = counts.pairs[:, r] > 0
+            scores = counts.hits[some, r].reshape(int(some.sum()), -1) / counts.pairs[some, r][:, None]  # (items, 72)
+            splits = np.zeros((n_splits, len(scores)), dtype=bool)
+            for row in splits:
+                row[rng.permutation(len(scores))[:len(scores) // 2]] = True
+            label = f"per-sentence {relation} accuracies of the model's 72 heads on {len(scores)} sentences, " \
+                    f"{n_splits} random splits"
+            yield label, (scores.copy(), splits.copy()), {}, (scores, splits)
+
+    def compare(got, case) -> str | None:
+        scores, splits = case
+        chosen_means = np.array([scores[split].mean(axis=0) for split in splits])  # (n_splits, heads)
+        other_means = np.array([scores[~split].mean(axis=0) for split in splits])
+        best = chosen_means.argmax(axis=1)
+        rows = np.arange(len(splits))
+        want = chosen_means[rows, best] - other_means[rows, best]
+        slips = {
+            "sign": (-want, "The sign is reversed: the chosen items' mean minus the others', so "
+                     "inflation is positive."),
+            "best elsewhere": (chosen_means[rows, best] - other_means.max(axis=1),
+                               "You subtracted the best head on the OTHER items; follow the chosen head there."),
+            "all items": (chosen_means[rows, best] - scores.mean(axis=0)[best],
+                          "You compared with the head's mean over all items; compare with the items not chosen on."),
+        }
+        return compare_array(got, want, slips, "the inflation")
+
+    return run_check(selection_inflation, cases(), compare, "measures how much choosing inflates a score")
+
