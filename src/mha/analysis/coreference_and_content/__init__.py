@@ -4,6 +4,8 @@
   between their halves (3.3 "Coreference, honestly").
 - :mod:`~mha.analysis.coreference_and_content.natural_coreference`: every head scored on the pronouns of LitBank's
   fiction, against rules that read no attention, summed per work (3.3).
+- :mod:`~mha.analysis.coreference_and_content.entities`: do heads attend within LitBank's entity names, or from a
+  mention to its entity, against position, string match and chance (3.3 "Coreference, honestly").
 - :mod:`~mha.analysis.coreference_and_content.relatedness`: do heads link related words, in a crossed design (3.4
   "Content and rare words").
 - :mod:`~mha.analysis.coreference_and_content.rarity`: how rare a token is, and which heads look at the rarest

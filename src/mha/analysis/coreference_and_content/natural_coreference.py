@@ -23,7 +23,7 @@ which :func:`load_natural_coreference` reads.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,8 +37,8 @@ from mha.pretrained.encoder import MiniLMEncoder
 from mha.pretrained.tokenizer import load_tokenizer
 from mha.pretrained.word_maps import word_attention
 
-__all__ = ["MAX_OFFSET", "RULES", "litbank_windows", "link_scores", "rule_hits", "NaturalCoreference", "score_windows",
-           "LITBANK_COREFERENCE_PATH", "load_natural_coreference"]
+__all__ = ["MAX_OFFSET", "RULES", "piece_counter", "litbank_windows", "link_scores", "rule_hits",
+           "NaturalCoreference", "score_windows", "LITBANK_COREFERENCE_PATH", "load_natural_coreference"]
 
 MAX_OFFSET = 20
 """The fixed-offset rules tried: the word 1, 2, ..., 20 places before the pronoun."""
@@ -47,17 +47,12 @@ RULES = ("nearest mention", "nearest noun phrase")
 """The two candidate rules; the offsets are kept apart (one per ``k``) because the best ``k`` is chosen."""
 
 
-def litbank_windows(encoder: MiniLMEncoder, documents: Sequence[CorefDocument], *,
-                    max_pieces: int = 128) -> list[CorefWindow]:
-    """Every document cut into windows of at most ``max_pieces`` of this model's tokens (3.3).
-
-    :func:`mha.corpora.litbank.coref_windows` with each word's pieces counted by the encoder's own tokenizer, so
-    that a window traced from its words (``is_split_into_words=True``) has at most ``max_pieces`` tokens. A
-    window longer than the model's positions is refused here, before anything is traced.
-    """
+def piece_counter(encoder: MiniLMEncoder, max_pieces: int = 128) -> Callable[[str], int]:
+    """``pieces(word)``: how many tokens the encoder's own tokenizer makes of a word (at least 1), remembered per
+    word, for windows of at most ``max_pieces`` tokens; a window longer than the model's positions is refused here,
+    before anything is traced (3.3)."""
     if not hasattr(getattr(encoder, "config", None), "max_positions"):
         raise ValueError(f"encoder should be the pretrained encoder, MiniLMEncoder.load(), got {encoder!r:.60}.")
-    documents = check_items("documents", documents, "a list of CorefDocument (mha.corpora.litbank.load_litbank)")
     if isinstance(max_pieces, bool) or not isinstance(max_pieces, int) or not (
             3 <= max_pieces <= encoder.config.max_positions):
         raise ValueError(f"max_pieces is {max_pieces!r}; a window holds 3 to {encoder.config.max_positions} tokens, "
@@ -70,6 +65,19 @@ def litbank_windows(encoder: MiniLMEncoder, documents: Sequence[CorefDocument], 
             counts[word] = max(1, len(tokenizer.tokenize(word)))
         return counts[word]
 
+    return pieces
+
+
+def litbank_windows(encoder: MiniLMEncoder, documents: Sequence[CorefDocument], *,
+                    max_pieces: int = 128) -> list[CorefWindow]:
+    """Every document cut into windows of at most ``max_pieces`` of this model's tokens (3.3).
+
+    :func:`mha.corpora.litbank.coref_windows` with each word's pieces counted by the encoder's own tokenizer
+    (:func:`piece_counter`), so that a window traced from its words (``is_split_into_words=True``) has at most
+    ``max_pieces`` tokens. A window longer than the model's positions is refused before anything is traced.
+    """
+    pieces = piece_counter(encoder, max_pieces)
+    documents = check_items("documents", documents, "a list of CorefDocument (mha.corpora.litbank.load_litbank)")
     return [window for document in documents for window in coref_windows(document, max_pieces=max_pieces,
                                                                           pieces=pieces)]
 

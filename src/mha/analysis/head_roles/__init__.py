@@ -10,4 +10,8 @@
   distance-matched baseline and controls) and the data behind copying heads (3.1).
 - :mod:`~mha.analysis.head_roles.relations`: which head tracks each grammatical relation, against positional
   baselines (3.2 "Syntax: heads that follow grammatical relations").
+- :mod:`~mha.analysis.head_roles.agreement`: does the verb's attention find its subject across attractors, on
+  real text, against position and the nearest noun (3.2 "Syntax: heads that follow grammatical relations").
+- :mod:`~mha.analysis.head_roles.agreement_patching`: which heads carry the subject's number to the verb, by
+  patching minimal pairs against a number probe (3.2).
 """

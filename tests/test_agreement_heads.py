@@ -1,0 +1,110 @@
+"""Agreement on real text: verb rows scored against subjects and attractors, and the number signal patched
+(section 3.2).
+
+The scores are checked against attention maps written by hand; the patching against traces and the probe run
+separately, and against the package's patch of one head at a time; the stored file against its hash.
+"""
+
+
+import numpy as np
+import pytest
+
+from mha.analysis.head_roles.agreement import AgreementScores, nearest_noun, verb_row_scores
+from mha.analysis.head_roles.agreement_patching import (
+    agreement_patching,
+    fit_number_probe,
+    swapped_words,
+    verb_vectors,
+)
+from mha.analysis.statistics import bootstrap_ratio_interval
+from mha.corpora.agreement import AgreementItem
+from mha.corpora.treebank import UDTree
+from mha.pretrained.patching import final_states_with_heads_patched
+
+WORDS = ("The", "key", "to", "the", "cabinets", "is", "here")
+ITEM = AgreementItem(0, WORDS, 1, 5, "Sing", "NOUN", (4,))
+
+
+def test_the_verb_row_leaves_itself_out_and_names_subject_or_attractor():
+    maps = np.full((2, 7, 7), 0.05)
+    maps[0, 5, [1, 5]] = [0.3, 0.4]  # head 0: itself first, then the subject
+    maps[1, 5, [1, 4]] = [0.2, 0.3]  # head 1: the attractor
+    hits, share, to_attractor = verb_row_scores(maps, ITEM)
+    assert hits.tolist() == [True, False] and to_attractor.tolist() == [False, True]
+    assert np.allclose(share, [0.3, 0.2])
+    with pytest.raises(ValueError, match="maps of the item's own sentence"):
+        verb_row_scores(maps[:, :5, :5], ITEM)
+
+
+def test_the_nearest_noun_is_the_attractor_when_there_is_one():
+    tree = UDTree(WORDS, ("DET", "NOUN", "ADP", "DET", "NOUN", "AUX", "ADV"), (1, 5, 4, 4, 1, -1, 5),
+                  ("det", "nsubj", "case", "det", "nmod", "root", "advmod"))
+    assert nearest_noun(tree, ITEM) == 4
+
+
+def test_intervals_resample_whole_sentences():
+    rng = np.random.default_rng(0)
+    sentences = np.array([0, 0, 1, 2, 2, 2, 3, 4])
+    hits = rng.integers(0, 2, size=(8, 2, 3)).astype(float)
+    zeros = np.zeros(8)
+    scores = AgreementScores(sentences, zeros.astype(bool), np.ones(8, dtype=int), hits, hits, hits, zeros,
+                             np.zeros((8, 8)))
+    items = np.arange(8)
+    sums = np.stack([hits[sentences == s].sum(axis=0) for s in range(5)])
+    oracle = bootstrap_ratio_interval(sums, np.bincount(sentences).astype(float))
+    low, high = scores.interval(hits, items)
+    assert np.allclose(low, oracle[0]) and np.allclose(high, oracle[1])
+    assert np.allclose(scores.rate(hits, items), hits.mean(axis=0))
+    assert scores.select([2, 3]).tolist() == [3, 4, 5, 6]
+
+
+@pytest.fixture(scope="module")
+def encoder():
+    from mha.pretrained.encoder import MiniLMEncoder
+
+    return MiniLMEncoder.load()
+
+
+SENTENCES = [("The", "dog", "near", "the", "cars", "runs", "."), ("The", "cats", "on", "the", "mat", "sleep", "."),
+             ("The", "man", "with", "the", "hats", "sings", "."), ("Birds", "near", "the", "lake", "sing", "."),
+             ("The", "girl", "by", "the", "trees", "waits", "."), ("The", "boys", "in", "the", "car", "laugh", ".")]
+NUMBERS = ["Sing", "Plur", "Sing", "Plur", "Sing", "Plur"]
+OTHERS = ["dogs", "cat", "men", "Bird", "girls", "boy"]
+
+
+@pytest.fixture(scope="module")
+def pairs():
+    items = [AgreementItem(i, words, int(words[0] == "The"), len(words) - 2, number, "NOUN", ())
+             for i, (words, number) in enumerate(zip(SENTENCES, NUMBERS))]
+    return list(zip(items, OTHERS))
+
+
+def test_patching_follows_the_probe_and_the_package_patch_of_one_head(encoder, pairs):
+    probe = fit_number_probe(encoder, pairs)
+    result = agreement_patching(encoder, pairs, probe, chunk=4)
+    items = [item for item, _ in pairs]
+    assert result.pair_ids == ("0:5", "1:5", "2:5", "3:4", "4:5", "5:5") and result.left_out == ()
+    # the difference, from separate traces and the probe alone: plural subject's logit minus singular's
+    originals = encoder.trace([list(w) for w in SENTENCES], is_split_into_words=True)
+    swapped = encoder.trace([swapped_words(i, o) for i, o in pairs], is_split_into_words=True)
+    verbs = [i.verb for i in items]
+    logit = probe.decision_function(verb_vectors(originals, verbs))
+    logit_swapped = probe.decision_function(verb_vectors(swapped, verbs))
+    sign = np.array([1.0 if i.number == "Plur" else -1.0 for i in items])
+    assert np.allclose(result.difference, sign * (logit - logit_swapped), atol=1e-4)
+    # one head (layer 3, head 5), patched both ways with the package's patch of a set of heads
+    into_original = final_states_with_heads_patched(encoder, originals, swapped, [(3, 5)])
+    into_swapped = final_states_with_heads_patched(encoder, swapped, originals, [(3, 5)])
+    moved = (probe.decision_function(verb_vectors(swapped, verbs, into_swapped)) - logit_swapped) - (
+        probe.decision_function(verb_vectors(originals, verbs, into_original)) - logit)
+    assert np.allclose(result.carried[:, 3, 5], sign * moved / 2, atol=1e-4)
+
+
+def test_pairs_of_different_lengths_are_left_out_and_too_few_pairs_refused(encoder, pairs):
+    probe = fit_number_probe(encoder, pairs)
+    item = pairs[0][0]
+    with pytest.raises(ValueError, match="no pair has two sentences of the same length"):
+        agreement_patching(encoder, [(item, "hippopotamuses")], probe)
+    assert agreement_patching(encoder, [(item, "hippopotamuses"), pairs[1]], probe).left_out == ("0:5",)
+    with pytest.raises(ValueError, match="cannot be cut into 5 folds"):
+        fit_number_probe(encoder, pairs[:3])
