@@ -748,7 +748,13 @@
       paintCells(sheet, view.payload.palette, map, top);
       top += map.rows.length;
     }
-    grid.style.setProperty("--mha-sheet", `url("${sheet.toDataURL("image/png")}")`);
+    /* The picture goes to the tiles by a short blob: address: a data: address in the custom property would be
+       read again for every tile's style, the costliest step of drawing the grid. */
+    const png = sheet.toDataURL("image/png");
+    const bytes = Uint8Array.from(atob(png.slice(png.indexOf(",") + 1)), (character) => character.charCodeAt(0));
+    if (view.sheetAddress) URL.revokeObjectURL(view.sheetAddress);
+    view.sheetAddress = URL.createObjectURL(new Blob([bytes], { type: "image/png" }));
+    grid.style.setProperty("--mha-sheet", `url("${view.sheetAddress}")`);
     top = 0;
     for (const { state, map } of shown) {
       grid.append(gridTile(view, map, top, sheet.height, map.tile || map.title, () => {
