@@ -8,25 +8,28 @@ Run from the repository root (``make lab`` runs it after ``scripts/train_checkpo
 Two parts:
 
 * ``study`` - the two-relation task of 3.7 with a 1-layer attention-only model of d_model 32 (the same 11,904
-  parameters for every h), for h in HEAD_COUNTS, each at every learning rate of LEARNING_RATES, from SEEDS.
-  Every LOG_EVERY steps the accuracy at the ask positions is measured on two fixed batches: the *validation* batch
-  (the trainer's own evaluation batch, used to choose each h's learning rate) and a *held-out* batch (HELD_OUT_SEED,
-  used to report), with the held-out loss; every ROLE_EVERY steps (and at the last) what each head attends to on the
-  run's analysis batch and which half of the answer is right (the role curve). A run trains at least MIN_STEPS
-  steps (the fixed budget at which accuracy is compared) and stops as soon as both batches reach the strictest
-  threshold, or at MAX_STEPS (a censored run). Then each h's learning rate is chosen on the validation batch
-  (:func:`mha.lab.head_count_sweep.best_learning_rates` at CHOICE_THRESHOLD) and the final weights of that rate's
-  runs are saved as ``head_count_h{h}_seed{seed}``: the models the chapter's analyses and explorer read.
+  parameters for every h), for h in HEAD_COUNTS, each at every learning rate of LEARNING_RATES, from the choice
+  SEEDS. Every LOG_EVERY steps the accuracy at the ask positions is measured on two fixed batches: the *validation*
+  batch (the trainer's own evaluation batch, used to stop runs and to choose each h's learning rate) and a
+  *held-out* batch (HELD_OUT_SEED, used to report), with the held-out loss; every ROLE_EVERY steps (and at the
+  last) what each head attends to on the run's analysis batch and which half of the answer is right (the role
+  curve). A run trains at least MIN_STEPS steps (the fixed budget at which accuracy is compared) and then stops
+  for one of three reasons, stored with it: "solved" (both batches at the strictest threshold), "plateau" (its best
+  validation accuracy has gained less than PLATEAU_GAIN over the last PLATEAU_WINDOW steps) or "cap" (MAX_STEPS, a
+  safety cap that a run still improving should not meet). When every rate of an h has been trained from the
+  choice seeds, its rate is chosen on the validation batch (:func:`mha.lab.head_count_sweep.best_learning_rates`:
+  the smallest restricted mean steps to CHOICE_THRESHOLD up to MAX_STEPS) and the REPORT_SEEDS are trained at that
+  rate alone, to report it on seeds the choice never saw. The final weights of the chosen rate's runs from the
+  choice seeds are saved as ``head_count_h{h}_seed{seed}``: the models the chapter's analyses and explorer read.
 * ``controls`` - :class:`~mha.lab.tasks.PairRecallTask` (name the two tokens before ``?``): the two sources from
   one shared vocabulary, from two typed vocabularies, and a one-relation control, each with 1 head, 2 heads, and
   2 layers of 1 head, at CONTROL_LEARNING_RATE, from CONTROL_SEEDS; each run stops once solved (or at
   CONTROL_MAX_STEPS). For one-head runs the final attention from ``?`` to the two sources is stored too.
 
-Each run is a single-thread training whose numbers do not depend on which worker ran it; only the ``seconds`` fields
-differ between machines. The study trains about 135,000 steps (h = 32 costs about three times as much per step as
-h = 1, and at the highest rate the narrowest heads train to the cap): 13 to 15 minutes with 2 workers on 2 free
-cores. ``--reuse`` and ``--assemble-only`` rebuild the file from
-runs saved with ``--progress-file`` (which then holds the weights too).
+Each run is a single-thread training whose numbers do not depend on which worker ran it or how many ran beside it;
+its ``seconds`` (wall) and ``cpu_seconds`` (its process's CPU time) fields do. On another CPU model the last digits
+of float arithmetic can differ, and over thousands of steps the curves then drift apart a little. ``--reuse`` and
+``--assemble-only`` rebuild the file from runs saved with ``--progress-file`` (which then holds the weights too).
 """
 
 from __future__ import annotations
@@ -37,7 +40,8 @@ import math
 import multiprocessing
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from collections import deque
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
 import torch
 
@@ -60,11 +64,13 @@ TASK = TwoRelationTask()
 D_MODEL = 32
 HEAD_COUNTS = (1, 2, 4, 8, 16, 32)  # d_head 32 down to 1
 LEARNING_RATES = (3e-3, 1e-2, 3e-2)  # a first grid, (1e-3, 3e-3, 1e-2), chose its top rate for every h
-SEEDS = (0, 1, 2, 3, 4)
+SEEDS = (0, 1, 2, 3, 4)  # every rate is trained from these, and each h's rate chosen on them
+REPORT_SEEDS = (5, 6, 7, 8, 9)  # trained at each h's chosen rate only: the report
 THRESHOLDS = (0.95, 0.99, 0.999)  # held-out accuracy that counts as "solved"; the strictest one stops a run
 LOG_EVERY = 50
 MIN_STEPS = 500  # the fixed budget: every run is measured here
-MAX_STEPS = 3000  # a run that has not solved the task by then is censored
+PLATEAU_WINDOW, PLATEAU_GAIN = 2500, 0.005  # stop when the best validation accuracy gained < 0.005 in 2,500 steps
+MAX_STEPS = 10_000  # the safety cap, and the horizon of the restricted mean that chooses each h's rate
 HELD_OUT_SEED, HELD_OUT_SIZE = 20_000, 256
 ROLE_EVERY = 250  # steps between measurements of what each head attends to (and at a run's last step)
 CHOICE_THRESHOLD = 0.999  # the accuracy whose median steps choose each h's learning rate (the saved models)
@@ -88,9 +94,18 @@ def _config(task, n_layers: int, n_heads: int) -> TinyTransformerConfig:
                                  n_layers=n_layers, n_heads=n_heads)
 
 
+def plateaued(steps: list[int], validation: list[float]) -> bool:
+    """True if the best validation accuracy has gained less than PLATEAU_GAIN over the last PLATEAU_WINDOW steps."""
+    if steps[-1] - steps[0] < PLATEAU_WINDOW:
+        return False
+    before = max(accuracy for step, accuracy in zip(steps, validation) if step <= steps[-1] - PLATEAU_WINDOW)
+    return max(validation) - before < PLATEAU_GAIN
+
+
 def train_until_solved(task, n_layers: int, n_heads: int, learning_rate: float, seed: int, min_steps: int,
                        max_steps: int, on_log=None) -> tuple[TinyTransformer, dict]:
-    """Train one model, measuring validation and held-out accuracy every LOG_EVERY steps; stop once both are solved.
+    """Train one model, measuring validation and held-out accuracy every LOG_EVERY steps, until it is solved on both,
+    or its validation accuracy has plateaued, or ``max_steps``; the record's ``stopped`` says which.
 
     ``on_log(step, model, last)`` is called at every measurement (``last``: the run stops here).
     """
@@ -100,6 +115,7 @@ def train_until_solved(task, n_layers: int, n_heads: int, learning_rate: float, 
     held_out = task.sample(HELD_OUT_SIZE, HELD_OUT_SEED)
     curve = {"step": [], "validation": [], "held_out": [], "held_out_loss": []}
     strictest = max(THRESHOLDS)
+    stopped = ["cap"]
 
     def measure(step: int, current: TinyTransformer, log) -> None:
         validation = log.rows[-1]["accuracy"]  # the trainer's own evaluation batch
@@ -109,12 +125,14 @@ def train_until_solved(task, n_layers: int, n_heads: int, learning_rate: float, 
         curve["held_out"].append(held["accuracy"])
         curve["held_out_loss"].append(held["loss"])
         solved = step >= min_steps and validation >= strictest and held["accuracy"] >= strictest
+        plateau = not solved and step >= min_steps and plateaued(curve["step"], curve["validation"])
         if on_log is not None:
-            on_log(step, current, solved or step == max_steps)
-        if solved:
+            on_log(step, current, solved or plateau or step == max_steps)
+        if solved or plateau:
+            stopped[0] = "solved" if solved else "plateau"
             raise _Solved
 
-    began = time.perf_counter()
+    began, cpu_began = time.perf_counter(), time.process_time()
     try:
         train(model, task, training, progress=False, checkpoint_every=LOG_EVERY, on_checkpoint=measure)
     except _Solved:
@@ -122,7 +140,7 @@ def train_until_solved(task, n_layers: int, n_heads: int, learning_rate: float, 
     model.eval()
     record = {"learning_rate": learning_rate, "seed": seed, "n_layers": n_layers, "n_heads": n_heads,
               "steps_trained": curve["step"][-1], "seconds": time.perf_counter() - began,
-              "solved_before_cap": curve["held_out"][-1] >= strictest and curve["validation"][-1] >= strictest,
+              "cpu_seconds": time.process_time() - cpu_began, "stopped": stopped[0],
               "curve": curve}
     return model, record
 
@@ -178,6 +196,16 @@ def rounded(value, digits: int = 6):
     return value
 
 
+def choose_rate(n_heads: int, runs: list[dict]) -> float:
+    """h's learning rate, chosen on the validation batch from its runs of the choice seeds at every rate."""
+    header = {"task": TASK.to_dict(), "d_model": D_MODEL, "head_counts": [n_heads],
+              "learning_rates": list(LEARNING_RATES), "seeds": list(SEEDS), "thresholds": list(THRESHOLDS),
+              "min_steps": MIN_STEPS, "max_steps": MAX_STEPS,
+              "held_out": {"seed": HELD_OUT_SEED, "size": HELD_OUT_SIZE},
+              "controls": {}, "runs": [{k: v for k, v in run.items() if k != "state"} for run in runs]}
+    return best_learning_rates(study_from_content(rounded(header)), CHOICE_THRESHOLD)[n_heads]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workers", type=int, default=2, help="single-thread worker processes (default 2)")
@@ -188,15 +216,18 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="train nothing: write the result file from the --reuse runs alone (listing what is missing)",
     )
-    parser.add_argument("--why-incomplete", help="with --assemble-only: why some arms lack seeds (stored in the file)")
+    parser.add_argument("--skip", nargs="+", default=[], metavar="H:RATE",
+                        help="arms not to train (e.g. 32:0.03); they are listed as incomplete, with --why-incomplete")
+    parser.add_argument("--why-incomplete", help="why some arms lack seeds (stored in the file)")
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    # the longest runs first (many heads cost more per step; a low rate trains longer), the short controls last,
-    # so that the two workers finish at about the same time
-    jobs = [(study_run, (h, lr, seed)) for h in sorted(HEAD_COUNTS, reverse=True) for lr in sorted(LEARNING_RATES)
-            for seed in SEEDS]
-    jobs += [(control_run, (variant, model_name, CONTROL_LEARNING_RATE, seed)) for variant in CONTROL_TASKS
-             for model_name in CONTROL_MODELS for seed in CONTROL_SEEDS]
+    # the one-head grid first (its runs are the longest), then the costliest per step (many heads; a low rate
+    # trains longer); each h's report seeds join the queue as soon as its rate is chosen (the one head's at the
+    # front), and the short controls come last, so that the workers finish at about the same time
+    order = [1] + [h for h in sorted(HEAD_COUNTS, reverse=True) if h != 1]
+    grid = [(study_run, (h, lr, seed)) for h in order for lr in sorted(LEARNING_RATES) for seed in SEEDS]
+    control_jobs = [(control_run, (variant, model_name, CONTROL_LEARNING_RATE, seed)) for variant in CONTROL_TASKS
+                    for model_name in CONTROL_MODELS for seed in CONTROL_SEEDS]
     results: dict[tuple, dict] = {}
     for path in args.reuse or ():  # runs finished earlier (same code, same seeds: the same numbers)
         with open(path) as previous:
@@ -206,39 +237,77 @@ def main(argv: list[str] | None = None) -> int:
                     record["state"] = {key: torch.tensor(value, dtype=torch.float32)
                                        for key, value in record["state"].items()}
                 results[tuple(record.pop("job"))] = record
+    skipped = {(int(arm.split(":")[0]), float(arm.split(":")[1])) for arm in args.skip}
+    key_of = {id(job): (job[0].__name__, *job[1]) for job in grid + control_jobs}
+    queue = deque(job for job in grid + control_jobs if key_of[id(job)] not in results
+                  and not (job[0] is study_run and (job[1][0], job[1][1]) in skipped))
     if args.assemble_only:
-        missing = [(function.__name__, *arguments) for function, arguments in jobs
-                   if (function.__name__, *arguments) not in results]
-        jobs = [(function, arguments) for function, arguments in jobs if (function.__name__, *arguments) in results]
-        print(f"assembling {len(jobs)} finished runs; not trained: {missing}", flush=True)
-    todo = [(function, arguments) for function, arguments in jobs if (function.__name__, *arguments) not in results]
+        print(f"assembling {len(results)} finished runs; not trained: {[key_of[id(job)] for job in queue]}",
+              flush=True)
+        queue.clear()
+    chosen: dict[int, float] = {}
+
+    def grid_runs(h: int) -> list[dict] | None:
+        keys = [("study_run", h, lr, seed) for lr in LEARNING_RATES for seed in SEEDS if (h, lr) not in skipped]
+        if not all(key in results for key in keys) and not args.assemble_only:  # assembling: choose from what is there
+            return None
+        return [record for key, record in results.items() if key[0] == "study_run" and key[1] == h
+                and key[3] in SEEDS]
+
+    def choose_when_ready() -> None:  # each h whose grid is complete: choose its rate, queue its report seeds
+        for h in HEAD_COUNTS:
+            runs = grid_runs(h)
+            if h in chosen or runs is None:
+                continue
+            chosen[h] = choose_rate(h, runs)
+            print(f"  h = {h}: rate {chosen[h]:g} chosen on the validation batch", flush=True)
+            report = [(study_run, (h, chosen[h], seed)) for seed in REPORT_SEEDS]
+            todo = [job for job in report if ("study_run", h, chosen[h], job[1][2]) not in results]
+            if not args.assemble_only:
+                queue.extendleft(reversed(todo)) if h == 1 else queue.extend(todo)
+
+    def save_progress(key: tuple, record: dict) -> None:
+        if args.progress_file:
+            exact = {"state": {k: v.tolist() for k, v in record["state"].items()}} if "state" in record else {}
+            with open(args.progress_file, "a") as progress:  # the weights exactly, the numbers rounded
+                fields = {k: v for k, v in record.items() if k != "state"}
+                progress.write(json.dumps({"job": list(key), **rounded(fields), **exact}) + "\n")
+
+    choose_when_ready()
     with ProcessPoolExecutor(max_workers=args.workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = {pool.submit(function, *arguments): (function.__name__, *arguments) for function, arguments in todo}
-        for future in as_completed(futures):
-            key = futures[future]
-            record = future.result()
-            results[key] = record
-            if args.progress_file:
-                exact = {"state": {k: v.tolist() for k, v in record["state"].items()}} if "state" in record else {}
-                with open(args.progress_file, "a") as progress:  # the weights exactly, the numbers rounded
-                    fields = {k: v for k, v in record.items() if k != "state"}
-                    progress.write(json.dumps({"job": list(key), **rounded(fields), **exact}) + "\n")
-            print(f"  {key}: {record['steps_trained']} steps, held-out {record['curve']['held_out'][-1]:.4f}, "
-                  f"{record['seconds']:.0f} s ({len(results)}/{len(jobs)})", flush=True)
-    study = [results[(study_run.__name__, *arguments)] for function, arguments in jobs if function is study_run]
-    states = {(r["n_heads"], r["learning_rate"], r["seed"]): r.pop("state") for r in study}
+        running: dict = {}
+        while queue or running:
+            while queue and len(running) < args.workers:
+                function, arguments = queue.popleft()
+                running[pool.submit(function, *arguments)] = (function.__name__, *arguments)
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                key = running.pop(future)
+                record = future.result()
+                results[key] = record
+                save_progress(key, record)
+                print(f"  {key}: {record['steps_trained']} steps ({record['stopped']}), held-out "
+                      f"{record['curve']['held_out'][-1]:.4f}, {record['seconds']:.0f} s ({len(results)} runs done)",
+                      flush=True)
+            choose_when_ready()
+    study = [record for key, record in results.items() if key[0] == "study_run"]
+    states = {(r["n_heads"], r["learning_rate"], r["seed"]): r.pop("state", None) for r in study}
     head_counts = sorted({record["n_heads"] for record in study})
-    incomplete = []  # arms not trained from every seed (only with --assemble-only, when time ran out)
+    incomplete = []  # arms not trained from every seed (--skip or --assemble-only, when time ran out)
     for h in head_counts:
-        for lr in LEARNING_RATES:
-            seeds = sorted(r["seed"] for r in study if r["n_heads"] == h and r["learning_rate"] == lr)
-            if seeds != sorted(SEEDS):
+        arms = [(lr, SEEDS) for lr in LEARNING_RATES] + ([(chosen[h], REPORT_SEEDS)] if h in chosen else [])
+        for lr, wanted in arms:
+            seeds = sorted(r["seed"] for r in study if r["n_heads"] == h and r["learning_rate"] == lr
+                           and r["seed"] in wanted)
+            if seeds != sorted(wanted):
                 incomplete.append({"n_heads": h, "learning_rate": lr, "seeds": seeds,
-                                   "why": args.why_incomplete or "not trained"})
-    controls = [results[(control_run.__name__, *arguments)] for function, arguments in jobs if function is control_run]
+                                   "report": wanted is REPORT_SEEDS, "why": args.why_incomplete or "not trained"})
+    controls = [record for key, record in results.items() if key[0] == "control_run"]
     content = {"task": TASK.to_dict(), "d_model": D_MODEL, "n_layers": 1, "head_counts": head_counts,
-               "learning_rates": list(LEARNING_RATES), "seeds": list(SEEDS), "thresholds": list(THRESHOLDS),
-               "log_every": LOG_EVERY, "min_steps": MIN_STEPS, "max_steps": MAX_STEPS,
+               "learning_rates": list(LEARNING_RATES), "seeds": list(SEEDS), "report_seeds": list(REPORT_SEEDS),
+               "thresholds": list(THRESHOLDS), "log_every": LOG_EVERY, "min_steps": MIN_STEPS,
+               "max_steps": MAX_STEPS, "horizon": MAX_STEPS,
+               "plateau": {"window": PLATEAU_WINDOW, "gain": PLATEAU_GAIN, "split": "validation"},
                "held_out": {"seed": HELD_OUT_SEED, "size": HELD_OUT_SIZE},
                "validation": "the trainer's evaluation batch: task.sample(256, Generator seeded with seed + 1000003)",
                "training": {key: value for key, value in TrainingConfig(**BASE_TRAINING).to_dict().items()
@@ -252,14 +321,14 @@ def main(argv: list[str] | None = None) -> int:
                             "max_steps": CONTROL_MAX_STEPS,
                             "runs": sorted(controls, key=lambda r: (r["variant"], r["model"], r["learning_rate"],
                                                                     r["seed"]))}}
-    # each h's learning rate, chosen on the validation batch; that rate's final weights are the chapter's models
-    chosen = best_learning_rates(study_from_content(rounded(content)), CHOICE_THRESHOLD)
+    # the choice seeds' runs at each h's chosen rate: their final weights are the chapter's models
     names = {}
-    for h, rate in chosen.items():
+    for h, rate in sorted(chosen.items()):
         for seed in SEEDS:
-            if (h, rate, seed) not in states:
-                continue
             record = next(r for r in study if (r["n_heads"], r["learning_rate"], r["seed"]) == (h, rate, seed))
+            if states[(h, rate, seed)] is None:
+                raise ValueError(f"the run (h = {h}, rate {rate:g}, seed {seed}) was reused without its weights; "
+                                 f"train it again (leave it out of --reuse).")
             model = TinyTransformer(_config(TASK, 1, h), seed=seed)
             model.load_state_dict(states[(h, rate, seed)])
             name = f"head_count_h{h}_seed{seed}"
@@ -270,8 +339,11 @@ def main(argv: list[str] | None = None) -> int:
                                    "chosen_at_threshold": CHOICE_THRESHOLD})
             names[f"{h}/{seed}"] = name
     content["models"] = {"threshold": CHOICE_THRESHOLD, "split": "validation",
-                         "learning_rates": {str(h): rate for h, rate in chosen.items()}, "checkpoints": names}
-    print("chosen learning rates: " + ", ".join(f"h = {h}: {rate:g}" for h, rate in chosen.items()), flush=True)
+                         "learning_rates": {str(h): rate for h, rate in sorted(chosen.items())},
+                         "checkpoints": names}
+    print("chosen learning rates: " + ", ".join(f"h = {h}: {rate:g}" for h, rate in sorted(chosen.items())),
+          flush=True)
+    study_from_content(rounded(content))  # the file about to be written passes its own checks
     path = LAB_DIRECTORY / STUDY_FILE
     path.write_text(json.dumps(rounded(content), separators=(",", ":")) + "\n")
     record_file(
@@ -279,8 +351,8 @@ def main(argv: list[str] | None = None) -> int:
         directory=LAB_DIRECTORY,
         regenerate=SCRIPT,
         description="one head or many, fairly: every (h, learning rate, seed) run's "
-        "validation and held-out accuracy curves and role curves, each h's chosen rate, and the mechanism "
-        "controls",
+        "validation and held-out accuracy curves, role curves and stopping reason, each h's chosen rate and its "
+        "report seeds, and the mechanism controls",
     )
     print(f"wrote {path} in {time.perf_counter() - started:.0f} s", flush=True)
     return 0

@@ -210,10 +210,11 @@ def test_study_explains_models_that_do_not_exist(study, n_heads, seed, words):
 def test_study_curves_role_curves_and_checkpoints_agree(study):
     rate = study.chosen_learning_rates[4]
     steps, accuracy = study.curves(4, rate)
-    assert accuracy.shape == (len(study.seeds), len(steps)) and steps[-1] == study.max_steps
+    longest = max(study.chosen_run(4, seed)["steps_trained"] for seed in study.seeds)
+    assert accuracy.shape == (len(study.seeds), len(steps)) and steps[-1] == longest
     run = study.chosen_run(4, study.seeds[0])
     stopped = run["curve"]["step"].index(run["steps_trained"])
-    assert np.all(accuracy[0, stopped:] == run["curve"]["held_out"][-1])  # carried forward once solved
+    assert run["stopped"] == "solved" and np.all(accuracy[0, stopped:] == run["curve"]["held_out"][-1])
     model = study.model(4, study.seeds[0])
     assert model.config.n_heads == 4 and model.config.d_model == study.d_model
     batch = analysis_batch(study.task, study.seeds[0])
@@ -226,7 +227,18 @@ def test_study_curves_role_curves_and_checkpoints_agree(study):
 
 # The fair study: steps to solve, bootstrap medians, learning rates chosen on validation only.
 
-from mha.lab.head_count_sweep import HeadCountStudy, accuracy_at, median_interval, steps_to_solve  # noqa: E402
+from mha.core.survival import kaplan_meier, restricted_mean_survival_time  # noqa: E402
+from mha.lab.head_count_sweep import (  # noqa: E402
+    STOP_REASONS,
+    HeadCountStudy,
+    accuracy_at,
+    arm_survival,
+    median_interval,
+    restricted_mean_interval,
+    solve_times,
+    steps_to_solve,
+    study_from_content,
+)
 
 
 def study_record(n_heads, rate, seed, validation, held_out, every=50):
@@ -277,10 +289,91 @@ def test_best_learning_rate_is_chosen_on_validation_and_never_on_the_held_out_ba
         study.run(8, 0.01, 0)
 
 
+def test_solve_times_censor_an_unsolved_run_where_it_stopped():
+    solved = study_record(1, 0.01, 0, [0.5, 1.0, 1.0], [0.5, 0.9, 1.0])
+    stalled = study_record(1, 0.01, 1, [0.1] * 5, [0.1] * 5)
+    times, observed = solve_times([solved, stalled], 0.999)
+    assert times.tolist() == [150.0, 250.0] and observed.tolist() == [True, False]
+    study = HeadCountStudy(head_counts=(1,), learning_rates=(0.01,), seeds=(0, 1), thresholds=(0.999,), min_steps=50,
+                           max_steps=300, runs=(solved, stalled), controls={})
+    curve = arm_survival(study, 1, 0.01, 0.999)
+    assert curve.times.tolist() == [150.0] and curve.survival.tolist() == [0.5] and curve.last_censored
+
+
+def test_the_rate_is_chosen_by_the_restricted_mean_and_the_horizon_can_move_the_choice():
+    runs = []
+    for seed in range(5):
+        # 0.01: two seeds solve at step 50, three stall (censored at 250); 0.001: every seed solves at step 200
+        runs.append(study_record(1, 0.01, seed, [1.0] * 5 if seed < 2 else [0.1] * 5, [0.1] * 5))
+        runs.append(study_record(1, 0.001, seed, [0.5, 0.5, 0.5, 1.0, 1.0], [0.1] * 5))
+    for run in runs:  # solved runs stop at the first solved step after min_steps = 50
+        if run["curve"]["validation"][-1] == 1.0:
+            end = next(i for i, a in enumerate(run["curve"]["validation"]) if a == 1.0) + 1
+            run["curve"] = {key: values[:max(end, 2)] for key, values in run["curve"].items()}
+    study = HeadCountStudy(head_counts=(1,), learning_rates=(0.001, 0.01), seeds=tuple(range(5)), thresholds=(0.999,),
+                           min_steps=50, max_steps=1000, runs=tuple(runs), controls={})
+    # by hand: up to 400 steps, 0.01 has mean 2/5 * 50 + 3/5 * 400 = 260 (S held at 3/5 after its last run) and
+    # 0.001 has 200; up to 150 steps, 0.01 has 2/5 * 50 + 3/5 * 150 = 110 and 0.001 has 150
+    assert best_learning_rates(study, 0.999, horizon=400) == {1: 0.001}
+    assert best_learning_rates(study, 0.999, horizon=150) == {1: 0.01}
+    for rate, horizon, by_hand in ((0.01, 400, 260.0), (0.001, 400, 200.0), (0.01, 150, 110.0)):
+        curve = arm_survival(study, 1, rate, 0.999, split="validation")
+        assert restricted_mean_survival_time(curve, horizon) == pytest.approx(by_hand)
+    assert kaplan_meier([50.0, 50.0, 250.0, 250.0, 250.0], [True, True, False, False, False]).survival.tolist() == [0.6]
+
+
+def test_the_restricted_mean_interval_resamples_the_runs():
+    from mha.core.resampling import bootstrap_indices
+
+    solved_at = [2, 3, 3, 5, 8]  # in logged steps of 50; nothing censored, so each mean is a plain mean
+    records = [study_record(1, 0.01, seed, [0.1] * (k - 1) + [1.0], [0.1] * (k - 1) + [1.0])
+               for seed, k in enumerate(solved_at)]
+    capped = np.minimum(np.array(solved_at) * 50.0, 300.0)  # min(steps to solve, horizon)
+    estimate, low, high = restricted_mean_interval(records, 0.999, horizon=300, n_resamples=500, seed=3)
+    oracle = capped[bootstrap_indices(5, 500, 3)].mean(axis=1)  # (500,): the mean of each resample
+    assert estimate == pytest.approx(capped.mean())
+    assert (low, high) == pytest.approx(tuple(np.quantile(oracle, [0.025, 0.975])))
+    same = [study_record(1, 0.01, seed, [0.1, 1.0], [0.1, 1.0]) for seed in range(4)]
+    assert restricted_mean_interval(same, 0.999, horizon=300) == pytest.approx((100.0, 100.0, 100.0))
+
+
+def shipped_content():
+    from mha.lab.checkpoints import load_json
+    from mha.lab.head_count_sweep import STUDY_FILE
+
+    return load_json(STUDY_FILE)
+
+
+@pytest.mark.parametrize("change, words", [
+    (lambda run: run.pop("stopped"), "does not say why it stopped"),
+    (lambda run: run.update(stopped="tired"), "does not say why it stopped"),
+    (lambda run: run.update(n_heads=3), "disagrees with its header"),
+    (lambda run: run.update(seed=99), "disagrees with its header"),
+    (lambda run: run.update(learning_rate=0.5), "disagrees with its header"),
+    (lambda run: run.update(stopped="plateau" if run["stopped"] == "solved" else "solved"), "says it stopped"),
+    (lambda run: run.update(steps_trained=run["steps_trained"] + 50), "steps_trained"),
+])
+def test_a_run_without_its_stopping_reason_or_at_odds_with_the_header_is_refused(change, words):
+    content = shipped_content()
+    change(content["runs"][0])
+    with pytest.raises(ValueError, match=words) as error:
+        study_from_content(content)
+    assert "run 0" in str(error.value) and "train_head_count_study.py" in str(error.value)
+
+
+def test_a_report_seed_at_a_rate_that_was_not_chosen_is_refused():
+    content = shipped_content()
+    report = next(run for run in content["runs"] if run["seed"] in content["report_seeds"])
+    report["learning_rate"] = next(rate for rate in content["learning_rates"]
+                                   if rate != content["models"]["learning_rates"][str(report["n_heads"])])
+    with pytest.raises(ValueError, match="report seed at a rate that was not chosen"):
+        study_from_content(content)
+
+
 def test_the_shipped_study_trained_every_arm_at_every_rate_from_every_seed():
     study = load_study()
     assert len(study.learning_rates) >= 3 and len(study.seeds) >= 5 and 1 in study.head_counts
-    incomplete = {(arm["n_heads"], arm["learning_rate"]): arm for arm in study.incomplete}
+    incomplete = {(arm["n_heads"], arm["learning_rate"]): arm for arm in study.incomplete if not arm.get("report")}
     assert all(arm["why"] for arm in study.incomplete)  # a gap in the grid must say why
     for n_heads in study.head_counts:
         assert any((n_heads, rate) not in incomplete for rate in study.learning_rates)
@@ -288,10 +381,26 @@ def test_the_shipped_study_trained_every_arm_at_every_rate_from_every_seed():
             seeds = study.seeds_trained(n_heads, rate)
             assert set(seeds) == set(study.seeds) or set(seeds) == set(incomplete[(n_heads, rate)]["seeds"])
             for seed in seeds:
-                curve = study.run(n_heads, rate, seed)["curve"]
-                assert study.min_steps <= curve["step"][-1] <= study.max_steps
+                run = study.run(n_heads, rate, seed)
+                curve = run["curve"]
+                assert study.min_steps <= curve["step"][-1] < study.max_steps  # no run met the safety cap
                 solved = min(curve["validation"][-1], curve["held_out"][-1]) >= max(study.thresholds)
-                assert solved or curve["step"][-1] == study.max_steps  # stopped early only once solved
+                assert run["stopped"] == ("solved" if solved else "plateau")
+                if not solved:  # the plateau rule, read again from the stored curve: no gain over the window
+                    window, gain = study.plateau["window"], study.plateau["gain"]
+                    before = [a for t, a in zip(curve["step"], curve["validation"]) if t <= curve["step"][-1] - window]
+                    assert max(curve["validation"]) - max(before) < gain
+                    earlier = [i for i, t in enumerate(curve["step"]) if study.min_steps <= t < curve["step"][-1]]
+                    for i in earlier:  # and it did not hold at any earlier measurement
+                        seen = [a for t, a in zip(curve["step"][:i + 1], curve["validation"])
+                                if t <= curve["step"][i] - window]
+                        assert not seen or max(curve["validation"][:i + 1]) - max(seen) >= gain
+    missing = {arm["n_heads"]: set(arm["seeds"]) for arm in study.incomplete if arm.get("report")}
+    for n_heads, rate in study.chosen_learning_rates.items():  # the report seeds: at the chosen rate only
+        report = {run["seed"] for run in study.runs if run["n_heads"] == n_heads and run["seed"] not in study.seeds}
+        assert report == (missing[n_heads] if n_heads in missing else set(study.report_seeds))
+        assert all(study.run(n_heads, rate, seed)["stopped"] in STOP_REASONS for seed in report)
+    assert not set(study.seeds) & set(study.report_seeds) and len(study.report_seeds) >= 5
     variants = {run["variant"] for run in study.controls["runs"]}
     assert variants == {"shared", "typed", "one_relation"}
     one_head_shared = [run for run in study.controls["runs"] if run["variant"] == "shared" and run["model"] == "1 head"]

@@ -13,4 +13,6 @@
   (2.2 "The low-rank bottleneck").
 - :mod:`~mha.core.resampling`: the bootstrap's resamples, drawn in one place for every interval of the book (3.1-3.7,
   4.3 "Layer dependence").
+- :mod:`~mha.core.survival`: Kaplan-Meier curves of a time to an event with censoring, and their restricted mean
+  (3.7 "One big head or many": the steps a training run takes to solve its task).
 """

@@ -25,8 +25,10 @@ weights; this module reads them and holds the measurements the chapter makes:
 * :func:`first_step_below` - when a loss curve first reaches a threshold;
 * :class:`HeadCountStudy` / :func:`load_study` (from :mod:`mha.lab.head_count_study`, importable from here) -
   every run's validation and held-out curves and role curve, each h's chosen learning rate and its saved
-  models, and the mechanism controls; :func:`steps_to_solve`, :func:`accuracy_at`, :func:`median_interval`
-  (bootstrap) and :func:`best_learning_rates` (chosen on the validation batch) read it;
+  models, its report seeds, and the mechanism controls; :func:`steps_to_solve`, :func:`accuracy_at`,
+  :func:`median_interval` (bootstrap), :func:`solve_times`, :func:`arm_survival` (Kaplan-Meier curves of the
+  steps to solve), :func:`restricted_mean_interval` and :func:`best_learning_rates` (chosen on the validation
+  batch) read it;
 * :func:`train_two_relation_model` - train one more model of the study's shape
   (used by the live retrain of :mod:`mha.views.head_count_explorer`).
 
@@ -45,12 +47,16 @@ from torch import Tensor
 from mha.core.validation import check_items, check_rank, check_real_tensor, check_type, check_whole_number
 from mha.lab.circuit_scores import attention_to_key_positions
 from mha.lab.head_count_study import (
+    STOP_REASONS,
     STUDY_FILE,
     HeadCountStudy,
     accuracy_at,
+    arm_survival,
     best_learning_rates,
     load_study,
     median_interval,
+    restricted_mean_interval,
+    solve_times,
     steps_to_solve,
     study_from_content,
 )
@@ -60,6 +66,7 @@ from mha.lab.training import TrainingConfig, TrainingLog, train
 
 __all__ = [
     "STUDY_FILE",
+    "STOP_REASONS",
     "ANALYSIS_BATCH_SEED",
     "ANALYSIS_BATCH_SIZE",
     "ROLE_SHARE_THRESHOLD",
@@ -82,6 +89,9 @@ __all__ = [
     "steps_to_solve",
     "accuracy_at",
     "median_interval",
+    "solve_times",
+    "arm_survival",
+    "restricted_mean_interval",
     "best_learning_rates",
     "equal_split_ceiling",
 ]

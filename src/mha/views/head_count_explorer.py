@@ -208,8 +208,8 @@ class HeadCountExplorer(Explorer):
                                    layout=Layout(width="220px"))
         self.progress = IntProgress(value=0, min=0, max=live_training.steps, description="training")
         self.status = HTML(value=(f"Live training: {live_training.steps} steps at learning rate "
-                                  f"{live_training.learning_rate:g} (the stored runs: up to "
-                                  f"{self.study.max_steps:,} steps at each h's chosen rate), one CPU thread."))
+                                  f"{live_training.learning_rate:g} (the stored runs: at each h's chosen rate "
+                                  f"until solved or plateaued), one CPU thread."))
         self.train_button.on_click(lambda button: self.retrain(self.train_heads.value))
         self.stored_button = Button(description="back to the stored models", layout=Layout(width="220px"))
         self.stored_button.on_click(lambda button: self.show(self.heads_picker.value))
@@ -257,7 +257,10 @@ class HeadCountExplorer(Explorer):
                                        "#e66101", 2.5, f"trained live: {rows[-1]['step']:,} steps, "
                                                        f"lr {self.live_training.learning_rate:g}"))
             # with a live run, zoom in on its steps
-            max_step = int(self.study.max_steps) if live is None else int(live["log"].rows[-1]["step"])
+            longest = max((run["steps_trained"] for run in self.study.runs if run["seed"] in self.study.seeds
+                           and run["learning_rate"] == self.study.chosen_learning_rates.get(run["n_heads"])),
+                          default=self.study.max_steps)
+            max_step = int(longest) if live is None else int(live["log"].rows[-1]["step"])
             self._curve_images[key] = loss_curves_svg(
                 lines, f"Learning curves, h = {n_heads} (d_head = {self.study.d_model // n_heads})", max_step=max_step)
         return self._curve_images[key]
