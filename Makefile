@@ -4,8 +4,8 @@
 #   make test      run every test: unit tests and every notebook through nbval
 #   make jupyter   open the notebooks in JupyterLab, with their MyST markup (exercises, math, citations) rendered
 #   make lab       retrain everything in data/lab: the induction models and section 3.5's phase-change spread, the
-#                  seed-0 model's training timeline for 3.5 and 3.6, then section 3.7's head-count study (README's
-#                  Budgets says how long each takes)
+#                  seed-0 model's training timeline for 3.5 and 3.6, then section 3.7's head-count study (the
+#                  Execution statistics page says how long each takes)
 #   make student   write the student edition (every solution removed) and its answer key into _build/student, with
 #                  one notebook per week and the student website's source, and an otter-grader autograder per
 #                  notebook and per week into _build/grading (see chapters/instructors.md)
