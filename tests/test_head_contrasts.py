@@ -135,3 +135,21 @@ def test_percentile_of_heads_ranks_the_chosen_heads_against_random_sets():
     assert result.p_value == pytest.approx((1 + extreme) / 301)
     with pytest.raises(ValueError, match="one row per draw"):
         percentile_of_heads(values, chosen, draws[:, :3])
+
+
+def test_percentile_test_states_its_power_as_the_normal_theory_of_a_mean_of_a_sample_predicts():
+    from mha.analysis.statistics import percentile_of_heads
+
+    n_heads, size = 72, 12
+    rng = np.random.default_rng(6)
+    chosen = np.zeros(n_heads, dtype=bool)
+    chosen[:size] = True
+    draws = np.array([rng.permutation(n_heads)[:size] for _ in range(20_000)])
+    result = percentile_of_heads(np.arange(n_heads), chosen, draws)
+    percentiles = (np.arange(n_heads) + 0.5) / n_heads * 100
+    # the mean of 12 of 72 values drawn without replacement: its standard error, by hand
+    se = percentiles.std() / np.sqrt(size) * np.sqrt((n_heads - size) / (n_heads - 1))
+    assert result.critical == pytest.approx(1.96 * se, rel=0.05)
+    assert result.detectable == pytest.approx((1.96 + 0.8416) * se, rel=0.05)
+    null = percentiles[draws].mean(axis=1)
+    assert ((np.abs(null - 50) > result.critical).sum() + 1) / (len(null) + 1) <= 0.05  # beyond it: called at 5%

@@ -41,9 +41,10 @@ SHA256_LIST = "SHA256SUMS"
 MAX_JSON_DEPTH = 64
 """The deepest nesting of arrays and objects a JSON data file may have (the book's files nest at most 6 deep)."""
 
-BOOK_DATA_FILES = ("citations.json", "coreference_patching.json", "litbank/litbank_coref.json",
-                   "litbank/litbank_entities.json", "litbank_coreference.json", "pattern_fits.json",
-                   "pruning_spread.json", "sample.conllu", "ud_english_ewt/en_ewt-ud-dev.conllu")
+BOOK_DATA_FILES = ("citations.json", "coreference_patching.json", "ewt_dev_heads.safetensors",
+                   "litbank/litbank_coref.json", "litbank/litbank_entities.json", "litbank_coreference.json",
+                   "pattern_fits.json", "pruning_spread.json", "sample.conllu",
+                   "ud_english_ewt/en_ewt-ud-dev.conllu")
 """The data files outside ``lab/`` that the book reads, each listed with its sha256 in ``data/SHA256SUMS``."""
 
 RECORD_SHA256 = "python scripts/record_data_sha256.py"

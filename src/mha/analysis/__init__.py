@@ -17,6 +17,8 @@ One subpackage per group of sections, and the tools they share:
   of pooled shares over sentences, and the power of a test that found nothing (3.2, 3.3, 3.4, 4.3).
 - :mod:`~mha.analysis.p_value_adjustment`: Bonferroni and Holm adjustments for many tests (the background page "A
   statistics toolkit for reading heads").
+- :mod:`~mha.analysis.equivalence`: what a result that found nothing rules out: equivalence bounds and the smallest
+  detectable effect (3.2, 4.2).
 
 The subpackages import :mod:`~mha.analysis.statistics`, and ``coreference_and_content`` and ``caveats`` import
 ``head_roles``; nothing imports upward (``.importlinter``).

@@ -206,11 +206,17 @@ def head_statistics(differences, head_names, *, n_permutations: int = 5000, seed
 
 @dataclass(frozen=True)
 class PercentileTest:
-    """What :func:`percentile_of_heads` found: mean percentiles (0 = least) and the two-sided p (chapter 4)."""
+    """What :func:`percentile_of_heads` found: mean percentiles (0 = least), the two-sided p, and its power (4.2).
+
+    ``critical``: the smallest distance of the mean percentile from 50 that the test calls at 5%; ``detectable``: the
+    shift from 50 that it finds with probability 80%, if a true shift moves the null distribution by that much.
+    """
 
     chosen: float
     others: float
     p_value: float
+    critical: float
+    detectable: float
 
 
 def percentile_of_heads(values, chosen, random_sets) -> PercentileTest:
@@ -219,7 +225,8 @@ def percentile_of_heads(values, chosen, random_sets) -> PercentileTest:
     ``values`` (heads,) ranks every head (ties in flat order); head ``i`` sits at percentile ``(rank + 0.5) / heads *
     100``. ``chosen`` (heads,) is a boolean mask, ``random_sets`` (draws, size) holds head indices, one random set of
     ``chosen.sum()`` heads per row. The p-value is two-sided around 50, the mean of any set under the null:
-    ``(1 + #{|null - 50| >= |observed - 50|}) / (1 + draws)``.
+    ``(1 + #{|null - 50| >= |observed - 50|}) / (1 + draws)``. Its power, read off the same null: a set whose mean
+    sits more than ``critical`` from 50 is called, and a shift of ``detectable`` is called in 80% of samples.
     """
     values, chosen, random_sets = np.asarray(values).ravel(), np.asarray(chosen, dtype=bool), np.asarray(random_sets)
     if chosen.shape != values.shape or random_sets.ndim != 2 or random_sets.shape[1] != chosen.sum():
@@ -228,8 +235,17 @@ def percentile_of_heads(values, chosen, random_sets) -> PercentileTest:
     percentile = (np.argsort(np.argsort(values, kind="stable"), kind="stable") + 0.5) / len(values) * 100
     observed = percentile[chosen].mean()
     null = percentile[random_sets].mean(axis=1)  # (draws,)
-    p_value = (1 + (np.abs(null - 50) >= abs(observed - 50)).sum()) / (1 + len(null))
-    return PercentileTest(chosen=observed, others=percentile[~chosen].mean(), p_value=p_value)
+    distance = np.sort(np.abs(null - 50))[::-1]  # (draws,), largest first
+    p_value = (1 + (distance >= abs(observed - 50)).sum()) / (1 + len(null))
+    allowed = int(np.floor(0.05 * (1 + len(null)) - 1))  # null distances that may reach a called one
+    critical = float(distance[min(max(allowed, 0), len(distance) - 1)])
+    low, high = 0.0, 100.0  # the power of a shift grows with it: bisect for 80%
+    for _ in range(40):
+        middle = (low + high) / 2
+        low, high = (low, middle) if (np.abs(middle + null - 50) > critical).mean() >= 0.8 else (middle, high)
+    detectable = high
+    return PercentileTest(chosen=observed, others=percentile[~chosen].mean(), p_value=p_value, critical=critical,
+                          detectable=detectable)
 
 
 @dataclass(frozen=True)

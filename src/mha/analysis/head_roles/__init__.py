@@ -14,4 +14,7 @@
   real text, against position and the nearest noun (3.2 "Syntax: heads that follow grammatical relations").
 - :mod:`~mha.analysis.head_roles.agreement_patching`: which heads carry the subject's number to the verb, by
   patching minimal pairs against a number probe (3.2).
+- :mod:`~mha.analysis.head_roles.treebank_heads`: every head on all of the treebank's development split, stored once:
+  its guesses for the gold pairs, with bounds on the relations where no head beats the offset (3.2), and its share
+  of attention on [CLS], standardised for sentence length (3.1).
 """

@@ -1,0 +1,120 @@
+"""How many heads of all-MiniLM-L6-v2 can be pruned, judged on real sentences (chapter 4.2).
+
+Run from the repository root (about ten minutes on 2 idle cores):
+
+    python scripts/pruning_treebank.py          # writes data/pruning_treebank.json
+
+The sentences are UD English-EWT's development split (5 to 40 words each). For each of several seeded splits of
+them into a selection half and a report half (:func:`mha.corpora.treebank.split_sentences`), heads are pruned in
+steps of 4, least important first, in three orders chosen without the report half: Michel et al.'s gradient
+importance of the self-retrieval loss on selection sentences, the book's earlier order (the same importance, of
+the contrastive loss on all 24 hand-written paraphrase triples), and a random order (seeded with the split's seed).
+Each pruned model is judged on report sentences by its fidelity to the full model: the Spearman correlation of its
+cosine similarities over every pair of report sentences with the full model's
+(:func:`mha.analysis.caveats.pruning_fidelity.fidelity_pruning_curve`), until the curve first falls below 0.75,
+well under every threshold read. Resampling the report sentences gives the spread of each removable count. No
+labelled sentence-pair set (SICK, STS-B) ships in a package of the registries this book installs from with a
+licence that allows shipping it, so fidelity is the only measure. Section 4.2 reads the file with
+:func:`mha.analysis.caveats.pruning_fidelity.load_pruning_treebank`. The computation is deterministic on one
+machine (two torch threads); stored correlations are rounded to 4 decimals.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+import torch
+
+from mha.analysis.caveats.ablation import head_mask_gradients, michel_importance, removable_at_thresholds
+from mha.analysis.caveats.pruning_fidelity import PRUNING_TREEBANK_PATH, fidelity_pruning_curve, resampled_removable
+from mha.corpora.paraphrases import contrastive_loss, pair_set, similarity_scores
+from mha.corpora.treebank import EWT_DEV_PATH, read_conllu, split_sentences
+from mha.data_files import write_recorded_json
+from mha.pretrained.encoder import MiniLMEncoder
+
+SPLIT_SEEDS = (0, 1, 2)
+STEP = 4
+WORDS = (5, 40)                 # sentences of 5 to 40 words
+N_SELECTION, N_REPORT = 100, 100  # sentences that choose the order; sentences that judge it (4,950 pairs)
+THRESHOLDS = (0.85, 0.90, 0.95)
+STOP_BELOW = 0.75               # each curve is judged until it first falls below this, well under every threshold
+COUNTS = list(range(0, 73, STEP))
+ORDERS = ("gradient", "triples", "random")
+N_RESAMPLES = 200
+
+
+def triples_order(encoder: MiniLMEncoder) -> np.ndarray:
+    """The order section 4.2 used on its hand-written triples: gradient importance of their contrastive loss."""
+    pairs = pair_set()
+    gradients = head_mask_gradients(encoder, encoder.tokenize(pairs.sentences),
+                                    lambda vectors: contrastive_loss(similarity_scores(vectors)))
+    return np.argsort(michel_importance(gradients).ravel(), kind="stable")
+
+
+def split_sentence_ids(kept: list[int], seed: int) -> tuple[list[int], list[int]]:
+    """The treebank sentences (indices) that choose the order and those that judge it, for one split."""
+    selection, report = split_sentences(kept, 0.5, seed=seed)
+    return selection[:N_SELECTION], report[:N_REPORT]
+
+
+def pruned_curve(encoder: MiniLMEncoder, treebank: list, kept: list[int], seed: int, name: str) -> dict:
+    """One order's curve on one split, as stored: its order, fidelity and resampled removable counts."""
+    selection, report = split_sentence_ids(kept, seed)
+    order = {"gradient": "gradient", "random": "random"}.get(name)
+    curve = fidelity_pruning_curve(encoder, [treebank[i].text for i in selection], [treebank[i].text for i in report],
+                                   COUNTS, order=triples_order(encoder) if order is None else order, seed=seed,
+                                   stop_below=STOP_BELOW)
+    counts = curve["counts"].tolist()
+    resampled = resampled_removable(counts, curve["pruned"], curve["full"], THRESHOLDS, n_resamples=N_RESAMPLES,
+                                    seed=seed)  # (resamples, thresholds)
+    return {
+        "order": [int(i) for i in curve["order"]],
+        "similarity_kept": [round(float(v), 4) for v in curve["similarity_kept"]],
+        "vector_kept": [round(float(v), 4) for v in curve["vector_kept"]],
+        "removable": [int(v) for v in removable_at_thresholds(counts, curve["similarity_kept"], THRESHOLDS)[0]],
+        "removable_resampled": {  # the counts themselves, so the interval is of counts that occurred
+            "2.5%": [int(v) for v in np.percentile(resampled, 2.5, axis=0, method="lower")],
+            "97.5%": [int(v) for v in np.percentile(resampled, 97.5, axis=0, method="higher")]},
+    }
+
+
+def main() -> int:
+    torch.set_num_threads(2)
+    started = time.perf_counter()
+    encoder = MiniLMEncoder.load()
+    treebank = read_conllu(EWT_DEV_PATH)
+    kept = [i for i, sentence in enumerate(treebank) if WORDS[0] <= len(sentence.words) <= WORDS[1]]
+    splits = []
+    for seed in SPLIT_SEEDS:
+        selection, report = split_sentence_ids(kept, seed)
+        orders = {}
+        for name in ORDERS:
+            orders[name] = pruned_curve(encoder, treebank, kept, seed, name)
+            print(f"split {seed}, {name}: removable {orders[name]['removable']} at {THRESHOLDS} "
+                  f"({time.perf_counter() - started:.0f} s)", flush=True)
+        splits.append({"seed": seed, "selection": selection, "report": report, "orders": orders})
+    write_recorded_json(PRUNING_TREEBANK_PATH, stored_content(len(kept), splits))  # and its sha256 in SHA256SUMS
+    print(f"wrote {PRUNING_TREEBANK_PATH} in {time.perf_counter() - started:.0f} s")
+    return 0
+
+
+def stored_content(n_sentences: int, splits: list[dict]) -> dict:
+    """What data/pruning_treebank.json holds: the settings, and per split its sentences and curves."""
+    return {
+        "model": "sentence-transformers/all-MiniLM-L6-v2", "text": "UD English-EWT dev, sentences of 5 to 40 words",
+        "sentences": n_sentences, "counts": COUNTS, "step": STEP, "thresholds": list(THRESHOLDS),
+        "stop_below": STOP_BELOW, "n_selection": N_SELECTION, "n_report": N_REPORT, "n_resamples": N_RESAMPLES,
+        "orders": {"gradient": "Michel et al. (2019) importance of the self-retrieval loss on the selection sentences",
+                   "triples": "Michel et al. importance of the contrastive loss on the 24 hand-written triples",
+                   "random": "numpy default_rng(split seed).permutation(72)"},
+        "measure": "Spearman correlation of the pruned model's cosine similarities over every pair of report "
+                   "sentences with the full model's, judged until it first falls below stop_below; vector_kept: "
+                   "mean cosine of a sentence's pruned and full vectors",
+        "splits": splits,
+    }
+
+
+if __name__ == "__main__":
+    sys.exit(main())

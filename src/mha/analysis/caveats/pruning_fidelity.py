@@ -1,0 +1,241 @@
+"""How faithfully a pruned all-MiniLM-L6-v2 keeps the full model's sentence similarities on real text (4.2).
+
+Section 4.2 prunes heads in order of importance and asks how many can go before the model's output changes too
+much. Judged on a few hand-written sentence triples, that count depends on the triples; this module judges it on
+real sentences (UD English-EWT), by **fidelity to the full model**: the Spearman correlation between the pruned
+model's cosine similarities of every pair of sentences and the full model's
+(:func:`pairwise_similarities`, :func:`similarity_fidelity`).
+
+* :func:`embeddings_in_length_chunks` embeds many sentences under many head masks, in chunks of similar length
+  (padding a whole corpus to its longest sentence would waste most of the work): (configs, n, d_model);
+* :func:`self_retrieval_loss` is the loss whose gradient ranks heads on sentences without labels: each pruned
+  sentence vector must pick out its own full-model vector among the batch's (the model's contrastive objective,
+  with the full model as the partner); at the full model its gradient is not 0, unlike a distance to the full
+  model's vectors;
+* :func:`fidelity_pruning_curve` chooses an order on one set of sentences and judges it on another;
+* :func:`resampled_removable` gives the spread of the removable count from resampling the judged sentences.
+
+``scripts/pruning_treebank.py`` stores the curves; :func:`load_pruning_treebank` reads them
+(chapter 4, "Redundancy and pruning").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import torch
+from scipy.stats import rankdata
+from torch import Tensor
+
+from mha.core.resampling import bootstrap_indices
+from mha.core.validation import as_path, as_real_array, check_items, check_whole_number
+from mha.data_files import DATA_DIRECTORY
+from mha.pretrained.encoder import HeadMask, MiniLMEncoder, check_encoder
+from mha.pretrained.interventions import as_head_masks, embeddings_under_masks
+
+__all__ = ["PRUNING_TREEBANK_PATH", "embeddings_in_length_chunks", "fidelity_pruning_curve", "load_pruning_treebank",
+           "pairwise_similarities", "resampled_removable", "self_retrieval_loss", "similarity_fidelity"]
+
+
+def pairwise_similarities(vectors: npt.ArrayLike) -> np.ndarray:
+    """Cosine similarity of every pair of distinct sentences, upper triangle by rows: (..., n, d) -> (..., n(n-1)/2).
+
+    ``vectors`` need not be unit length; each is scaled to length 1 first.
+    """
+    vectors = as_real_array("vectors", vectors, meaning="(..., sentences, d_model)")
+    if vectors.ndim < 2 or vectors.shape[-2] < 2:
+        raise ValueError(f"vectors has shape {vectors.shape}; give (..., sentences, d_model), at least 2 sentences.")
+    unit = vectors / np.maximum(np.linalg.norm(vectors, axis=-1, keepdims=True), 1e-12)
+    similarity = unit @ np.swapaxes(unit, -1, -2)  # (..., n, n)
+    rows, columns = np.triu_indices(vectors.shape[-2], k=1)
+    return similarity[..., rows, columns]
+
+
+def _spearman_rows(values: np.ndarray, reference: np.ndarray) -> np.ndarray:
+    """Spearman correlation of each row of ``values`` (models, pairs) with ``reference`` (pairs,): (models,)."""
+    ranks = rankdata(values, axis=-1)
+    reference_ranks = rankdata(reference)
+    ranks = ranks - ranks.mean(-1, keepdims=True)
+    reference_ranks = reference_ranks - reference_ranks.mean()
+    return (ranks @ reference_ranks) / (np.linalg.norm(ranks, axis=-1) * np.linalg.norm(reference_ranks))
+
+
+def similarity_fidelity(changed: npt.ArrayLike, full: npt.ArrayLike) -> np.ndarray:
+    """Spearman correlation of a changed model's pairwise sentence similarities with the full model's: (configs,).
+
+    ``changed`` (configs, n, d_model) or (n, d_model), ``full`` (n, d_model): the same n sentences. 1 means the
+    changed model orders every pair of sentences as the full model does (ties: average ranks).
+    """
+    changed = as_real_array("changed", changed, meaning="(configs, sentences, d_model)")
+    full = as_real_array("full", full, meaning="(sentences, d_model)")
+    single = changed.ndim == 2
+    changed = changed[None] if single else changed
+    if changed.ndim != 3 or full.ndim != 2 or changed.shape[1:] != full.shape:
+        raise ValueError(f"changed {changed.shape} and full {full.shape} must hold the same sentences: "
+                         "(configs, n, d_model) and (n, d_model).")
+    rho = _spearman_rows(pairwise_similarities(changed), pairwise_similarities(full))
+    return rho[0] if single else rho
+
+
+def self_retrieval_loss(vectors: Tensor, reference: Tensor, scale: float = 20.0) -> Tensor:
+    """Cross-entropy of each sentence vector picking out its own reference vector among the batch's: a 0-d tensor.
+
+    ``vectors`` (n, d_model), e.g. the (pruned) model's sentence vectors with autograd; ``reference`` (n, d_model),
+    the full model's, held fixed. Logits are ``scale`` times the cosine similarities (n, n); row i's right answer is
+    column i, as in sentence-transformers' MultipleNegativesRankingLoss (scale 20) with the full model as partner.
+    """
+    if vectors.ndim != 2 or reference.shape != vectors.shape:
+        raise ValueError(f"vectors {tuple(vectors.shape)} and reference {tuple(reference.shape)} must both be "
+                         "(n, d_model).")
+    unit = torch.nn.functional.normalize(vectors, dim=-1)
+    target = torch.nn.functional.normalize(reference.detach().to(vectors), dim=-1)
+    logits = scale * unit @ target.T  # (n, n)
+    return torch.nn.functional.cross_entropy(logits, torch.arange(len(vectors), device=logits.device))
+
+
+def embeddings_in_length_chunks(encoder: MiniLMEncoder, sentences: Sequence[str], masks: HeadMask | None = None, *,
+                                chunk: int = 48, max_sequences: int = 512) -> tuple[np.ndarray, np.ndarray]:
+    """Sentence vectors of the full model and under each mask, sentences run in chunks of similar length.
+
+    Returns ``full`` (n, d_model) and ``changed`` (configs, n, d_model) (configs = 0 without ``masks``), in the
+    order of ``sentences``. Sorting by length before padding keeps each chunk's padding small.
+    """
+    encoder = check_encoder(encoder)
+    sentences = check_items("sentences", sentences, "a list of sentences (strings)")
+    chunk = check_whole_number("chunk", chunk, minimum=1)
+    if not sentences or not all(isinstance(s, str) and s.strip() for s in sentences):
+        raise ValueError("sentences must be a non-empty list of non-empty strings.")
+    from mha.pretrained.sentence_embedding import sentence_embeddings
+
+    mask_tensor = None if masks is None else as_head_masks(encoder, masks)  # (configs, layers, heads)
+    order = np.argsort([len(encoder.tokenize([s]).real_tokens[0]) for s in sentences], kind="stable")
+    d_model = encoder.config.d_model
+    full = np.zeros((len(sentences), d_model), dtype=np.float32)
+    configs = 0 if mask_tensor is None else len(mask_tensor)
+    changed = np.zeros((configs, len(sentences), d_model), dtype=np.float32)
+    for start in range(0, len(sentences), chunk):
+        rows = order[start:start + chunk]
+        trace = encoder.trace([sentences[i] for i in rows])
+        full[rows] = sentence_embeddings(trace.hidden_states[-1], trace.real_tokens).numpy()
+        if configs:
+            changed[:, rows] = embeddings_under_masks(encoder, trace, mask_tensor, max_sequences=max_sequences)
+    return full, changed
+
+
+def fidelity_pruning_curve(encoder: MiniLMEncoder, selection: Sequence[str], report: Sequence[str],
+                           counts: Sequence[int], *, order: str | npt.ArrayLike = "gradient", seed: int = 0,
+                           stop_below: float | None = None, chunk: int = 48) -> dict[str, np.ndarray]:
+    """Prune heads in an order chosen on the ``selection`` sentences; judge each pruned model on ``report``.
+
+    ``order`` is ``"gradient"`` (Michel et al.'s importance of :func:`self_retrieval_loss` on the selection
+    sentences, least important pruned first), ``"random"`` (a permutation drawn with ``seed``), or an order of
+    flat head indices given outright (e.g. one chosen on other sentences). ``counts`` (increasing, from 0) are the
+    numbers of heads removed. Returns ``counts``, ``order`` (flat indices ``layer * heads + head``, pruned first
+    first), ``full`` (n_report, d_model), ``pruned`` (points, n_report, d_model), ``similarity_kept`` (points,):
+    :func:`similarity_fidelity` of each pruned model, and ``vector_kept`` (points,): the mean cosine of each
+    sentence's pruned vector with its full one (chapter 4, "Redundancy and pruning"). With ``stop_below`` the
+    counts are judged a few at a time and the curve stops after the first point whose fidelity is below it: every
+    threshold above ``stop_below`` is then read exactly, at a fraction of the cost; ``counts`` in the result are the
+    counts judged.
+    """
+    from mha.analysis.caveats.ablation import head_mask_gradients, michel_importance, pruning_masks
+
+    encoder = check_encoder(encoder)
+    if set(selection) & set(report):
+        raise ValueError("selection and report share sentences; choose and judge on different sentences.")
+    counts = [int(k) for k in counts]
+    if not counts or counts[0] != 0:
+        raise ValueError("counts must start at 0 heads removed (the full model, the curve's reference).")
+    n_layers, n_heads = encoder.config.n_layers, encoder.config.n_heads
+    if isinstance(order, str):
+        if order == "gradient":
+            full_selection, _ = embeddings_in_length_chunks(encoder, selection, chunk=chunk)
+            reference = torch.as_tensor(full_selection)
+            gradients = head_mask_gradients(encoder, encoder.tokenize(list(selection)),
+                                            lambda vectors: self_retrieval_loss(vectors, reference))
+            flat_order = np.argsort(michel_importance(gradients).ravel(), kind="stable")
+        elif order == "random":
+            flat_order = np.random.default_rng(seed).permutation(n_layers * n_heads)
+        else:
+            raise ValueError(f"order must be 'gradient', 'random' or a list of flat head indices, got {order!r}.")
+    else:
+        flat_order = np.asarray(order, dtype=int)
+    step = len(counts) if stop_below is None else 3  # counts judged at a time
+    full, _ = embeddings_in_length_chunks(encoder, report, chunk=chunk)
+    pruned, judged = [full[None]], [0]
+    for start in range(1, len(counts), step):
+        batch = counts[start:start + step]
+        masks = pruning_masks(flat_order, batch, n_layers, n_heads)  # (len(batch), layers, heads)
+        pruned.append(embeddings_in_length_chunks(encoder, report, masks, chunk=chunk)[1])
+        judged += batch
+        if stop_below is not None and similarity_fidelity(pruned[-1], full).min() < stop_below:
+            break
+    pruned = np.concatenate(pruned)  # (points, n, d_model)
+    return {"counts": np.array(judged), "order": flat_order, "full": full, "pruned": pruned,
+            "similarity_kept": similarity_fidelity(pruned, full), "vector_kept": (pruned * full).sum(-1).mean(-1)}
+
+
+def resampled_removable(counts: Sequence[int], pruned: npt.ArrayLike, full: npt.ArrayLike,
+                        thresholds: Sequence[float], *, n_resamples: int = 200, seed: int = 0) -> np.ndarray:
+    """Heads removable at each threshold when the judged sentences are resampled: (n_resamples, thresholds).
+
+    ``pruned`` (points, n, d_model) and ``full`` (n, d_model) as from :func:`fidelity_pruning_curve`. Each
+    resample draws n sentences with replacement (:func:`mha.core.resampling.bootstrap_indices`), keeps the pairs of
+    distinct sentences among the draws, and reads the fidelity curve at each threshold as
+    :func:`mha.analysis.caveats.ablation.removable_at_thresholds` does.
+    """
+    from mha.analysis.caveats.ablation import removable_at_thresholds
+
+    pruned = as_real_array("pruned", pruned, meaning="(points, sentences, d_model)")
+    full = as_real_array("full", full, meaning="(sentences, d_model)")
+    if pruned.ndim != 3 or pruned.shape[1:] != full.shape or pruned.shape[0] != len(counts):
+        raise ValueError(f"pruned {pruned.shape} must be (len(counts), n, d_model) for full {full.shape}.")
+    n = full.shape[0]
+    unit_pruned = pruned / np.linalg.norm(pruned, axis=-1, keepdims=True)
+    unit_full = full / np.linalg.norm(full, axis=-1, keepdims=True)
+    similarity, reference = unit_pruned @ np.swapaxes(unit_pruned, -1, -2), unit_full @ unit_full.T  # (points, n, n)
+    rows, columns = np.triu_indices(n, k=1)
+    removable = []
+    for draw in bootstrap_indices(n, n_resamples, seed):
+        left, right = draw[rows], draw[columns]
+        distinct = left != right
+        left, right = left[distinct], right[distinct]
+        curve = _spearman_rows(similarity[:, left, right], reference[left, right])  # (points,)
+        removable.append(removable_at_thresholds(counts, curve, thresholds)[0])
+    return np.array(removable)  # (n_resamples, thresholds)
+
+
+PRUNING_TREEBANK_PATH = DATA_DIRECTORY / "pruning_treebank.json"
+"""Pruning curves judged on UD English-EWT sentences, written by ``scripts/pruning_treebank.py`` (chapter 4)."""
+
+
+def load_pruning_treebank(path: str | Path = PRUNING_TREEBANK_PATH) -> dict:
+    """The stored curves of ``scripts/pruning_treebank.py``: ``counts``, ``thresholds``, and per split its orders.
+
+    Read from ``path`` (default: the book's file), checked against ``data/SHA256SUMS`` and its shape checked: a
+    missing, tampered or malformed file raises ``ValueError`` with the command that regenerates it (chapter 4).
+    """
+    from mha.data_files import how_to_restore, parse_json, read_verified_file
+
+    path = as_path("path", path)
+    how = how_to_restore("python scripts/pruning_treebank.py", path)
+    what = "the pruning curves on treebank sentences"
+    content = parse_json(read_verified_file(path, what=what, how=how, limit=10_000_000), what=what, path=path, how=how)
+    counts = content.get("counts") if isinstance(content, dict) else None
+    splits = content.get("splits") if isinstance(content, dict) else None
+    good = (isinstance(counts, list) and counts and all(type(c) is int and c >= 0 for c in counts)
+            and isinstance(splits, list) and splits and all(isinstance(split, dict) for split in splits))
+    if good:
+        for split in splits:
+            orders = split.get("orders")
+            good = good and isinstance(orders, dict) and bool(orders) and all(
+                isinstance(curve, dict) and isinstance(curve.get("similarity_kept"), list)
+                and 1 <= len(curve["similarity_kept"]) <= len(counts) for curve in orders.values())
+    if not good:
+        raise ValueError(f"{what} {path} are malformed: they need 'counts' (whole numbers of heads removed) and "
+                         f"'splits', each with 'orders' whose 'similarity_kept' has a value for each of the first "
+                         f"counts. {how}")
+    return content
