@@ -8,6 +8,7 @@ from scipy.stats import spearmanr
 from mha.analysis.caveats.pruning_fidelity import (
     embeddings_in_length_chunks,
     fidelity_pruning_curve,
+    load_pruning_treebank,
     pairwise_similarities,
     resampled_removable,
     self_retrieval_loss,
@@ -92,3 +93,26 @@ def test_resampled_removable_reads_each_resample_like_the_full_curve():
     assert draws.shape == (20, 2) and set(np.unique(draws)) <= {0, 4, 8}
     assert (draws[:, 0] == 4).all()  # slight noise keeps 0.85 in every resample; random vectors never do
 
+
+
+def test_stored_treebank_pruning_is_what_its_script_describes():
+    from mha.corpora.treebank import EWT_DEV_PATH, read_conllu, split_sentences
+
+    stored = load_pruning_treebank()
+    counts = stored["counts"]
+    assert counts[0] == 0 and counts[-1] == 72 and all(b - a == stored["step"] for a, b in zip(counts, counts[1:]))
+    treebank = read_conllu(EWT_DEV_PATH)
+    kept = [i for i, s in enumerate(treebank) if 5 <= len(s.words) <= 40]
+    assert stored["sentences"] == len(kept) and len(stored["splits"]) >= 3
+    for split in stored["splits"]:
+        selection, report = split_sentences(kept, 0.5, seed=split["seed"])
+        assert split["selection"] == selection[:stored["n_selection"]]
+        assert split["report"] == report[:stored["n_report"]]
+        for name, curve in split["orders"].items():
+            assert curve["similarity_kept"][0] == pytest.approx(1.0), name
+            assert sorted(curve["order"]) == list(range(72))
+            low, high = curve["removable_resampled"]["2.5%"], curve["removable_resampled"]["97.5%"]
+            assert all(a <= b for a, b in zip(low, high))
+            assert len(curve["similarity_kept"]) <= len(counts) and min(curve["similarity_kept"]) < stored["stop_below"]
+        # the gradient order is chosen on the selection sentences: it differs from the triples' order
+        assert split["orders"]["gradient"]["order"] != split["orders"]["triples"]["order"]
