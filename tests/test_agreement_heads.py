@@ -6,19 +6,24 @@ separately, and against the package's patch of one head at a time; the stored fi
 """
 
 
+import hashlib
+
 import numpy as np
 import pytest
 
 from mha.analysis.head_roles.agreement import AgreementScores, nearest_noun, verb_row_scores
 from mha.analysis.head_roles.agreement_patching import (
+    AGREEMENT_PATH,
     agreement_patching,
     fit_number_probe,
+    load_agreement,
     swapped_words,
     verb_vectors,
 )
 from mha.analysis.statistics import bootstrap_ratio_interval
 from mha.corpora.agreement import AgreementItem
 from mha.corpora.treebank import UDTree
+from mha.data_files import DATA_DIRECTORY, SHA256_LIST
 from mha.pretrained.patching import final_states_with_heads_patched
 
 WORDS = ("The", "key", "to", "the", "cabinets", "is", "here")
@@ -108,3 +113,15 @@ def test_pairs_of_different_lengths_are_left_out_and_too_few_pairs_refused(encod
     assert agreement_patching(encoder, [(item, "hippopotamuses"), pairs[1]], probe).left_out == ("0:5",)
     with pytest.raises(ValueError, match="cannot be cut into 5 folds"):
         fit_number_probe(encoder, pairs[:3])
+
+
+def test_the_stored_file_is_the_recorded_one_and_adds_up():
+    lines = (DATA_DIRECTORY / SHA256_LIST).read_text().splitlines()
+    recorded = next(line.split()[0] for line in lines if line.split()[1] == "ewt_agreement.json")
+    assert hashlib.sha256(AGREEMENT_PATH.read_bytes()).hexdigest() == recorded
+    stored = load_agreement()
+    assert stored.scores.attracted.sum() >= 20 and len(stored.patching.pair_ids) >= 100
+    assert 0.5 < stored.probe_accuracy <= 1
+    check = load_agreement(check=True)
+    n = len(check.sentences)
+    assert np.array_equal(check.hits, stored.scores.hits[:n])

@@ -41,7 +41,7 @@ SHA256_LIST = "SHA256SUMS"
 MAX_JSON_DEPTH = 64
 """The deepest nesting of arrays and objects a JSON data file may have (the book's files nest at most 6 deep)."""
 
-BOOK_DATA_FILES = ("citations.json", "coreference_patching.json", "ewt_dev_heads.safetensors",
+BOOK_DATA_FILES = ("citations.json", "coreference_patching.json", "ewt_agreement.json", "ewt_dev_heads.safetensors",
                    "litbank/litbank_coref.json", "litbank/litbank_entities.json", "litbank_coreference.json",
                    "pattern_fits.json", "pruning_spread.json", "pruning_treebank.json", "sample.conllu",
                    "ud_english_ewt/en_ewt-ud-dev.conllu")
