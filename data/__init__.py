@@ -11,6 +11,11 @@ working directory and on any machine the package is installed on (Colab, Binder,
 - ``litbank/litbank_coref.json``: the words and coreference chains of 80 works of LitBank, with its licence
   (:func:`mha.corpora.litbank.load_litbank`, 3.3); ``litbank_coreference.json``: every head scored on their pronouns
   (:func:`mha.analysis.coreference_and_content.natural_coreference.load_natural_coreference`, 3.3).
+- ``litbank/litbank_entities.json``: the entity spans of the same works
+  (:func:`mha.corpora.litbank_entities.load_litbank_entities`, 3.3); ``litbank_entities.json``: every head scored
+  on them (:func:`mha.analysis.coreference_and_content.entities.load_entity_scores`, 3.3).
+- ``ewt_agreement.json``: every head scored and patched on the treebank's subject-verb pairs
+  (:func:`mha.analysis.head_roles.agreement_patching.load_agreement`, 3.2).
 - ``lab/``: the tiny models' checkpoints and result files with their sha256 manifest (:mod:`mha.lab.checkpoints`,
   3.5-3.7).
 """

@@ -5,11 +5,14 @@ own counts, and bad input against the message it gets.
 """
 
 
+import hashlib
+
 import numpy as np
 import pytest
 
 from mha.analysis.coreference_and_content.entities import (
     LINK_RULES,
+    LITBANK_ENTITIES_SCORES_PATH,
     OFFSETS,
     EntityScores,
     link_rule_hits,
@@ -20,6 +23,7 @@ from mha.analysis.coreference_and_content.entities import (
 )
 from mha.analysis.statistics import bootstrap_ratio_interval
 from mha.corpora.litbank_entities import MentionLink
+from mha.data_files import DATA_DIRECTORY, SHA256_LIST
 
 # five words; rows = the word attending. Word 1 looks at 2, word 2 at itself then 0, word 3 at 2.
 MAPS = np.array([[0.6, 0.1, 0.1, 0.1, 0.1],
@@ -81,3 +85,18 @@ def test_a_window_longer_than_the_models_positions_is_refused_before_anything_is
 
     with pytest.raises(ValueError, match="a window holds 3 to 512 tokens"):
         litbank_entity_windows(MiniLMEncoder.load(), [], [], max_pieces=600)
+
+
+def test_the_stored_scores_are_the_recorded_ones_and_add_up():
+    lines = (DATA_DIRECTORY / SHA256_LIST).read_text().splitlines()
+    recorded = next(line.split()[0] for line in lines if line.split()[1] == "litbank_entities.json")
+    assert hashlib.sha256(LITBANK_ENTITIES_SCORES_PATH.read_bytes()).hexdigest() == recorded
+    scores = load_entity_scores()
+    assert len(scores.works) == 80
+    assert (scores.span_hits <= scores.span_words[:, None, None]).all()
+    assert (scores.link_hits <= scores.links[:, None, None]).all()
+    assert (scores.rule_hits["chance"] <= scores.links).all()
+    assert (scores.offset_hits <= scores.span_words[:, None]).all()
+    check = load_entity_scores(check=True)
+    row = scores.works.index(check.works[0])
+    assert np.array_equal(check.span_hits[0], scores.span_hits[row])
