@@ -53,8 +53,8 @@ def gain_bounds(gain: npt.ArrayLike, standard_error: npt.ArrayLike, margin: floa
     that the TOST reads), ``test_p`` (two-sided p of gain = 0) and ``detectable`` (the smallest true gain a
     two-sided ``alpha`` test finds with probability ``power``: (z(1 - alpha/2) + z(power)) * standard error).
     """
-    gain = np.asarray(gain, dtype=float)
-    se = np.asarray(standard_error, dtype=float)
+    gain = as_real_array("gain", gain, meaning="a number or an array of gains")
+    se = as_real_array("standard_error", standard_error, meaning="standard errors of the same shape as gain")
     if np.any(se <= 0) or not 0 < margin or not 0 < alpha < 0.5 or not 0 < power < 1:
         raise ValueError("standard errors and the margin must be positive, alpha in (0, 0.5), power in (0, 1).")
     lower_p = norm.sf((gain + margin) / se)  # H0: gain <= -margin

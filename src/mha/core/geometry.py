@@ -162,6 +162,7 @@ def head_writes(x: Tensor, weights: Tensor, W_V: Tensor, W_O: Tensor,
     weights = check_real_tensor("weights", weights)
     W_V = check_real_tensor("W_V", W_V)
     W_O = check_real_tensor("W_O", W_O)
+    check_rank("x", x.shape, range(2, 9), "(..., n, d_model): the tokens attended to, one row per position")
     check_rank("W_V", W_V.shape, (3,), "(heads, d_model, d_head), e.g. stacked_head_weights().W_V[layer]")
     check_rank("weights", weights.shape, range(3, 9), "(..., heads, n_q, n_k) attention weights")
     if weights.shape[-3] != W_V.shape[0] or weights.shape[-1] != x.shape[-2]:

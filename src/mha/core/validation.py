@@ -333,6 +333,12 @@ def check_not_empty(name: str, shape: Sequence[int], axis: int, what: str) -> No
                          "query and one key, as softmax over no keys is 0/0; drop empty sequences first.")
 
 
+def _as_shape(name: str, shape) -> tuple[int, ...]:
+    """``shape`` (a ``torch.Size``, a tuple or a list of sizes) as a tuple of whole numbers of at least 0."""
+    check_items(f"{name}'s shape", shape, f"a shape, a tuple of sizes such as {name}.shape")
+    return tuple(check_whole_number(f"{name}'s shape[{axis}]", size, minimum=0) for axis, size in enumerate(shape))
+
+
 def check_attention_shapes(q_shape: Sequence[int], k_shape: Sequence[int], v_shape: Sequence[int]) -> tuple[int, ...]:
     """Check ``q`` (..., seq_q, d_k), ``k`` (..., seq_k, d_k), ``v`` (..., seq_k, d_v); return the scores' shape.
 
@@ -341,7 +347,8 @@ def check_attention_shapes(q_shape: Sequence[int], k_shape: Sequence[int], v_sha
     be at least one query, one key, and one feature in each vector, and no more
     scores than ``LIMITS["elements"]`` allows.
     """
-    q_shape, k_shape, v_shape = tuple(q_shape), tuple(k_shape), tuple(v_shape)
+    q_shape, k_shape, v_shape = (_as_shape(name, shape) for name, shape in
+                                 (("q", q_shape), ("k", k_shape), ("v", v_shape)))
     check_rank("q", q_shape, range(2, 9), "(..., seq_q, d_k)")
     check_rank("k", k_shape, range(2, 9), "(..., seq_k, d_k): one row per key, even for a single key")
     check_rank("v", v_shape, range(2, 9), "(..., seq_k, d_v): one row per value, even for a single value")
@@ -455,10 +462,10 @@ def stacklevel_outside_package() -> int:
     return level
 
 
-def _all_finite(x) -> bool:
+def _all_finite(name: str, x) -> bool:
     if isinstance(x, torch.Tensor):  # a finite sum is the cheap test; only a NaN, an inf or an overflow fails it
         return math.isfinite(x.detach().sum()) or bool(torch.isfinite(x).all())
-    return bool(np.isfinite(x).all())
+    return bool(np.isfinite(x if isinstance(x, np.ndarray) and x.dtype.kind in "biufc" else as_array(name, x)).all())
 
 
 def warn_if_not_finite(result, sources: Mapping[str, object] | Callable[[], Mapping[str, object]],
@@ -468,13 +475,13 @@ def warn_if_not_finite(result, sources: Mapping[str, object] | Callable[[], Mapp
     Only ``result`` is scanned unless it is not finite, so the normal path costs one sum of the output;
     ``sources`` may be a function that returns them, called only then.
     """
-    if _all_finite(result):
+    if _all_finite("result", result):
         return
     sources = sources() if callable(sources) else sources
     seen: list[object] = []
     culprits = []
     for name, x in sources.items():
-        if x is not None and not any(x is other for other in seen) and not _all_finite(x):
+        if x is not None and not any(x is other for other in seen) and not _all_finite(name, x):
             culprits.append(name)
         seen.append(x)
     if culprits:

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mha.core.validation import check_whole_number
+from mha.core.validation import check_type, check_whole_number
 
 __all__ = ["RELATION_KINDS", "AnnotatedSentence", "Relation"]
 
@@ -65,6 +65,7 @@ class Relation:
     target: int
 
     def __post_init__(self) -> None:
+        check_type("Relation.kind", self.kind, str, f"the name of a relation kind, one of {', '.join(RELATION_KINDS)}")
         if self.kind not in RELATION_KINDS:
             raise ValueError(f"unknown relation kind {self.kind!r}; choose one of {', '.join(RELATION_KINDS)}.")
         for name in ("source", "target"):

@@ -76,6 +76,9 @@ def nearest_candidate_baseline(sentences: Iterable[AnnotatedSentence]) -> float:
     minimal pair has one answer per candidate, so this baseline scores 0.5.
     """
     sentences = check_items("sentences", sentences, "a list of AnnotatedSentences, e.g. generate_corpus()")
+    for index, sentence in enumerate(sentences):
+        check_type(f"sentences[{index}]", sentence, AnnotatedSentence, "an AnnotatedSentence, e.g. from "
+                   "generate_corpus()")
     guesses = [
         nearest_candidate_before(s) == s.antecedent
         for s in sentences

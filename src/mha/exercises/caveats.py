@@ -27,6 +27,7 @@ from scipy.stats import spearmanr
 from mha.analysis.caveats.ablation import heads_removable, michel_importance
 from mha.analysis.caveats.attention_flow import attention_rollout
 from mha.analysis.caveats.norms import norm_based_attention, transformed_value_norms
+from mha.core.validation import check_seed
 from mha.corpora.paraphrases import ranking_accuracy
 from mha.pretrained.encoder import MiniLMEncoder
 from mha.pretrained.sentence_embedding import sentence_embeddings
@@ -311,9 +312,13 @@ def check_heads_removable(removable_fn: Callable, seed: int = 0) -> CheckResult:
 
 # --- Redundancy and pruning, on the real model ------------------------------------------------------
 
-@lru_cache(maxsize=4)
 def treebank_trace(seed: int = 0):
     """The encoder and its trace of one EWT dev sentence drawn with ``seed`` (a batch of one, so no padding)."""
+    return _treebank_trace(check_seed("seed", seed))
+
+
+@lru_cache(maxsize=4)
+def _treebank_trace(seed: int):
     encoder = MiniLMEncoder.load()
     sentence = treebank_sentences(10_000 + seed, 1)[0]
     return encoder, encoder.trace([sentence.text])

@@ -31,6 +31,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from mha.core.validation import check_items, check_whole_number
+
 from .learner_errors import newer_cell_that_does_not_parse, undefined_name_feedback, where_it_failed
 
 __all__ = ["AnswerError", "CheckBug", "CheckResult", "answer_array", "answer_number", "answer_tuple", "as_array",
@@ -363,8 +365,12 @@ def random_attention_maps(rng: np.random.Generator, shape: tuple[int, ...], *, s
 
 def one_hot_attention(targets) -> np.ndarray:
     """(seq, seq) map whose row i puts all its weight on column targets[i]."""
-    weights = np.zeros((len(targets), len(targets)))
-    weights[np.arange(len(targets)), targets] = 1.0
+    targets = check_items("targets", targets, "one column index per row, e.g. [0, 0, 1]")
+    seq = len(targets)
+    columns = [check_whole_number(f"targets[{row}]", target, 0, seq - 1, meaning="a column of the (seq, seq) map")
+               for row, target in enumerate(targets)]
+    weights = np.zeros((seq, seq))
+    weights[np.arange(seq), columns] = 1.0
     return weights
 
 

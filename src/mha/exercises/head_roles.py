@@ -28,6 +28,7 @@ import numpy as np
 
 from mha.analysis.head_roles.relations import RelationHits, relation_hits
 from mha.analysis.head_roles.role_table import AttentionRecord, fixed_offset_baseline, head_role_table
+from mha.core.validation import check_seed, check_whole_number
 from mha.corpora.templates import AnnotatedSentence, Relation
 from mha.corpora.treebank import EWT_DEV_PATH, read_conllu
 from mha.pretrained.corpus_encoding import encode_records
@@ -406,9 +407,7 @@ def check_distance_matched_lift(lift: Callable[[np.ndarray, int, int], float], s
 CASE_SENTENCES = 40  # treebank sentences per seed: enough pairs for every common relation, quick to encode
 
 
-
 RELATIONS = ("det_noun", "adj_noun", "subj_verb", "obj_verb", "obj_prep", "aux_verb")  # each with >= 10 pairs
-
 
 
 @lru_cache(maxsize=1)
@@ -416,19 +415,23 @@ def _treebank_sentences() -> tuple:
     return tuple(s for s in read_conllu(EWT_DEV_PATH) if 8 <= len(s.words) <= 25)
 
 
-
 def treebank_sentences(seed: int, count: int) -> list:
+    """``count`` EWT dev sentences of 8 to 25 words, drawn without replacement with ``seed``."""
+    seed = check_seed("seed", seed)
     sentences = _treebank_sentences()
+    count = check_whole_number("count", count, 1, len(sentences), meaning="sentences to draw")
     return [sentences[i] for i in np.random.default_rng(seed).choice(len(sentences), count, replace=False)]
 
 
-
-@lru_cache(maxsize=4)
 def treebank_relation_hits(seed: int = 0) -> RelationHits:
     """all-MiniLM-L6-v2's relation hits (:func:`~mha.analysis.head_roles.relations.relation_hits`, row mode) on
     :data:`CASE_SENTENCES` EWT dev sentences of 8 to 25 words drawn with ``seed``: hits (40, relations, 6, 12)."""
-    return relation_hits(encode_records(MiniLMEncoder.load(), treebank_sentences(seed, CASE_SENTENCES)))
+    return _treebank_relation_hits(check_seed("seed", seed))
 
+
+@lru_cache(maxsize=4)
+def _treebank_relation_hits(seed: int) -> RelationHits:
+    return relation_hits(encode_records(MiniLMEncoder.load(), treebank_sentences(seed, CASE_SENTENCES)))
 
 
 def _pooled_best(hits: np.ndarray, pairs: np.ndarray, items: np.ndarray) -> tuple[int, float]:

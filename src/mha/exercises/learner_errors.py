@@ -19,6 +19,8 @@ import re
 import traceback
 from collections.abc import Callable
 
+from mha.core.validation import check_type
+
 __all__ = ["UndefinedName", "newer_cell_that_does_not_parse", "syntax_error_feedback", "undefined_name_feedback",
            "where_it_failed"]
 
@@ -36,6 +38,7 @@ class UndefinedName(NameError):
 
 def where_it_failed(error: BaseException, function: Callable) -> str:
     """' (line 3: return 1 / 0)': the last line of the learner's own file in the error's traceback, or ''."""
+    check_type("error", error, BaseException, "the exception raised by the learner's function")
     if getattr(error, "where", ""):
         return error.where
     code = getattr(function, "__code__", None)
@@ -94,6 +97,7 @@ _MODULE_ALIASES = {"np": "import numpy as np", "torch": "import torch", "pd": "i
 
 def undefined_name_feedback(error: NameError, function: Callable, name: str, count: int, label: str) -> str:
     """What to say when ``function`` read a name that is not defined (``error.name``)."""
+    check_type("error", error, NameError, "the NameError raised by the learner's function")
     missing = error.name
     where = where_it_failed(error, function)
     reads = f"{name} reads it on case {count} ({label}){where}"

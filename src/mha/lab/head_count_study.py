@@ -269,6 +269,13 @@ def _check_runs(content: dict, how: str) -> None:
                              f"{curve['held_out'][-1]} (solved means both >= {strictest}). {how}")
 
 
+def _curve(record: dict) -> dict:
+    """``record``'s logged curve, after checking that ``record`` is one run's record that holds one."""
+    check_type("record", record, dict, "one run's record (a dict), e.g. study.run(n_heads, learning_rate, seed)")
+    return check_type("record['curve']", record.get("curve"), dict, "the run's logged curve (a dict of 'step', "
+                      "'validation' and 'held_out' lists); pass a record from study.run(n_heads, learning_rate, seed)")
+
+
 def steps_to_solve(record: dict, threshold: float, split: str = "held_out") -> float:
     """The first logged step at which a run's accuracy on ``split`` reaches ``threshold``; ``inf`` if it never did.
 
@@ -276,20 +283,18 @@ def steps_to_solve(record: dict, threshold: float, split: str = "held_out") -> f
     trained (runs stop early only after solving at the strictest threshold, so a looser one is never censored by
     the early stop). Chapter 3.
     """
-    check_type("record", record, dict, "one run's record (a dict), e.g. study.run(n_heads, learning_rate, seed)")
+    curve = _curve(record)
     if split not in ("validation", "held_out"):
         raise ValueError(f"split must be 'validation' (to choose) or 'held_out' (to report), got {split!r}.")
     if not 0.0 < threshold <= 1.0:
         raise ValueError(f"threshold is an accuracy in (0, 1], got {threshold!r}.")
-    curve = record["curve"]
     return float(next((step for step, accuracy in zip(curve["step"], curve[split]) if accuracy >= threshold),
                       math.inf))
 
 
 def accuracy_at(record: dict, step: int, split: str = "held_out") -> float:
     """A run's accuracy on ``split`` at logged ``step``; ``ValueError`` if the run did not log that step."""
-    check_type("record", record, dict, "one run's record (a dict), e.g. study.run(n_heads, learning_rate, seed)")
-    curve = record["curve"]
+    curve = _curve(record)
     if step not in curve["step"]:
         raise ValueError(f"step {step} was not logged by this run (it logged every {curve['step'][0]} steps up to "
                          f"{curve['step'][-1]}).")

@@ -44,7 +44,14 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import Tensor
 
-from mha.core.validation import check_items, check_rank, check_real_tensor, check_type, check_whole_number
+from mha.core.validation import (
+    check_finite_number,
+    check_items,
+    check_rank,
+    check_real_tensor,
+    check_type,
+    check_whole_number,
+)
 from mha.lab.circuit_scores import attention_to_key_positions
 from mha.lab.head_count_study import (
     STOP_REASONS,
@@ -155,8 +162,10 @@ def fact_attention_by(weights: Tensor, batch: TaskBatch, task: TwoRelationTask, 
     """
     if by not in ("key", "value"):
         raise ValueError(f"by must be 'key' (group by the key asked) or 'value' (by the value stored), got {by!r}.")
-    weights = torch.as_tensor(weights)
+    weights = check_real_tensor("weights", weights, meaning="(batch, heads, seq, seq) attention weights")
     check_rank("weights", weights.shape, (4,), "(batch, heads, seq, seq) attention weights")
+    check_type("batch", batch, TaskBatch, "a batch of the two-relation task, e.g. analysis_batch(task, seed)")
+    check_type("task", task, TwoRelationTask, "the TwoRelationTask that made the batch")
     fact_position = batch.details["fact_position"]  # (batch, seq)
     rows, queries = torch.nonzero(fact_position >= 0, as_tuple=True)  # (n_ask,) each
     facts = fact_position[rows, queries]  # (n_ask,)
@@ -225,6 +234,9 @@ def head_role(fact_share: float, previous_share: float, role_threshold: float = 
     if not 0.0 < split_threshold <= role_threshold <= 1.0:
         raise ValueError(f"need 0 < split_threshold <= role_threshold <= 1, got {split_threshold!r} and "
                          f"{role_threshold!r}.")
+    meaning = "a head's share of attention at the ask positions, from relation_shares"
+    fact_share = check_finite_number("fact_share", fact_share, meaning=meaning)
+    previous_share = check_finite_number("previous_share", previous_share, meaning=meaning)
     if fact_share >= role_threshold:
         return "fact"
     if previous_share >= role_threshold:

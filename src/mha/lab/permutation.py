@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import torch
 
-from mha.core.validation import check_items, check_rank, check_real_tensor
+from mha.core.validation import check_items, check_rank, check_real_tensor, check_whole_number
 from mha.lab.tiny_model import check_tiny_model
 
 __all__ = ["head_order_columns", "permute_head_weights", "permute_heads"]
@@ -30,7 +30,8 @@ def head_order_columns(order: Sequence[int], d_head: int) -> list[int]:
     ``ValueError`` (saying what is wrong) otherwise.
     """
     order = check_items("order", order, "a list of head indices, a permutation of 0 .. heads - 1")
-    order = [int(h) for h in order]
+    order = [check_whole_number(f"order[{k}]", h, minimum=0, meaning="a head index") for k, h in enumerate(order)]
+    d_head = check_whole_number("d_head", d_head, minimum=1, meaning="features per head")
     if sorted(order) != list(range(len(order))):
         raise ValueError(f"order {order} is not a permutation of the heads 0..{len(order) - 1}: list every head "
                          f"exactly once, e.g. {list(reversed(range(len(order))))}.")

@@ -32,6 +32,7 @@ import numpy.typing as npt
 import torch
 from torch import Tensor
 
+from mha.core.validation import check_type
 from mha.pretrained.encoder import EncoderTrace, HeadOutputOverride, MiniLMEncoder
 from mha.pretrained.interventions import _resume_copies
 
@@ -50,6 +51,7 @@ def check_patchable(encoder: MiniLMEncoder, target: EncoderTrace, source: Encode
     sentences, sentence ``b`` having the same number of tokens in both
     (chapter 3, "Coreference, honestly").
     """
+    check_type("encoder", encoder, MiniLMEncoder, "the pretrained encoder that traced both, MiniLMEncoder.load()")
     for name, trace in (("target", target), ("source", source)):
         if not isinstance(trace, EncoderTrace):
             raise ValueError(f"{name} is a {type(trace).__name__}; give an EncoderTrace, e.g. "

@@ -24,7 +24,7 @@ import numpy.typing as npt
 from mha.analysis.equivalence import gain_bounds, ratio_standard_error
 from mha.analysis.head_roles.relations import POSSESSIVE_MARKERS, RelationHits
 from mha.analysis.head_roles.role_table import RELATION_DIRECTIONS
-from mha.core.validation import as_path, check_items
+from mha.core.validation import as_path, check_items, check_type
 from mha.data_files import DATA_DIRECTORY
 from mha.pretrained.attention_record import AttentionRecord
 from mha.pretrained.word_maps import word_attention, word_units
@@ -107,6 +107,8 @@ def hits_from_guesses(guesses: RelationGuesses, sentences: npt.ArrayLike | None 
     :func:`~mha.corpora.treebank.split_sentences` split counts exactly what ``relation_hits`` of that part's records
     counts.
     """
+    check_type("guesses", guesses, RelationGuesses, "the stored guesses of one counting, e.g. "
+               "load_treebank_guesses()[\"row\"]")
     chosen = np.arange(guesses.n_sentences) if sentences is None else np.asarray(sentences, dtype=int)
     if chosen.ndim != 1 or (chosen.size and (chosen.min() < 0 or chosen.max() >= guesses.n_sentences)):
         raise ValueError(f"sentences must be indices in 0..{guesses.n_sentences - 1}.")
@@ -187,6 +189,8 @@ def without_offset_rules(selection: RelationHits, *, at_offset_min: float = 0.9)
     """
     from mha.analysis.head_roles.relations import _best_offset_index
 
+    check_type("selection", selection, RelationHits, "the counts of the selection half, a RelationHits (e.g. "
+               "hits_from_guesses(guesses, part))")
     hits = selection.hits.copy()
     for r in range(len(selection.relations)):
         total = selection.pairs[:, r].sum()
@@ -217,6 +221,9 @@ def gain_table_bounds(report: RelationHits, chosen, margin: float, *, alpha: flo
     """
     import pandas as pd
 
+    check_type("report", report, RelationHits, "the counts of the report half, a RelationHits (e.g. "
+               "hits_from_guesses(guesses, part))")
+    check_type("chosen", chosen, pd.DataFrame, "the table of select_and_report(selection, report)")
     rows = []
     for row in chosen.itertuples():
         r = report.relations.index(row.relation)
