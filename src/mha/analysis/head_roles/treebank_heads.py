@@ -15,8 +15,9 @@ separates "the best head is the offset rule" from "no head beats the rule".
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -28,6 +29,8 @@ from mha.core.validation import as_path, check_items, check_type
 from mha.data_files import DATA_DIRECTORY
 from mha.pretrained.attention_record import AttentionRecord
 from mha.pretrained.word_maps import word_attention, word_units
+
+T = TypeVar("T")
 
 __all__ = ["EWT_HEADS_PATH", "RelationGuesses", "relation_guesses", "hits_from_guesses", "load_treebank_guesses",
            "without_offset_rules", "gain_table_bounds"]
@@ -148,19 +151,7 @@ def load_treebank_guesses(path: str | Path = EWT_HEADS_PATH) -> dict[str, Relati
     """
     import json
 
-    from safetensors import SafetensorError
-    from safetensors.numpy import load
-
-    from mha.data_files import how_to_restore, read_verified_file
-
-    path = as_path("path", path)
-    how = how_to_restore("python scripts/treebank_heads.py", path)
-    what = "the stored guesses of every head on the treebank's gold pairs"
-    data = read_verified_file(path, what=what, how=how, limit=64 * 2**20)
-    try:
-        arrays = load(data)
-        header_length = int.from_bytes(data[:8], "little")
-        metadata = json.loads(data[8:8 + header_length]).get("__metadata__", {})
+    def read(arrays: dict[str, np.ndarray], metadata: dict) -> dict[str, RelationGuesses]:
         countings = json.loads(metadata["countings"])
         result = {}
         for name, spec in countings.items():
@@ -174,9 +165,30 @@ def load_treebank_guesses(path: str | Path = EWT_HEADS_PATH) -> dict[str, Relati
                     and guesses.sentence.max(initial=0) < guesses.n_sentences):
                 raise ValueError("arrays of different lengths")
             result[name] = guesses
+        return result
+
+    return _read_stored_heads(path, "the stored guesses of every head on the treebank's gold pairs", read)
+
+
+def _read_stored_heads(path: str | Path, what: str, read: Callable[[dict[str, np.ndarray], dict], T]) -> T:
+    """The treebank file's arrays and metadata, checked against ``data/SHA256SUMS``, handed to ``read``; a missing,
+    tampered or malformed file (``read`` raising) becomes ``ValueError`` with the command that regenerates it."""
+    import json
+
+    from safetensors import SafetensorError
+    from safetensors.numpy import load
+
+    from mha.data_files import how_to_restore, read_verified_file
+
+    path = as_path("path", path)
+    how = how_to_restore("python scripts/treebank_heads.py", path)
+    data = read_verified_file(path, what=what, how=how, limit=64 * 2**20)
+    try:
+        header_length = int.from_bytes(data[:8], "little")
+        metadata = json.loads(data[8:8 + header_length]).get("__metadata__", {})
+        return read(load(data), metadata)
     except (SafetensorError, ValueError, KeyError, TypeError, AttributeError) as error:
         raise ValueError(f"{what} {path} are malformed ({error}). {how}") from None
-    return result
 
 
 def without_offset_rules(selection: RelationHits, *, at_offset_min: float = 0.9) -> RelationHits:
@@ -260,26 +272,16 @@ def load_treebank_sentence_shares(path: str | Path = EWT_HEADS_PATH) -> dict[str
     (sentences,), and ``tokens`` (sentences,), its length in tokens with ``[CLS]`` and ``[SEP]``. Checked as
     :func:`load_treebank_guesses` checks the file.
     """
-    from safetensors import SafetensorError
-    from safetensors.numpy import load
-
-    from mha.data_files import how_to_restore, read_verified_file
-
-    path = as_path("path", path)
-    how = how_to_restore("python scripts/treebank_heads.py", path)
-    what = "the stored attention shares of every head on the treebank's sentences"
-    data = read_verified_file(path, what=what, how=how, limit=64 * 2**20)
-    try:
-        arrays = load(data)
+    def read(arrays: dict[str, np.ndarray], metadata: dict) -> dict[str, np.ndarray]:
         shares = {key: arrays[f"sentence.{key}"] for key in ("cls_share", "punct_share", "rows", "tokens")}
         n = len(shares["rows"])
         if not (shares["cls_share"].shape == shares["punct_share"].shape and shares["cls_share"].ndim == 3
                 and len(shares["cls_share"]) == n == len(shares["tokens"]) and (shares["rows"] > 0).all()):
             raise ValueError("arrays of different lengths")
-    except (SafetensorError, ValueError, KeyError) as error:
-        raise ValueError(f"{what} {path} are malformed ({error}). {how}") from None
-    return {key: value.astype(np.float64) if key.endswith("share") else value.astype(np.int64)
-            for key, value in shares.items()}
+        return {key: value.astype(np.float64) if key.endswith("share") else value.astype(np.int64)
+                for key, value in shares.items()}
+
+    return _read_stored_heads(path, "the stored attention shares of every head on the treebank's sentences", read)
 
 
 def length_standardised_shares(per_sentence: npt.ArrayLike, rows: npt.ArrayLike, lengths: npt.ArrayLike,
