@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -159,3 +160,17 @@ def test_a_payload_that_does_not_fit_is_refused_naming_where(real, change, where
 def test_the_weights_travel_beside_the_json_and_are_not_checked(real):
     payload = {**real["table"], "weights": b"\x00\x64" * 10}
     assert check_payload(payload) is payload
+
+
+def test_checking_a_payload_imports_no_format_grammar_and_leaves_it_importable():
+    """jsonschema's optional "iri" format grammar (rfc3987_syntax, a second of CPU to import) stays out of a kernel
+    that shows a view, since the schema checks no string format; another library can still import it afterwards."""
+    probe = ("import sys\nfrom mha.views.widget import check_payload\nfrom mha.views.static_form import site_payload\n"
+             "from mha.views.head_explorer import HeadExplorer\n"
+             "check_payload(site_payload(HeadExplorer('a cat', n_heads=2)))\n"
+             "import jsonschema\nprint('rfc3987_syntax' in sys.modules)\n"
+             "import rfc3987_syntax\nprint(rfc3987_syntax.__name__)\n")
+    result = subprocess.run([sys.executable, "-c", probe],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split() == ["False", "rfc3987_syntax"], result.stdout

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from functools import cache
 from importlib.resources import files
 
 import anywidget
-import jsonschema
 import traitlets
 
 from mha.core.validation import check_type
@@ -62,6 +62,31 @@ def payload_schema() -> dict:
 
 PAYLOAD_SCHEMA = payload_schema()
 
+_GRAMMAR_AT_IMPORT = "rfc3987_syntax"
+"""An optional module that jsonschema imports, when it is installed, for its "iri" string formats: it compiles a
+grammar as it is imported, about a second of CPU in every kernel that shows a view. The payload's schema checks no
+string format, so :func:`_payload_validator` imports jsonschema without it."""
+
+
+@cache
+def _payload_validator():
+    """jsonschema's validator for :data:`PAYLOAD_SCHEMA`, built once (the schema itself checked once, not per payload).
+
+    jsonschema is imported here, on the first payload, with :data:`_GRAMMAR_AT_IMPORT` kept out of that import only
+    (it is importable again afterwards, for any other library that wants it).
+    """
+    kept_out = _GRAMMAR_AT_IMPORT not in sys.modules
+    if kept_out:
+        sys.modules[_GRAMMAR_AT_IMPORT] = None  # `import` now raises ImportError, which jsonschema expects and skips
+    try:
+        import jsonschema
+    finally:
+        if kept_out and sys.modules.get(_GRAMMAR_AT_IMPORT, 0) is None:
+            del sys.modules[_GRAMMAR_AT_IMPORT]
+    checker = jsonschema.validators.validator_for(PAYLOAD_SCHEMA)
+    checker.check_schema(PAYLOAD_SCHEMA)
+    return checker(PAYLOAD_SCHEMA)
+
 
 def check_payload(payload: dict) -> dict:
     """``payload`` unchanged if it fits :data:`PAYLOAD_SCHEMA`; ``ValueError`` naming the first misfit otherwise.
@@ -70,11 +95,13 @@ def check_payload(payload: dict) -> dict:
     """
     check_type("payload", payload, dict, "a view's payload (a dict), e.g. site_payload(view)")
     content = {key: value for key, value in payload.items() if key != "weights"}
-    try:
-        jsonschema.validate(content, PAYLOAD_SCHEMA)
-    except jsonschema.ValidationError as problem:
+    validator = _payload_validator()  # imports jsonschema first
+    from jsonschema.exceptions import best_match
+
+    problem = best_match(validator.iter_errors(content))  # the misfit jsonschema.validate would raise
+    if problem is not None:
         where = "/".join(str(part) for part in problem.absolute_path) or "the payload"
-        raise ValueError(f"the view's payload does not fit its schema at {where}: {problem.message}") from None
+        raise ValueError(f"the view's payload does not fit its schema at {where}: {problem.message}")
     return payload
 
 
