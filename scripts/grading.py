@@ -41,8 +41,10 @@ folder of submissions into a gradebook.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import importlib
+import io
 import json
 import os
 import re
@@ -213,11 +215,13 @@ def write_bundle(book: dict, folder: Path, wheel: Path, points: dict[int, float]
     requirements = folder / "requirements.txt"
     requirements.write_text(grading_requirements(wheel.name))
     shutil.copy2(wheel, folder / wheel.name)  # otter takes support files from its working directory only
-    otter = Path(sys.executable).with_name("otter")
+    from otter.generate import main as otter_generate  # `otter generate`, in this process: one import for every zip
+
     try:
-        subprocess.run([str(otter), "generate", "-t", str(tests), "-o", str(folder / "autograder.zip"), "-c",
-                        str(config), "-r", str(requirements), "--no-environment", "--python-version", PYTHON_VERSION,
-                        wheel.name], check=True, capture_output=True, cwd=folder)
+        with contextlib.chdir(folder), contextlib.redirect_stdout(io.StringIO()):
+            otter_generate(tests_dir=str(tests.resolve()), output_path=str(folder.resolve() / "autograder.zip"),
+                           config=str(config.resolve()), requirements=str(requirements.resolve()),
+                           no_environment=True, python_version=PYTHON_VERSION, files=[wheel.name])
     finally:
         (folder / wheel.name).unlink()  # it is in the zip
     return folder
