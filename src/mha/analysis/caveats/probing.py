@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -106,7 +107,6 @@ def fit_probe(train_features, train_labels, test_features, test_labels, *, max_i
     """
     from sklearn.linear_model import LogisticRegression
     from sklearn.preprocessing import StandardScaler
-    from threadpoolctl import threadpool_limits
 
     train_features = as_real_array("train_features", train_features)
     test_features = as_real_array("test_features", test_features)
@@ -118,11 +118,21 @@ def fit_probe(train_features, train_labels, test_features, test_labels, *, max_i
         raise ValueError("give one label per word: the labels and the features' first axis differ in length.")
     if len(np.unique(train_labels)) < 2:
         raise ValueError("the training words carry a single label; a probe needs at least two classes.")
-    with threadpool_limits(1):
+    with _thread_pools().limit(limits=1):
         scaler = StandardScaler().fit(train_features)
         probe = LogisticRegression(C=C, max_iter=max_iter, random_state=seed)
         probe.fit(scaler.transform(train_features), train_labels)
         return probe.predict(scaler.transform(test_features)) == test_labels
+
+
+@cache
+def _thread_pools():
+    """One ``threadpoolctl.ThreadpoolController`` over the thread pools of numpy, scipy and scikit-learn, found once:
+    finding them scans every loaded library, so it is done once rather than once for each of many probes."""
+    import sklearn.linear_model  # noqa: F401  (loads scipy's and scikit-learn's pools before the scan)
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
 
 
 def _check_features(features, labels, train, test) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
