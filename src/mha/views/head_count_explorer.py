@@ -224,13 +224,15 @@ class HeadCountExplorer(Explorer):
     # --- data -------------------------------------------------------------------------------------------
 
     def _measure(self, model, n_heads: int, seed: int) -> dict:
-        """Shares over the analysis batch and the example maps (N_EXAMPLES, heads, seq, seq) of one model."""
+        """Shares over the analysis batch, their table (drawn once for every head and sequence shown) and the example
+        maps (N_EXAMPLES, heads, seq, seq) of one model."""
         batch = analysis_batch(self.study.task, seed)
         with torch.no_grad():
             weights = model(batch.inputs).attention_weights[0]  # (batch, heads, seq, seq)
         shares = relation_shares(weights, batch.details["fact_position"]).numpy()  # (heads, 3)
         tokens = [token_names(self.study.task, row) for row in batch.inputs[:N_EXAMPLES].tolist()]
-        return {"shares": shares, "maps": weights[:N_EXAMPLES].numpy(), "tokens": tokens, "n_heads": n_heads}
+        return {"shares": shares, "shares_table": shares_table_html(shares), "maps": weights[:N_EXAMPLES].numpy(),
+                "tokens": tokens, "n_heads": n_heads}
 
     def _stored_view(self, n_heads: int, seed: int) -> dict:
         key = ("stored", n_heads, seed)
@@ -302,7 +304,7 @@ class HeadCountExplorer(Explorer):
         attention_map = AttentionMap(
             view["maps"][sequence, head], view["tokens"][sequence],
             title=f"head {head} of {n_heads}, held-out sequence {sequence} (seed {ANALYSIS_BATCH_SEED + seed})")
-        panels = {"shares": shares_table_html(view["shares"]), "curves": self._curves_svg(n_heads, seed, live)}
+        panels = {"shares": view["shares_table"], "curves": self._curves_svg(n_heads, seed, live)}
         return ExplorerView(intro, attention_map, panels, slider_max={"head": n_heads - 1}, shown={"head": head})
 
     def _control_moved(self, name: str) -> None:
