@@ -176,17 +176,23 @@ def view(request):
     return request.param()
 
 
+@pytest.fixture(scope="module")
+def site_form(view) -> dict:
+    """The view's website payload, computed once for the tests that read it (its guidance and its note)."""
+    return site_payload(view)
+
+
 def start_view(payload: dict) -> dict:
     """The stored view a table payload opens at: the one of every control's start."""
     return payload["drawn"][payload["views"]["|".join(str(control["start"]) for control in payload["controls"])]]
 
 
-def test_each_view_says_what_to_try_and_what_to_notice(view):
+def test_each_view_says_what_to_try_and_what_to_notice(view, site_form):
     assert len(view.what_to_try) > 40 and len(view.what_to_notice) > 40
-    assert site_payload(view)["guidance"] == {"try": view.what_to_try, "notice": view.what_to_notice}
+    assert site_form["guidance"] == {"try": view.what_to_try, "notice": view.what_to_notice}
 
 
-def test_displayed_in_jupyter_each_view_is_a_checked_payload_for_views_js(view):
+def test_displayed_in_jupyter_each_view_is_a_checked_payload_for_views_js(view, site_form):
     bundle, _ = format_display_data(view)  # what Jupyter gets
     assert bundle[WIDGET_VIEW]["model_id"] == view.widget.model_id
     assert isinstance(view.widget, VBox) and isinstance(view.widget.children[0], ViewWidget)
@@ -198,7 +204,7 @@ def test_displayed_in_jupyter_each_view_is_a_checked_payload_for_views_js(view):
     assert payload["kind"] == ("head-explorer" if type(view).__name__ == "HeadExplorer" else "table")
     assert payload["guidance"] == {"try": view.what_to_try, "notice": view.what_to_notice}
     assert payload["note"] == ""  # the kernel can type and train: the website's note on what it cannot is left out
-    assert site_payload(view)["note"] == view.site_note
+    assert site_form["note"] == view.site_note
     assert view.view_widget.payload == view.payload()  # the same view gives the same text
 
 
