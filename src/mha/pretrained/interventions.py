@@ -186,8 +186,8 @@ def key_removal_effects(encoder: MiniLMEncoder, trace: EncoderTrace, heads: Sequ
     only, so ``A[i, j] v_j`` leaves every query's output of that one head;
     the model runs on from there and the sentence vector
     (:func:`mha.pretrained.sentence_embedding.sentence_embeddings`) is
-    compared with the unchanged one. Every (head, key) of a layer is one
-    copy of the batch. Padding positions get NaN
+    compared with the unchanged one. Every (head, real key, sentence) of a
+    layer is one row of that layer's run. Padding positions are not run and get NaN
     (chapter 4, "Attention is not explanation").
     """
     heads = encoder.check_heads(heads)
@@ -197,21 +197,24 @@ def key_removal_effects(encoder: MiniLMEncoder, trace: EncoderTrace, heads: Sequ
     real = trace.real_tokens.to(device)  # (batch, seq)
     batch, seq = real.shape
     full = sentence_embeddings(trace.hidden_states[-1].to(device), real)  # (batch, d_model)
+    sentence_of, key_of = real.nonzero(as_tuple=True)  # (real tokens,): each real key and its sentence
     effects = np.full((batch, len(heads), seq), np.nan)
     for layer in sorted({layer for layer, _ in heads}):
         rows = [row for row, (at, _) in enumerate(heads) if at == layer]  # this layer's entries of ``heads``
-        # copy c takes key c % seq out of head rows[c // seq]; row c * batch + b of the run is sentence b of copy c
-        removed_heads = torch.tensor([heads[row][1] for row in rows], device=device).repeat_interleave(seq * batch)
-        removed_keys = torch.arange(seq, device=device).repeat_interleave(batch).repeat(len(rows))  # (copies * batch,)
-        final = _resume_copies(encoder, trace, layer, len(rows) * seq,
-                               attention_override=_without_keys(layer, removed_heads, removed_keys))
-        changed = sentence_embeddings(final, real).view(len(rows), seq, batch, -1)  # (heads in layer, keys, batch, d)
+        # run r takes key key_of[r % n] out of head rows[r // n] in sentence sentence_of[r % n], n = real tokens
+        entry = torch.arange(len(rows), device=device).repeat_interleave(len(key_of))  # (runs,)
+        sentence, key = sentence_of.repeat(len(rows)), key_of.repeat(len(rows))  # (runs,)
+        removed_heads = torch.tensor([heads[row][1] for row in rows], device=device)[entry]  # (runs,)
+        final = encoder.run_from_layer(trace.hidden_states[layer].to(device)[sentence], layer,
+                                       real_tokens=real[sentence],
+                                       attention_override=_without_keys(layer, removed_heads, key))  # (runs, seq, d)
+        changed = sentence_embeddings(final, real[sentence])  # (runs, d_model)
         # 1 - cos(a, b) = |a - b|² / 2 for unit vectors. Taking the difference first keeps the small effects
         # exact: 1 - (a · b) in float32 cancels to noise below about 1e-6, which differs from CPU to CPU.
-        difference = changed.double() - full.double()  # (heads in layer, keys, batch, d_model)
-        removal_effect = 0.5 * difference.pow(2).sum(dim=-1)  # (heads in layer, keys, batch)
-        effects[:, rows] = removal_effect.permute(2, 0, 1).cpu().numpy()  # (batch, heads in layer, keys)
-    effects[~real.cpu().numpy()[:, None, :].repeat(len(heads), axis=1)] = np.nan
+        difference = changed.double() - full[sentence].double()  # (runs, d_model)
+        removal_effect = 0.5 * difference.pow(2).sum(dim=-1)  # (runs,)
+        effects[sentence.cpu().numpy(), np.asarray(rows)[entry.cpu().numpy()], key.cpu().numpy()] = \
+            removal_effect.cpu().numpy()
     return effects
 
 
