@@ -97,13 +97,14 @@ LONGEST_FIRST = (
 
 
 def pytest_collection_modifyitems(session, config, items):
-    """Run the longest files first (:data:`LONGEST_FIRST`), then the other notebooks, then the tests that need no
-    site, then the other files that test the built site.
+    """Run the longest files first (:data:`LONGEST_FIRST`), then the other notebooks, then the other files that test
+    the built site, and last the tests that need no site.
 
     The workers take whole files in this order (``--dist loadfile``), so while the site builds (started at session
-    start, above) they execute notebooks instead of waiting for it, and the long checks of the site start early
-    enough to end with the rest. Every worker collects the same items and sorts them the same way, as pytest-xdist
-    requires.
+    start, above) they execute notebooks instead of waiting for it, the long checks of the site start early enough to
+    end with the rest, and the run ends on the many short files of unit tests, which the two workers share out evenly
+    instead of one of them finishing a long file alone. Every worker collects the same items and sorts them the same
+    way, as pytest-xdist requires.
     """
     def needs_site(item) -> bool:
         return "built_site" in getattr(item, "fixturenames", ())
@@ -114,7 +115,7 @@ def pytest_collection_modifyitems(session, config, items):
     def rank(path: Path) -> tuple[int, int]:
         if path in first:
             return 0, first[path]
-        return (1 if path.suffix == ".ipynb" else 3 if path in site_files else 2), 0
+        return (1 if path.suffix == ".ipynb" else 2 if path in site_files else 3), 0
 
     ranks = {item.path: rank(item.path) for item in items}
     items.sort(key=lambda item: ranks[item.path])  # stable: each file's own order is kept
