@@ -144,6 +144,15 @@ def test_patching_the_grader_or_reading_its_files_changes_nothing(tmp_path):
     assert mha.exercises.grading.grade_exercise is grade_exercise  # nothing ran here
 
 
+def test_each_function_is_graded_in_a_fresh_process_that_the_one_before_could_not_change(tmp_path):
+    patcher = "def my_softmax(scores):\n    np.ones = np.zeros\n" + RIGHT["my_softmax"].split(":\n", 1)[1]
+    path = notebook(tmp_path, RIGHT | {"my_softmax": patcher})
+    assert grade(path, "my_softmax")[0] == 3
+    assert grade(path, "my_causal_mask")[0] == 3  # np.ones is numpy's own again
+    patched_here = "def my_causal_mask(n):\n    np.ones = np.zeros\n    return np.tril(np.ones((n, n), dtype=bool))\n"
+    assert grade(notebook(tmp_path, RIGHT | {"my_causal_mask": patched_here}), "my_causal_mask")[0] == 0  # the control
+
+
 @pytest.mark.parametrize("answers, expected", [
     ({"my_softmax": "def my_softmax(scores)\n    return scores\n"},
      "✗ Your cell has a syntax error at line 1 (`def my_softmax(scores)`): expected ':'. Python could not run the "

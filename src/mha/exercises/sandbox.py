@@ -1,7 +1,8 @@
 """A submitted function run in a process of its own, for grading (instructors' page, "Grading").
 
-:class:`IsolatedFunction` starts a plain Python (``python -I``, not the student's kernel) running
-:mod:`mha.exercises.sandbox_worker`, hands it the submission's definitions, and stands in for the function: calling
+:class:`IsolatedFunction` runs the function in a fresh process, forked from a plain Python (``python -I``, not the
+student's kernel) running :mod:`mha.exercises.sandbox_worker` that has imported the submission's modules once for
+every function graded. It hands that process the submission's definitions and stands in for the function: calling
 it sends the inputs to that process and reads back the answer as plain data (numbers, text, arrays), so the book's
 checks run unchanged in the grader, with the expected answers computed here and never sent. The process has a time
 limit for each call and a memory limit (:class:`Limits`); when it hangs, dies or runs out of memory the check ends
@@ -10,13 +11,18 @@ with :class:`Stopped`, whose message says so.
 
 from __future__ import annotations
 
+import atexit
 import base64
 import json
 import os
 import pickle
+import select
 import selectors
+import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,6 +93,133 @@ def _decode(value):
                       "read: return a numpy array, a torch tensor, a number, or a tuple of them, as the exercise asks.")
 
 
+class _Worker:
+    """One forked worker, used as :class:`subprocess.Popen` is: ``stdin``, ``stdout``, ``poll``, ``wait``, ``kill``.
+    Its exit code comes from the zygote's monitor of it, which writes the worker's pid and then its exit code."""
+
+    def __init__(self, input_fd: int, output_fd: int, status_fd: int):
+        self.stdin = os.fdopen(input_fd, "wb")
+        self.stdout = os.fdopen(output_fd, "rb", buffering=0)
+        self.returncode: int | None = None
+        self._status, self._lines = status_fd, b""
+        pid = self._line(block=True)
+        if not pid:
+            self._finish(b"")
+            self.stdin.close()
+            self.stdout.close()
+            raise OSError("the grader's zygote started no worker")
+        self.pid = int(pid)
+
+    def _line(self, block: bool) -> bytes | None:
+        """The monitor's next line; b"" if it ended without one, None if none has come yet and ``block`` is False."""
+        while b"\n" not in self._lines:
+            if not block and not select.select([self._status], [], [], 0)[0]:
+                return None
+            chunk = os.read(self._status, 64)
+            if not chunk:
+                return b""
+            self._lines += chunk
+        line, self._lines = self._lines.split(b"\n", 1)
+        return line
+
+    def _finish(self, line: bytes) -> int:
+        self.returncode = int(line) if line else -signal.SIGKILL  # no line: the monitor itself was killed
+        os.close(self._status)
+        return self.returncode
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            line = self._line(block=False)
+            if line is not None:
+                self._finish(line)
+        return self.returncode
+
+    def wait(self) -> int:
+        return self.returncode if self.returncode is not None else self._finish(self._line(block=True))
+
+    def kill(self) -> None:
+        if self.returncode is None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+class _Zygote:
+    """``python -I sandbox_worker.py --zygote``: it imports ``modules`` once and forks a worker for each function."""
+
+    def __init__(self, modules: frozenset[str], environment: dict[str, str], seconds: float):
+        self.modules, self.environment = modules, environment
+        self.control, theirs = socket.socketpair()
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-I", str(WORKER), "--zygote", str(theirs.fileno()), json.dumps(sorted(modules))],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=environment,
+                cwd="/tmp" if os.path.isdir("/tmp") else None, pass_fds=[theirs.fileno()])
+        finally:
+            theirs.close()
+        self.control.settimeout(seconds)
+        try:
+            ready = self.control.recv(16)
+        except OSError:
+            ready = b""
+        self.control.settimeout(None)
+        if ready != b"ready\n":
+            self.close()
+            raise Stopped(f"✗ The grader could not start the process that runs submissions within {seconds:g} s.")
+
+    def fork(self) -> _Worker:
+        pipes = [os.pipe() for _ in range(3)]  # the worker's input, its output, and its monitor's status lines
+        try:
+            socket.send_fds(self.control, [b"w"], [pipes[0][0], pipes[1][1], pipes[2][1]])
+        except OSError:
+            for read, write in pipes:
+                os.close(read)
+                os.close(write)
+            raise
+        for fd in (pipes[0][0], pipes[1][1], pipes[2][1]):
+            os.close(fd)
+        return _Worker(pipes[0][1], pipes[1][0], pipes[2][0])
+
+    def close(self) -> None:
+        self.control.close()
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+
+
+_zygote: _Zygote | None = None
+_zygote_lock = threading.Lock()
+
+
+def _worker(modules: list[str], seconds: float) -> _Worker:
+    """A fresh worker forked from the zygote, which is started again for modules it has not imported (or a changed
+    environment), or once more if it has died."""
+    global _zygote
+    environment = {key: value for key, value in os.environ.items() if not key.startswith(("PYTHON", "OTTER"))}
+    environment |= {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+    with _zygote_lock:
+        for attempt in range(2):
+            if _zygote is None or not set(modules) <= _zygote.modules or _zygote.environment != environment:
+                if _zygote is not None:
+                    _zygote.close()
+                _zygote = None  # so that a start that fails leaves none behind
+                _zygote = _Zygote(frozenset(modules), environment, seconds)
+            try:
+                return _zygote.fork()
+            except OSError:
+                if attempt:
+                    raise
+                _zygote.close()
+                _zygote = None
+
+
+@atexit.register
+def _close_zygote() -> None:
+    if _zygote is not None:
+        _zygote.close()
+
+
 class IsolatedFunction:
     """Stands in for the submission's ``name``: each call runs the real function in a separate process.
 
@@ -103,11 +236,7 @@ class IsolatedFunction:
         self.limits = limits
         self.undefined = dict(undefined or {})
         self.calls = 0
-        environment = {key: value for key, value in os.environ.items() if not key.startswith(("PYTHON", "OTTER"))}
-        environment |= {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
-        self.process = subprocess.Popen([sys.executable, "-I", str(WORKER)], stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=environment,
-                                        cwd="/tmp" if os.path.isdir("/tmp") else None)
+        self.process = _worker(modules, limits.seconds + 60.0)
         self._buffer = b""
         request = {"setup": setup, "modules": modules, "protected": protected, "memory": limits.memory_bytes,
                    "function": name}
@@ -128,7 +257,8 @@ class IsolatedFunction:
             pipe.close()
 
     def _exchange(self, line: str, when: str, startup: bool = False) -> dict:
-        """Send one line, read one reply within the time limit (twice that while starting, which imports torch)."""
+        """Send one line, read one reply within the time limit (a minute more while starting, which runs the
+        submission's definitions)."""
         if self.process.poll() is None:
             try:
                 self.process.stdin.write(line.encode() + b"\n")

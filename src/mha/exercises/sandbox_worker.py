@@ -1,12 +1,13 @@
 """The process a submitted function runs in at grading time (instructors' page, "Grading"): started by
-:mod:`mha.exercises.sandbox` as ``python -I sandbox_worker.py``, never imported by the grader itself.
+:mod:`mha.exercises.sandbox` as ``python -I sandbox_worker.py --zygote``, never imported by the grader itself.
 
-It imports only what the submission's allowed imports name (numpy, torch, math...), never the book's package, then
-installs an audit hook (which Python code cannot remove) that refuses to import ``mha`` or ``otter``, to open the
-grader's files or write any file, and to start or signal other processes. Under that hook it runs the submission's
-definitions, then answers calls: each request holds the inputs (pickled by the grader), each reply the function's
-answer as plain data (JSON: numbers, text, arrays as bytes), so that no object of the submission's reaches the
-grader and the expected answers never reach this process.
+That process (:func:`serve`) imports only what the submissions' allowed imports name (numpy, torch, math...), never
+the book's package, and forks a fresh worker (:func:`main`) for each function graded, so that each one starts with
+those imports done instead of repeating them. The worker installs an audit hook (which Python code cannot remove)
+that refuses to import ``mha`` or ``otter``, to open the grader's files or write any file, and to start or signal
+other processes. Under that hook it runs the submission's definitions, then answers calls: each request holds the
+inputs (pickled by the grader), each reply the function's answer as plain data (JSON: numbers, text, arrays as
+bytes), so that no object of the submission's reaches the grader and the expected answers never reach this process.
 """
 
 import base64
@@ -17,6 +18,8 @@ import linecache
 import os
 import pickle
 import resource
+import signal
+import socket
 import sys
 import traceback
 
@@ -105,19 +108,23 @@ def _define(setup, namespace):
     return problems
 
 
-def main():
-    channel = os.fdopen(os.dup(1), "w")
-    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # what the submission writes to fd 1 goes nowhere
-    os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
-    sys.stdout = io.StringIO()
-    request = json.loads(sys.stdin.readline())
-    for module in request["modules"]:
+def _import(modules):
+    for module in modules:
         try:
             __import__(module)
         except ImportError:
             pass
     if "torch" in sys.modules:
         sys.modules["torch"].set_num_threads(1)
+
+
+def main():
+    channel = os.fdopen(os.dup(1), "w")
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # what the submission writes to fd 1 goes nowhere
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
+    sys.stdout = io.StringIO()
+    request = json.loads(sys.stdin.readline())
+    _import(request["modules"])
     sys.addaudithook(_refuse([os.path.realpath(folder) for folder in request["protected"]]))
     pages = int(open("/proc/self/statm").read().split()[0]) if os.path.exists("/proc/self/statm") else 0
     limit = pages * os.sysconf("SC_PAGE_SIZE") + request["memory"]
@@ -151,5 +158,53 @@ def main():
         channel.flush()
 
 
+def serve(control_fd: int, modules: list[str]) -> None:
+    """The zygote: import ``modules``, then fork a worker for each request on the control socket (a Unix socket to
+    the grader), whose three file descriptors are the worker's input, its output and where its exit code goes."""
+    _import(modules)
+    control = socket.socket(fileno=control_fd)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the system reaps the monitors
+    control.sendall(b"ready\n")
+    while True:
+        message, fds, _, _ = socket.recv_fds(control, 16, 3)
+        if not message:
+            os._exit(0)  # the grader has gone
+        if len(fds) == 3 and os.fork() == 0:
+            try:
+                control.close()
+                _monitor(*fds)
+            finally:
+                os._exit(0)  # never back into the zygote's loop
+        for fd in fds:
+            os.close(fd)
+
+
+def _monitor(input_fd: int, output_fd: int, status_fd: int) -> None:
+    """Fork the worker on ``input_fd`` and ``output_fd``; write its pid, then its exit code as subprocess gives it
+    (minus the signal's number when killed), each on a line of ``status_fd``."""
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.close(status_fd)
+            os.dup2(input_fd, 0)
+            os.dup2(output_fd, 1)
+            os.close(input_fd)
+            os.close(output_fd)
+            main()
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(input_fd)
+    os.close(output_fd)
+    os.write(status_fd, f"{pid}\n".encode())
+    _, status = os.waitpid(pid, 0)
+    os.write(status_fd, f"{os.waitstatus_to_exitcode(status)}\n".encode())
+
+
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--zygote"]:
+        serve(int(sys.argv[2]), json.loads(sys.argv[3]))
+    else:
+        main()
