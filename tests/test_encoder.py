@@ -255,6 +255,23 @@ def test_run_from_layer_resumes_the_stored_states(encoder):
                                    atol=1e-6, rtol=0)
 
 
+def test_run_from_layer_can_skip_the_padding(encoder):
+    inputs = encoder.tokenize(BATCH[:3])  # padded
+    real = inputs.real_tokens
+    mask = encoder.head_mask([(2, 4), (4, 9)])
+    with torch.inference_mode():
+        plain = encoder(inputs, head_mask=mask)
+        for layer in (0, 2):
+            kept = encoder.run_from_layer(plain.hidden_states[layer], layer, real_tokens=real, head_mask=mask)
+            skipped = encoder.run_from_layer(plain.hidden_states[layer], layer, real_tokens=real, head_mask=mask,
+                                             skip_padding=True)
+            assert torch.equal(skipped[real], kept[real])  # every real token bit for bit as with the padding run
+            assert not skipped[~real].any() and kept[~real].abs().min() > 0  # padding: 0 instead of the model's
+            torch.testing.assert_close(skipped[real], plain.hidden_states[-1][real], atol=1e-6, rtol=0)
+        with pytest.raises(ValueError, match="skip_padding must be True or False"):
+            encoder.run_from_layer(plain.hidden_states[1], 1, real_tokens=real, skip_padding="yes")
+
+
 @pytest.mark.parametrize(
     ("call", "message"),
     [

@@ -46,7 +46,8 @@ def test_masked_states_equal_full_runs_with_that_mask(encoder, trace):
     for mask, final in zip(masks, states):
         expected = encoder.trace(SENTENCES, head_mask=torch.from_numpy(mask)).hidden_states[-1]
         assert torch.allclose(final[real], expected[real], atol=1e-5)
-    assert torch.equal(states[0], trace.hidden_states[-1])   # all ones: the full model, nothing recomputed
+    assert torch.equal(states[0][real], trace.hidden_states[-1][real])   # all ones: the full model, not recomputed
+    assert not states[:, ~real].any()                                      # padding is not run: it holds 0
     vectors = embeddings_under_masks(encoder, trace, masks)
     assert vectors.shape == (4, 2, 384) and np.allclose(np.linalg.norm(vectors, axis=-1), 1.0, atol=1e-5)
     with pytest.raises(ValueError, match="configs, 6, 12"):

@@ -43,7 +43,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from mha.core.attention import AttentionOutput, HeadWeights, MultiHeadAttention
-from mha.core.validation import check_finite_number, check_seed, check_size, check_type, check_whole_number
+from mha.core.validation import check_finite_number, check_flag, check_seed, check_size, check_type, check_whole_number
 from mha.pretrained.model_files import PRETRAINED_WEIGHTS_SHA256, EncoderConfig, copy_bert_weights, read_model_folder
 from mha.pretrained.overrides import (
     AttentionOverride,
@@ -79,7 +79,9 @@ class EncoderLayer(nn.Module):
     Takes ``x`` (batch, seq, d_model) and returns the new ``x`` (batch, seq,
     d_model) together with the :class:`~mha.core.attention.AttentionOutput` of its
     attention (weights (batch, heads, seq, seq), head outputs (batch, heads, seq, d_head)).
-    MLP weights are stored vectors-as-rows: ``W_in`` (d_model, d_mlp), ``W_out`` (d_mlp, d_model)
+    MLP weights are stored vectors-as-rows: ``W_in`` (d_model, d_mlp), ``W_out`` (d_mlp, d_model).
+    ``mlp_rows`` (rows,), indices into the batch's positions flattened to (batch * seq), runs the MLP on those
+    positions only (the real tokens) and returns 0 at the others, which no later query reads
     (chapter 3, "A tour of all 72 heads").
     """
 
@@ -102,6 +104,7 @@ class EncoderLayer(nn.Module):
         head_mask: Tensor | None = None,
         attention_override: Callable[[Tensor], Tensor] | None = None,
         head_outputs_override: Callable[[Tensor], Tensor] | None = None,
+        mlp_rows: Tensor | None = None,
     ) -> tuple[Tensor, AttentionOutput]:
         # 1. every head attends, and W_O mixes the heads back into d_model features
         attended = self.attention(x, mask=mask, head_mask=head_mask, attention_override=attention_override,
@@ -111,10 +114,15 @@ class EncoderLayer(nn.Module):
         # 3. position-wise MLP: widen, GELU, narrow; add the residual, then normalise
         #    (addmm computes b + x @ W in one BLAS call: faster, and rounds exactly as nn.Linear does)
         rows = x.reshape(-1, x.shape[-1])  # (batch * seq, d_model): every position is one row
-        hidden = F.gelu(torch.addmm(self.b_in, rows, self.W_in))  # (batch * seq, d_mlp)
-        mlp_output = torch.addmm(self.b_out, hidden, self.W_out)  # (batch * seq, d_model)
-        x = self.mlp_norm(x + mlp_output.view_as(x))  # (batch, seq, d_model)
-        return x, attended
+        if mlp_rows is not None:
+            rows = rows[mlp_rows]  # (len(mlp_rows), d_model): the chosen positions only
+        hidden = F.gelu(torch.addmm(self.b_in, rows, self.W_in))  # (rows, d_mlp)
+        mlp_output = torch.addmm(self.b_out, hidden, self.W_out)  # (rows, d_model)
+        if mlp_rows is None:
+            return self.mlp_norm(x + mlp_output.view_as(x)), attended  # (batch, seq, d_model)
+        output = x.new_zeros(x.shape).view(-1, x.shape[-1])  # (batch * seq, d_model): 0 where the MLP did not run
+        output[mlp_rows] = self.mlp_norm(rows + mlp_output)  # each chosen row as the full batch computes it
+        return output.view_as(x), attended  # (batch, seq, d_model)
 
 
 class MiniLMEncoder(nn.Module):
@@ -296,6 +304,7 @@ class MiniLMEncoder(nn.Module):
         head_mask: HeadMask | None = None,
         attention_override: AttentionOverride | None = None,
         head_outputs_override: HeadOutputOverride | None = None,
+        skip_padding: bool = False,
     ) -> Tensor:
         """Resume the encoder at layer ``layer`` from stored states; return the last layer's output.
 
@@ -308,12 +317,15 @@ class MiniLMEncoder(nn.Module):
         the stored states already hold what the layers below did, so the mask
         may not remove a head there. ``head_outputs_override(layer, z)`` may
         replace any layer's head outputs z (batch, heads, seq, d_head) before
-        ``W_O`` (activation patching, :mod:`mha.pretrained.patching`). Returns (batch, seq, d_model); with no
+        ``W_O`` (activation patching, :mod:`mha.pretrained.patching`). ``skip_padding=True`` runs each MLP on the
+        real tokens only: their states are the same, and the padding positions come out 0, which no real token
+        reads. Returns (batch, seq, d_model); with no
         intervention, ``trace.hidden_states[-1]`` again. Every intervention of
         :mod:`mha.pretrained.interventions` is a call of this
         (chapter 4, "Redundancy and pruning").
         """
         self._check_layer(layer)
+        skip_padding = check_flag("skip_padding", skip_padding)
         d_model = self.config.d_model
         if not isinstance(hidden_states, Tensor) or hidden_states.ndim != 3 or hidden_states.shape[-1] != d_model:
             found = tuple(hidden_states.shape) if isinstance(hidden_states, Tensor) else type(hidden_states).__name__
@@ -336,7 +348,7 @@ class MiniLMEncoder(nn.Module):
         x = hidden_states.to(device=device, dtype=self.word_embeddings.dtype)  # (batch, seq, d_model)
         real_tokens = real_tokens.to(device=device, dtype=torch.bool)  # (batch, seq)
         for output, _ in self._layers_from(layer, x, real_tokens, head_mask, attention_override,
-                                           head_outputs_override):
+                                           head_outputs_override, skip_padding=skip_padding):
             x = output  # only the last layer's output is kept
         return x  # (batch, seq, d_model)
 
@@ -348,10 +360,14 @@ class MiniLMEncoder(nn.Module):
         head_mask: Tensor | None,
         attention_override: AttentionOverride | None,
         head_outputs_override: HeadOutputOverride | None = None,
+        *,
+        skip_padding: bool = False,
     ) -> Iterator[tuple[Tensor, AttentionOutput]]:
-        """Run layers ``first_layer .. L-1`` on ``x`` (batch, seq, d_model); yield each one's output and attention."""
+        """Run layers ``first_layer .. L-1`` on ``x`` (batch, seq, d_model); yield each one's output and attention.
+        ``skip_padding``: each MLP runs on the real tokens only, and padding positions come out 0."""
         # a batch without padding needs no mask: every query may attend to every key
         mask = None if bool(real_tokens.all()) else real_tokens[:, None, :]  # (batch, 1, seq_k)
+        mlp_rows = real_tokens.flatten().nonzero().flatten() if skip_padding and mask is not None else None
         for index in range(first_layer, self.config.n_layers):
             x, attended = self.layers[index](
                 x,
@@ -361,6 +377,7 @@ class MiniLMEncoder(nn.Module):
                 else for_layer(attention_override, index, real_tokens),
                 head_outputs_override=None if head_outputs_override is None
                 else functools.partial(head_outputs_override, index),
+                mlp_rows=mlp_rows,  # (real tokens,) or None: every position
             )
             yield x, attended  # (batch, seq, d_model), weights (batch, heads, seq_q, seq_k)
 

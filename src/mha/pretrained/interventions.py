@@ -59,12 +59,13 @@ __all__ = ["as_head_masks", "embeddings_under_masks", "final_states_under_masks"
 
 def _resume_copies(encoder: MiniLMEncoder, trace: EncoderTrace, layer: int, copies: int, *,
                    head_masks: Tensor | None = None, attention_override: AttentionOverride | None = None,
-                   head_outputs_override: HeadOutputOverride | None = None) -> Tensor:
+                   head_outputs_override: HeadOutputOverride | None = None, skip_padding: bool = False) -> Tensor:
     """Last-layer states of ``copies`` copies of ``trace``'s batch resumed at ``layer``: (copies, batch, seq, d_model).
 
     Row ``c * batch + b`` of the resumed batch is sentence ``b`` of copy ``c``:
     ``head_masks`` (copies, layers, heads) gives each copy its own mask, and
-    ``attention_override`` and ``head_outputs_override`` see all ``copies * batch`` rows.
+    ``attention_override`` and ``head_outputs_override`` see all ``copies * batch`` rows; ``skip_padding`` as in
+    :meth:`~mha.pretrained.encoder.MiniLMEncoder.run_from_layer`.
     """
     device = encoder.word_embeddings.device
     real_tokens = trace.real_tokens.to(device)  # (batch, seq)
@@ -73,7 +74,8 @@ def _resume_copies(encoder: MiniLMEncoder, trace: EncoderTrace, layer: int, copi
     head_mask = None if head_masks is None else head_masks.repeat_interleave(batch, dim=0)  # (copies * batch, L, H)
     final = encoder.run_from_layer(x, layer, real_tokens=real_tokens.repeat(copies, 1), head_mask=head_mask,
                                    attention_override=attention_override,
-                                   head_outputs_override=head_outputs_override)  # (copies * batch, seq, d_model)
+                                   head_outputs_override=head_outputs_override,
+                                   skip_padding=skip_padding)  # (copies * batch, seq, d_model)
     return final.view(copies, batch, seq, -1)  # (copies, batch, seq, d_model)
 
 
@@ -105,7 +107,8 @@ def final_states_under_masks(encoder: MiniLMEncoder, trace: EncoderTrace, masks:
     is (configs, layers, heads), 1 = keep, 0 = remove. A mask whose first
     change is in layer ``l`` resumes from the stored input of layer ``l``;
     masks with the same first layer run side by side, at most
-    ``max_sequences`` sentences per forward pass. The result equals
+    ``max_sequences`` sentences per forward pass, and padding positions are
+    not run (they hold 0). At every real token the result equals
     ``encoder.trace(..., head_mask=mask).hidden_states[-1]`` for each mask
     (chapter 4, "Redundancy and pruning").
     """
@@ -114,13 +117,16 @@ def final_states_under_masks(encoder: MiniLMEncoder, trace: EncoderTrace, masks:
     batch = len(trace.inputs)
     changed = (masks != 1).any(-1)  # (configs, layers): does the mask touch this layer?
     first_layer = [int(row.nonzero()[0]) if row.any() else n_layers for row in changed]  # n_layers: nothing changes
-    results = trace.hidden_states[-1].unsqueeze(0).repeat(len(masks), 1, 1, 1)  # (configs, batch, seq, d_model)
+    real = trace.real_tokens.to(masks.device)[..., None]  # (batch, seq, 1)
+    unchanged = trace.hidden_states[-1].to(masks.device) * real  # (batch, seq, d_model), 0 at padding
+    results = unchanged.unsqueeze(0).repeat(len(masks), 1, 1, 1)  # (configs, batch, seq, d_model)
     per_chunk = max(1, max_sequences // batch)
     for start_layer in sorted(set(first_layer) - {n_layers}):
         configs = [c for c, first in enumerate(first_layer) if first == start_layer]
         for begin in range(0, len(configs), per_chunk):
             chunk = configs[begin:begin + per_chunk]
-            results[chunk] = _resume_copies(encoder, trace, start_layer, len(chunk), head_masks=masks[chunk])
+            results[chunk] = _resume_copies(encoder, trace, start_layer, len(chunk), head_masks=masks[chunk],
+                                            skip_padding=True)
     return results
 
 
@@ -145,7 +151,8 @@ def final_states_without_each_head(encoder: MiniLMEncoder, trace: EncoderTrace,
     ``heads`` lists ``(layer, head)`` pairs, by default all of them. Returns
     a dict ``(layer, head) -> last layer's output``, in layer order, as
     ``encoder.trace(..., head_mask=encoder.head_mask([(layer, head)]))`` would
-    give; it is :func:`final_states_under_masks` with one mask per head
+    give at every real token (padding positions hold 0); it is
+    :func:`final_states_under_masks` with one mask per head
     (chapter 3, "Coreference, honestly").
     """
     encoder = check_encoder(encoder)
@@ -187,7 +194,7 @@ def key_removal_effects(encoder: MiniLMEncoder, trace: EncoderTrace, heads: Sequ
     the model runs on from there and the sentence vector
     (:func:`mha.pretrained.sentence_embedding.sentence_embeddings`) is
     compared with the unchanged one. Every (head, real key, sentence) of a
-    layer is one row of that layer's run. Padding positions are not run and get NaN
+    layer is one row of that layer's run. Padding positions are not run; they get NaN
     (chapter 4, "Attention is not explanation").
     """
     heads = encoder.check_heads(heads)
@@ -207,7 +214,8 @@ def key_removal_effects(encoder: MiniLMEncoder, trace: EncoderTrace, heads: Sequ
         removed_heads = torch.tensor([heads[row][1] for row in rows], device=device)[entry]  # (runs,)
         final = encoder.run_from_layer(trace.hidden_states[layer].to(device)[sentence], layer,
                                        real_tokens=real[sentence],
-                                       attention_override=_without_keys(layer, removed_heads, key))  # (runs, seq, d)
+                                       attention_override=_without_keys(layer, removed_heads, key),
+                                       skip_padding=True)  # (runs, seq, d_model)
         changed = sentence_embeddings(final, real[sentence])  # (runs, d_model)
         # 1 - cos(a, b) = |a - b|² / 2 for unit vectors. Taking the difference first keeps the small effects
         # exact: 1 - (a · b) in float32 cancels to noise below about 1e-6, which differs from CPU to CPU.
