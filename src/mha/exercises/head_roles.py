@@ -446,10 +446,10 @@ def check_held_out_relation_head(held_out_relation_head: Callable, seed: int = 0
     """``fn(hits (sentences, layers, heads), pairs (sentences,), selection, held_out) -> (layer, head, selection
     accuracy, held-out accuracy)``, on the real model's hits for one relation on treebank sentences (3.2)."""
     rng = np.random.default_rng(seed)
-    counts = treebank_relation_hits(seed)
-    n = len(counts)
 
-    def cases() -> Iterator:
+    def cases() -> Iterator:  # the model's hits are counted once run_check has seen a function to check
+        counts = treebank_relation_hits(seed)
+        n = len(counts)
         for case, relation in enumerate(rng.choice(RELATIONS, size=4, replace=False)):
             r = counts.relations.index(str(relation))
             hits, pairs = counts.hits[:, r], counts.pairs[:, r]  # (sentences, layers, heads), (sentences,)
