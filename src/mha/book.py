@@ -140,7 +140,8 @@ def glue(name: str, value, fmt: str | None = None) -> None:
     """Store ``value`` for the prose under ``name``, rounded to what ``fmt`` shows (the format the prose uses).
 
     A float needs ``fmt`` (``".2f"``, ``".1%"``, ...), and is stored rounded to it; an integer or a string is stored
-    as it is and takes no ``fmt``. Wraps ``myst_nb.glue(..., display=False)``: nothing is printed in the notebook.
+    as it is and takes no ``fmt``. Emits what ``myst_nb.glue(..., display=False)`` emits (:func:`_emit_record`):
+    nothing is printed in the notebook.
     """
     if not isinstance(name, str) or not name.isidentifier():
         raise ValueError(f"glue name {name!r} must be a plain identifier such as 'best_accuracy'.")
@@ -159,10 +160,21 @@ def glue(name: str, value, fmt: str | None = None) -> None:
         stored = as_shown(value, fmt)
     else:
         raise TypeError(f"glue {name!r}: store a number or a string, not {type(value).__name__}.")
-    from myst_nb import glue as myst_glue
-
-    myst_glue(name, stored, display=False)
+    _emit_record(name, stored)
     _GLUED[name] = stored
+
+
+def _emit_record(name: str, value) -> None:
+    """Display ``value`` as the hidden glue record that myst-nb reads from a cell's outputs, the record that
+    ``myst_nb.glue(name, value, display=False)`` displays. Written here rather than imported: myst-nb's glue module
+    loads nbformat, and with it jsonschema's URI grammar, which would cost each notebook's kernel more than all
+    its glue calls together."""
+    from IPython.core.formatters import format_display_data
+    from IPython.display import display
+
+    bundle, metadata = format_display_data(value)  # {mime type: text}, {mime type: metadata}
+    metadata["scrapbook"] = {"name": name, "mime_prefix": GLUE_PREFIX}
+    display({GLUE_PREFIX + kind: text for kind, text in bundle.items()}, raw=True, metadata=metadata)
 
 
 # What this kernel has glued so far, by name: glue.text() reads it.
@@ -173,7 +185,8 @@ PROSE_NUMBER = re.compile(r"""\{eval\}`glue\.text\("(?P<spec>(?P<name>[A-Za-z_]\
 # A citation in the prose: {eval}`glue.cite_t("key")` (textual, "Clark et al. [2019]") or glue.cite_p("key1,key2")
 # (parenthetical, "[Clark et al., 2019, Voita et al., 2019]"), the same as {cite:t} and {cite:p} on the site.
 PROSE_CITATION = re.compile(r"""\{eval\}`glue\.cite_(?P<kind>[tp])\("(?P<keys>[\w\-]+(?:,[\w\-]+)*)"\)`""")
-GLUE_RECORD = "application/papermill.record/text/plain"
+GLUE_PREFIX = "application/papermill.record/"  # a glue record's mime types: this, then the value's own
+GLUE_RECORD = GLUE_PREFIX + "text/plain"
 CITATION_LABELS = "citations.json"  # in mha.data: each reference's authors and year, written from references.bib
 
 
