@@ -8,7 +8,8 @@ input of layer ``l`` (``trace.hidden_states[l]``) and runs only layers
 run side by side as copies of the trace's batch, so one forward pass serves
 many of them. Each result equals a full run of
 :meth:`~mha.pretrained.encoder.MiniLMEncoder.trace` with the same
-``head_mask`` or ``attention_override`` (the tests check this).
+``head_mask`` or ``attention_override`` (the tests check this); head and key
+removal skip the padding (``skip_padding``), which changes no real token.
 
 * **Head removal** (a head's output ``z_h`` set to 0 before ``W_O``):
   :func:`final_states_under_masks` and :func:`embeddings_under_masks` for any
