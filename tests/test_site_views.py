@@ -1,7 +1,8 @@
 """Every view of the book works on the website, in a real browser, without a kernel.
 
-The site that ``built_site`` (conftest.py) builds is served on 127.0.0.1, every request to another host aborted,
-and opened in headless Chromium (Debian's ``chromium``, driven by Playwright). For every page that shows a view:
+The site that ``built_site`` (conftest.py) builds is served on 127.0.0.1, every request to another address refused
+(sent to a proxy that refuses every connection) and reported, and opened in headless Chromium (Debian's
+``chromium``, driven by Playwright). For every page that shows a view:
 
 - each view is drawn, from files of the site alone, with no console or page error;
 - moving each control, with the mouse's events or the keyboard, changes what is drawn, and what is drawn equals
@@ -17,14 +18,17 @@ A failing page leaves a screenshot of each of its views in pytest's temporary fo
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import re
+import socket
+import threading
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import numpy as np
 import pytest
-from conftest import outside
 
 from mha.views.head_explorer import head_attention_maps
 from mha.views.heatmaps import weight_hundredths
@@ -90,25 +94,38 @@ def browser(chromium):
 
 
 class Page:
-    """One page of the site, open in the browser, with what went wrong while it was open."""
+    """A tab of the browser showing one page of the site, with what went wrong since that page opened."""
 
-    def __init__(self, browser, site: str, path: str, screenshots: Path) -> None:
-        self.context = browser.new_context(viewport={"width": 1200, "height": 900})
-        self.context.route(outside(site), lambda route: route.abort())
+    def __init__(self, tabs: Tabs, site: str) -> None:
+        self.tabs, self.site = tabs, site
+        self.context = tabs.context(site)
         self.page = self.context.new_page()
         self.problems: list[str] = []
         self.dialogs: list[str] = []
+        self.added: list[tuple[str, object]] = []
+        # the site has no icon, and Chromium asks a served site for /favicon.ico anyway: that 404 is not a page's
         self.page.on("console", lambda message: self.problems.append(f"console error: {message.text}")
-                     if message.type == "error" else None)
+                     if message.type == "error" and message.location.get("url") != site + "favicon.ico" else None)
         self.page.on("pageerror", lambda error: self.problems.append(f"page error: {error}"))
         self.page.on("request", lambda request: None if request.url.startswith((site, "data:", "blob:"))
                      else self.problems.append(f"requested from outside the site: {request.url}"))
         self.page.on("dialog", lambda dialog: (self.dialogs.append(dialog.message), dialog.dismiss()))
+
+    def open(self, path: str, screenshots: Path) -> None:
+        """Load ``path`` as a new document (even where only the part after # differs from the page shown)."""
+        self.page.goto("about:blank")
+        self.problems.clear()
+        self.dialogs.clear()
         self.path, self.screenshots = path, screenshots
-        self.page.goto(site + path, wait_until="load", timeout=30 * SECONDS)
+        self.page.goto(self.site + path, wait_until="load", timeout=30 * SECONDS)
         self.page.wait_for_function("() => [...document.querySelectorAll('.mha-view')].every((v) => v.dataset.ready)",
                                     timeout=20 * SECONDS)
         self.views = self.page.locator(".mha-view")
+
+    def on(self, event: str, handler) -> None:
+        """Listen to the tab's ``event`` until the test gives the tab back."""
+        self.page.on(event, handler)
+        self.added.append((event, handler))
 
     def read(self, index: int) -> dict:
         return self.views.nth(index).evaluate(READ_VIEW)
@@ -132,18 +149,70 @@ class Page:
         return shots
 
     def close(self) -> None:
-        self.context.close()
+        """Give the tab back, without the listeners and routes the test added, for the next test to open a page in."""
+        if self in self.tabs.idle[self.site]:
+            return
+        for event, handler in self.added:
+            self.page.remove_listener(event, handler)
+        self.added.clear()
+        self.page.unroute_all(behavior="ignoreErrors")
+        self.tabs.idle[self.site].append(self)
+
+
+class Tabs:
+    """The module's browser contexts, one per site (served, or from disk), and their tabs that no test holds.
+
+    Each page opens in a tab already open, in a context that keeps the browser's cache: the browser neither starts
+    a context nor fetches every file of the theme again for each page. The contexts stay offline through a proxy
+    that refuses every connection (everything but the served site goes to it), not through Playwright's request
+    interception, which would turn the cache off.
+    """
+
+    def __init__(self, browser) -> None:
+        self.browser = browser
+        self.refusing = socket.socket()  # bound and never listening: every connection to it is refused
+        self.refusing.bind(("127.0.0.1", 0))
+        self.proxy = f"http://127.0.0.1:{self.refusing.getsockname()[1]}"
+        self.contexts: dict[str, object] = {}
+        self.idle: dict[str, list[Page]] = {}
+
+    def context(self, site: str):
+        if site not in self.contexts:
+            proxy = {"server": self.proxy}
+            if urlsplit(site).netloc:  # the served site: only its own host and port are reached directly
+                proxy["bypass"] = urlsplit(site).netloc
+            self.contexts[site] = self.browser.new_context(viewport={"width": 1200, "height": 900}, proxy=proxy)
+            self.idle[site] = []
+        return self.contexts[site]
+
+    def borrow(self, site: str) -> Page:
+        self.context(site)
+        return self.idle[site].pop() if self.idle[site] else Page(self, site)
+
+    def close(self) -> None:
+        for context in self.contexts.values():
+            context.close()
+        self.refusing.close()
+
+
+@pytest.fixture(scope="module")
+def tabs(browser):
+    opened = Tabs(browser)
+    yield opened
+    opened.close()
 
 
 @pytest.fixture
-def open_page(browser, site_address, tmp_path_factory):
-    """Open a page of the served site; on a failing test, screenshots of its views are named in the failure."""
+def open_page(tabs, site_address, tmp_path_factory):
+    """Open a page of the served site in a tab of its own; on a failing test, screenshots of its views are named in
+    the failure."""
     opened = []
     screenshots = tmp_path_factory.mktemp("view-screenshots")
 
     def opener(path: str, site: str | None = None) -> Page:
-        page = Page(browser, site or site_address, path, screenshots)
+        page = tabs.borrow(site or site_address)
         opened.append(page)
+        page.open(path, screenshots)
         return page
 
     yield opener
@@ -208,6 +277,28 @@ def test_the_views_are_on_the_pages_the_book_says(built_site):
     assert not any("_vendor/mha/views.js" in (built_site / path).read_text()
                    for path in ["chapters/notation.html", "chapters/2_geometry/1_subspaces_and_circuits.html"]), \
         "pages without a view load views.js"
+
+
+def test_the_tabs_reach_the_site_and_nothing_else(tabs, site_address, built_site):
+    """The tabs' proxy lets the served site's pages through and refuses anywhere else, here another server on this
+    machine that would answer; the request to it is reported as a problem too."""
+    from conftest import QuietHandler, QuietServer
+    from playwright.sync_api import Error
+
+    elsewhere = QuietServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=str(built_site)))
+    threading.Thread(target=elsewhere.serve_forever, daemon=True).start()
+    other = f"http://127.0.0.1:{elsewhere.server_address[1]}/chapters/notation.html"
+    page = Page(tabs, site_address)  # a tab of its own, closed after: its last page is the browser's error page
+    try:
+        assert page.page.goto(site_address + "chapters/notation.html").ok
+        page.problems.clear()
+        with pytest.raises(Error, match="ERR_PROXY_CONNECTION_FAILED"):
+            page.page.goto(other)
+    finally:
+        page.page.close()
+        elsewhere.shutdown()
+        elsewhere.server_close()
+    assert f"requested from outside the site: {other}" in page.problems, page.problems
 
 
 TIMELINE = "chapters/3_head_roles/5_induction_heads.html"
@@ -509,11 +600,13 @@ def test_the_address_holds_the_views_state_and_restores_it(open_page, built_site
         assert again.read(0)["key"] == shown["key"] and again.read(0)["numbers"] == shown["numbers"]
         assert restored.locator(".mha-readout").inner_text() == readout
         assert restored.locator("svg.mha-map").count() == 3
+        assert not again.problems, again.problems
+        again.close()  # its tab opens the grid's address next
         # the grid is in the address too
         view.get_by_role("button", name="show every head of every layer at once").click()
         grid = open_page(PAIRS + page.address(), site=site)
         assert grid.views.first.locator(".mha-tile").count() == 72
-        assert not page.problems + again.problems + grid.problems
+        assert not page.problems + grid.problems
 
     checked(page, test)
 
@@ -737,10 +830,12 @@ def test_a_typed_sentence_runs_the_model_in_the_page_with_every_tool(open_page):
     page = open_page(TOUR)
     view = page.views.first
     model_bytes: list[int] = []
-    page.page.on("requestfinished", lambda request: model_bytes.append(request.sizes()["responseBodySize"])
-                 if MODEL_FILES in request.url else None)
+    page.on("requestfinished", lambda request: model_bytes.append(request.sizes()["responseBodySize"])
+            if MODEL_FILES in request.url else None)
 
     def test():
+        # the model's files as a first visit fetches them: another test may have left them in the tab's cache
+        page.context.new_cdp_session(page.page).send("Network.clearBrowserCache")
         assert view.locator("input[name=typed]").count() == 1
         assert not model_bytes, "the model loaded with the page"
         submit(page, view, "   ")
@@ -812,24 +907,24 @@ def test_a_typed_sentence_runs_from_disk_and_from_a_link(open_page, built_site):
     checked(linked, test_link)
 
 
-def test_a_failed_or_cancelled_load_says_why_and_keeps_the_stored_sentences(open_page):
+def test_a_failed_or_cancelled_load_says_why_and_keeps_the_stored_sentences(open_page, built_site):
     page = open_page(TOUR)
     view = page.views.first
     held = []
 
-    def tampered(route):
-        body = bytearray(route.fetch().body())
+    def tampered(route):  # the site's file with one byte flipped
+        body = bytearray((built_site / "_vendor" / "mha" / "model" / "layer-2.bin").read_bytes())
         body[len(body) // 2] ^= 0xFF
         route.fulfill(body=bytes(body), content_type="application/octet-stream")
 
     def test():
-        page.context.route("**/_vendor/mha/model/layer-2.bin", tampered)
+        page.page.route("**/_vendor/mha/model/layer-2.bin", tampered)
         submit(page, view, "A sentence for a broken model .")
         message = view.locator(".mha-message").inner_text()
         assert "layer-2" in message and "stored sentences still work" in message, message
-        page.context.unroute("**/_vendor/mha/model/layer-2.bin")
+        page.page.unroute("**/_vendor/mha/model/layer-2.bin")
         # a load held up in the network, then cancelled
-        page.context.route("**/_vendor/mha/model/layer-4.bin", lambda route: held.append(route))
+        page.page.route("**/_vendor/mha/model/layer-4.bin", lambda route: held.append(route))
         runs = int(view.get_attribute("data-typed-runs") or 0)
         view.locator("input[name=typed]").fill("A sentence never run .")
         view.locator("input[name=typed]").press("Enter")
