@@ -9,6 +9,7 @@ one, and what a reader sees: JupyterLab in Chromium, and the built site.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -207,35 +208,51 @@ def lab(tmp_path_factory):
         yield address
 
 
-def test_jupyterlab_shows_glued_numbers_and_citations_before_any_cell_runs(lab, chromium):
-    """A reader opens 1.1 in JupyterLab: the prose shows the numbers and "Author et al. [year]", never a raw role."""
+@pytest.fixture(scope="module")
+def lab_tabs(chromium):
+    """One Chromium context for this file's browser tests, so that the second opens JupyterLab from its cache."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium)
-        page = browser.new_page()
+        yield browser.new_context(viewport={"width": 1300, "height": 1000})
+        browser.close()
+
+
+# every text given is in the notebook's rendered prose, and no role is left unrendered
+SHOWS_ALL = """(texts) => {
+  const shown = Array.from(document.querySelectorAll('.jp-MarkdownCell .myst')).map(e => e.innerText).join('\\n');
+  return texts.every((text) => shown.includes(text)) && !shown.includes('glue.text(') && !shown.includes('glue.cite');
+}"""
+
+
+def test_jupyterlab_shows_glued_numbers_and_citations_before_any_cell_runs(lab, lab_tabs):
+    """A reader opens 1.1 in JupyterLab: the prose shows the numbers and "Author et al. [year]", never a raw role."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    texts = stored_results(SHOWN_IN_THE_BROWSER)
+    page = lab_tabs.new_page()
+    try:
         page.goto(f"{lab}/lab/tree/{SHOWN_IN_THE_BROWSER.name}?reset")
         page.wait_for_selector(".jp-MarkdownCell .myst:has-text('Summary')", timeout=90_000)
-        page.wait_for_timeout(1500)
+        with contextlib.suppress(PlaywrightTimeout):  # what is still missing then is named below
+            page.wait_for_function(SHOWS_ALL, arg=list(texts.values()), timeout=30_000)
         shown = page.evaluate("() => Array.from(document.querySelectorAll('.jp-MarkdownCell .myst'))"
                               ".map(e => e.innerText).join('\\n')")
         not_found = page.locator("[title='Citation Not Found']").count()
-        browser.close()
-    texts = stored_results(SHOWN_IN_THE_BROWSER)
+    finally:
+        page.close()
     missing = [f"{expression} -> {text}" for expression, text in texts.items() if text not in shown]
     assert not missing, f"JupyterLab does not show: {missing}"
     assert not_found == 0 and "glue.text(" not in shown and "glue.cite" not in shown
     assert "[Bahdanau et al., 2015, Vaswani et al., 2017]" in shown
 
 
-def test_jupyterlab_draws_the_views_with_the_websites_module_and_the_kernel_adds_a_typed_sentence(lab, chromium):
+def test_jupyterlab_draws_the_views_with_the_websites_module_and_the_kernel_adds_a_typed_sentence(lab, lab_tabs):
     """The views run in JupyterLab through anywidget with views.js itself: the map and its scale are drawn, a slider
     and the keyboard readout answer, and a sentence typed in the kernel's box joins the view's menu."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium)
-        page = browser.new_page(viewport={"width": 1300, "height": 1000})
+    page = lab_tabs.new_page()
+    try:
         problems = []
         page.on("pageerror", lambda error: problems.append(str(error)))
         page.goto(f"{lab}/lab/tree/views.ipynb?reset")  # a fresh workspace: only this notebook open
@@ -264,5 +281,6 @@ def test_jupyterlab_draws_the_views_with_the_websites_module_and_the_kernel_adds
         assert "L1H3" in second.locator(".mha-message").inner_text()
         second.locator("details.mha-details > summary").click()  # the table of numbers is written when opened
         assert "little" in second.locator("table.mha-numbers").text_content()
-        browser.close()
+    finally:
+        page.close()
     assert not problems, problems
