@@ -41,9 +41,9 @@ SHA256_LIST = "SHA256SUMS"
 MAX_JSON_DEPTH = 64
 """The deepest nesting of arrays and objects a JSON data file may have (the book's files nest at most 6 deep)."""
 
-BOOK_DATA_FILES = ("citations.json", "coreference_patching.json", "ewt_agreement.json", "ewt_dev_heads.safetensors",
-                   "litbank/litbank_coref.json", "litbank/litbank_entities.json", "litbank_coreference.json",
-                   "litbank_entities.json",
+BOOK_DATA_FILES = ("citations.json", "coreference_patching.json", "coreference_removal.json", "ewt_agreement.json",
+                   "ewt_dev_heads.safetensors", "litbank/litbank_coref.json", "litbank/litbank_entities.json",
+                   "litbank_coreference.json", "litbank_entities.json",
                    "pattern_fits.json", "pruning_spread.json", "pruning_treebank.json", "sample.conllu",
                    "ud_english_ewt/en_ewt-ud-dev.conllu")
 """The data files outside ``lab/`` that the book reads, each listed with its sha256 in ``data/SHA256SUMS``."""

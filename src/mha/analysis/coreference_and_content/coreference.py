@@ -44,6 +44,7 @@ from mha.core.validation import InputError, as_path, as_real_array, check_items
 from mha.corpora.templates import AnnotatedSentence
 from mha.data_files import DATA_DIRECTORY
 from mha.pretrained.encoder import EncoderTrace, MiniLMEncoder
+from mha.pretrained.interventions import final_states_without_each_head
 from mha.pretrained.word_maps import word_attention, word_units
 
 __all__ = [
@@ -63,6 +64,10 @@ __all__ = [
     "pair_patching",
     "COREFERENCE_PATCHING_PATH",
     "load_pair_patching",
+    "antecedent_lean",
+    "lean_change_without_each_head",
+    "COREFERENCE_REMOVAL_PATH",
+    "load_lean_change_without_each_head",
 ]
 
 
@@ -396,3 +401,60 @@ def load_pair_patching(path: str | Path = COREFERENCE_PATCHING_PATH) -> PairPatc
         raise ValueError(f"{what} {path} has {len(pair_ids)} pairs, 'difference' {difference.shape} and 'carried' "
                          f"{carried.shape}; they should be (pairs,) and (pairs, layers, heads). {how}")
     return PairPatching(pair_ids, difference, carried, left_out)
+
+
+def antecedent_lean(trace: EncoderTrace, items: Sequence[AnnotatedSentence], states=None) -> np.ndarray:
+    """Per minimal pair: cos(it, correct) - cos(it, other) of the final states, averaged over its halves: (pairs,).
+
+    :func:`candidate_similarity` of the last layer (or of ``states`` (batch, seq, d_model), a changed run of the
+    same batch), oriented by each item's answer; pairs as :func:`pair_halves` finds them (chapter 3, "Coreference,
+    honestly": does the representation of *it* lean toward its antecedent).
+    """
+    first, second = pair_halves(items)
+    answers = _answers(items)
+    rows = np.arange(len(answers))
+    similarity = candidate_similarity(trace, items, states=states)  # (items, 2)
+    preference = similarity[rows, answers] - similarity[rows, 1 - answers]  # (items,)
+    return (preference[first] + preference[second]) / 2
+
+
+def lean_change_without_each_head(encoder: MiniLMEncoder, items: Sequence[AnnotatedSentence]) -> np.ndarray:
+    """How removing each head changes the mean :func:`antecedent_lean` of ``items``: (layers, heads) (chapter 3).
+
+    The items are traced from their gold words; each head is removed in turn
+    (:func:`mha.pretrained.interventions.final_states_without_each_head`), and the entry is the mean lean without
+    it minus the full model's. ``scripts/coreference_removal.py`` stores it for the book's pairs.
+    """
+    items = tuple(items)
+    trace = encoder.trace([list(item.words) for item in items], is_split_into_words=True)
+    full = antecedent_lean(trace, items).mean()
+    change = np.zeros((encoder.config.n_layers, encoder.config.n_heads))
+    for (layer, head), states in final_states_without_each_head(encoder, trace).items():
+        change[layer, head] = antecedent_lean(trace, items, states).mean() - full
+    return change
+
+
+COREFERENCE_REMOVAL_PATH = DATA_DIRECTORY / "coreference_removal.json"
+"""Every head removed in turn from 3.3's minimal pairs, written by ``scripts/coreference_removal.py``."""
+
+
+def load_lean_change_without_each_head(path: str | Path = COREFERENCE_REMOVAL_PATH) -> np.ndarray:
+    """The stored :func:`lean_change_without_each_head` of the book's pairs, (layers, heads), checked (chapter 3).
+
+    Read from ``path`` (default: the book's file), checked against ``data/SHA256SUMS``: a missing, tampered or
+    malformed file raises ``ValueError`` with the command that regenerates it.
+    """
+    from mha.data_files import how_to_restore, parse_json, read_verified_file
+
+    path = as_path("path", path)
+    how = how_to_restore("python scripts/coreference_removal.py", path)
+    what = "the stored change of the lean of 'it' with each head removed"
+    content = parse_json(read_verified_file(path, what=what, how=how, limit=100_000), what=what, path=path, how=how)
+    try:
+        change = np.asarray(content["change"], dtype=float)
+    except (KeyError, TypeError, ValueError):
+        change = None
+    if change is None or change.ndim != 2 or not change.size or not np.isfinite(change).all():
+        raise ValueError(f"{what} {path} is malformed: it needs 'change', a (layers, heads) table of numbers. "
+                         f"{how}")
+    return change
