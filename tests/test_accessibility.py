@@ -10,6 +10,13 @@ light mode, and for colour contrast in the dark one. Then, in the light mode, th
 where it must not pan sideways, no part of a view may stick out or show text under 11 px, and axe checks again that
 whatever now scrolls is reached by keyboard. The whole page is checked, the book's own views included; a failure lists
 each problem's rule, impact, screen and elements, the views' (inside ``.mha-view``) apart from the rest.
+
+Code is the one part checked by kind rather than element by element. Its text is coloured by the syntax highlighter's
+token classes, the same few dozen on every page, in thousands of spans per page; so axe's contrast rule skips the
+text of code blocks, and instead, for each kind of code block a page shows (its background, font and text colour, in
+each colour mode) that no page before it showed, a copy of that block holding one token of every class that the
+site's stylesheets colour is put beside it and checked by the same rule. Every kind of code block on the site is so
+checked in both modes with every token colour, including those no page happens to use.
 """
 
 import asyncio
@@ -55,18 +62,78 @@ VIEW_ON_A_PHONE = """() => {
     .map((node) => `${node.tagName.toLowerCase()}.${node.className.baseVal ?? node.className}`);
   return {smallest: sizes.length ? Math.min(...sizes) : null, wide: [...new Set(wide)].slice(0, 5)};
 }"""
-# axe's verdict: each violation with its rule, impact, and the elements it names, each marked as inside a view
-AUDIT = """async (options) => {
-  const result = await axe.run(document, {...options, resultTypes: ['violations']});
-  return result.violations.map((rule) => ({
+# axe's verdict on the page (or on the elements ``include`` selects): each violation with its rule, impact, and the
+# elements it names, each marked as inside a view; and how many elements passed or failed (with resultTypes
+# ['violations'], axe lists only the first element of the others)
+AUDIT = """async ([options, include]) => {
+  const result = await axe.run(include ? {include} : document, options);
+  const violations = result.violations.map((rule) => ({
     rule: rule.id, impact: rule.impact, help: rule.help,
     nodes: rule.nodes.map((node) => ({
       target: node.target.join(' '), impact: node.impact || rule.impact,
       in_view: !!document.querySelector(node.target[0])?.closest('.mha-view'),
     })),
   }));
+  const judged = [...result.violations, ...result.passes].reduce((count, rule) => count + rule.nodes.length, 0);
+  return {violations, judged};
 }"""
+VIOLATIONS_ONLY = {"resultTypes": ["violations"]}  # on a whole page: the details of what passed are not needed
 WIDTH = "() => document.documentElement.scrollWidth"
+# axe's contrast rule leaves out the text of code blocks (div.highlight), except the token samples below
+SKIP_CODE = """() => {
+  const rule = axe._audit.rules.find((r) => r.id === 'color-contrast');
+  const matches = rule.matches.bind(rule);
+  axe.configure({rules: [{id: 'color-contrast', matches: (node, virtualNode) =>
+    !node.closest('div.highlight:not([data-mha-token-sample])') && matches(node, virtualNode)}]});
+}"""
+# What the contrast of a code block's text depends on, as one string: the first opaque background behind its text,
+# its text colour, font size and weight
+KIND_OF = """const kindOf = (block) => {
+  const pre = block.querySelector('pre');
+  let background = 'rgba(0, 0, 0, 0)';
+  for (let node = pre; node && node.nodeType === 1; node = node.parentElement) {
+    const colour = getComputedStyle(node).backgroundColor;
+    if (!/rgba\\(.*, 0\\)$|transparent/.test(colour)) { background = colour; break; }
+  }
+  const style = getComputedStyle(pre);
+  return [background, style.color, style.fontSize, style.fontWeight].join(' / ');
+};
+// the code blocks a reader sees: not those of a folded cell (a closed <details>) or of a hidden tab, for example
+const shownBlocks = () => [...document.querySelectorAll('div.highlight:not([data-mha-token-sample])')]
+  .filter((block) => block.querySelector('pre')?.checkVisibility({visibilityProperty: true, opacityProperty: true})
+    && !block.closest('details:not([open])'));"""
+# Each kind of code block the page shows, with how many blocks of that kind
+CODE_KINDS = """() => { %s
+  const kinds = {};
+  for (const block of shownBlocks()) kinds[kindOf(block)] = (kinds[kindOf(block)] || 0) + 1;
+  return kinds;
+}""" % KIND_OF
+# Beside the first code block of a kind, a copy of it (marked data-mha-token-sample) holding plain code text and one
+# token of each class that the site's stylesheets colour inside a code block; returns the number of classes
+TOKEN_SAMPLE = """(kind) => { %s
+  const classes = new Set();
+  const walk = (rules) => { for (const rule of rules) {
+    for (const found of (rule.selectorText || '').matchAll(/\\.highlight\\s+(?:[a-z]+)?\\.([A-Za-z][\\w-]*)/g)) {
+      classes.add(found[1]);
+    }
+    if (rule.cssRules) walk(rule.cssRules);
+  } };
+  for (const sheet of document.styleSheets) { try { walk(sheet.cssRules); } catch (error) {} }
+  const block = shownBlocks().find((shown) => kindOf(shown) === kind);
+  const sample = block.cloneNode(true);
+  sample.dataset.mhaTokenSample = '';
+  sample.querySelectorAll('button').forEach((button) => button.remove());
+  sample.querySelector('pre').replaceChildren('plain code text\\n', ...[...classes].sort().flatMap((name) => {
+    const token = document.createElement('span');
+    token.className = name;
+    token.textContent = `token ${name}`;
+    return [token, '\\n'];
+  }));
+  block.after(sample);
+  return classes.size;
+}""" % KIND_OF
+CONTRAST_ONLY = {"runOnly": {"type": "rule", "values": ["color-contrast"]}}
+SAMPLES = [["[data-mha-token-sample]"]]  # axe's context: only the token samples
 
 
 @dataclass
@@ -78,6 +145,9 @@ class Audit:
     phone_width: int = 0
     views_on_a_phone: dict = field(default_factory=dict)  # VIEW_ON_A_PHONE's answer
     problems: list[str] = field(default_factory=list)  # the page did not load, or not in its colour mode
+    code_kinds: dict[str, int] = field(default_factory=dict)  # CODE_KINDS' answer
+    # kind of code block sampled here -> the number of token classes its sample held (0: axe did not judge them)
+    token_classes: dict[str, int] = field(default_factory=dict)
 
 
 async def settled(page) -> None:
@@ -90,9 +160,10 @@ async def settled(page) -> None:
         pass
 
 
-async def audit(context, url: str, axe: str) -> dict[str, Audit]:
+async def audit(context, url: str, axe: str, sampled: dict[str, set[str]]) -> dict[str, Audit]:
     """Open url once, in the light mode: run axe's LAPTOP_RULES for it at a laptop's size, then switch the page to the
-    dark mode as the theme's own button does (``data-theme`` on ``<html>``) and run the dark mode's; then, on a
+    dark mode as the theme's own button does (``data-theme`` on ``<html>``) and run the dark mode's; in each mode,
+    check the token colours of each kind of code block not yet ``sampled`` in that mode (TOKEN_SAMPLE). Then, on a
     phone, measure the page and its views and run the PHONE_RULES there. One Audit per colour mode."""
     from playwright.async_api import Error as PlaywrightError
 
@@ -106,6 +177,7 @@ async def audit(context, url: str, axe: str) -> dict[str, Audit]:
         await page.wait_for_function(DRAWN, timeout=15 * SECONDS)
         await settled(page)
         await page.add_script_tag(content=axe)
+        await page.evaluate(SKIP_CODE)
         # colours are measured as they end, not halfway through the theme's transition between the modes
         await page.add_style_tag(content="*, *::before, *::after { transition: none !important; }")
         for mode in MODES:
@@ -115,14 +187,24 @@ async def audit(context, url: str, axe: str) -> dict[str, Audit]:
             shown = await page.evaluate("() => document.documentElement.dataset.theme")
             if shown != mode:
                 seen[mode].problems.append(f"the page shows the {shown!r} colour mode, not {mode!r}")
-            seen[mode].violations["laptop"] = await page.evaluate(AUDIT, LAPTOP_RULES[mode])
+            found = await page.evaluate(AUDIT, [LAPTOP_RULES[mode] | VIOLATIONS_ONLY, None])
+            seen[mode].violations["laptop"] = found["violations"]
+            seen[mode].code_kinds = await page.evaluate(CODE_KINDS)
+            for kind in [kind for kind in seen[mode].code_kinds if kind not in sampled[mode]]:
+                sampled[mode].add(kind)
+                classes = await page.evaluate(TOKEN_SAMPLE, kind)
+                found = await page.evaluate(AUDIT, [CONTRAST_ONLY, SAMPLES])
+                await page.evaluate("() => document.querySelector('[data-mha-token-sample]').remove()")
+                seen[mode].violations[f"code tokens on {kind}"] = found["violations"]
+                # each token and the plain text judged, or the sample was hidden from axe
+                seen[mode].token_classes[kind] = classes if found["judged"] > classes else 0
         await page.evaluate("(mode) => { document.documentElement.dataset.theme = mode; }", PHONE_MODE)
         phone = seen[PHONE_MODE]
         await page.set_viewport_size(PHONE)
         await settled(page)
         phone.phone_width = await page.evaluate(WIDTH)
         phone.views_on_a_phone = await page.evaluate(VIEW_ON_A_PHONE)
-        phone.violations["phone"] = await page.evaluate(AUDIT, PHONE_RULES)
+        phone.violations["phone"] = (await page.evaluate(AUDIT, [PHONE_RULES | VIOLATIONS_ONLY, None]))["violations"]
     except PlaywrightError as error:
         for mode in MODES:
             seen[mode].problems.append(f"the page did not load, or its views were not drawn: {error}")
@@ -143,9 +225,11 @@ async def audit_all(chromium: str, site: str) -> dict[tuple[str, str], Audit]:
         await context.add_init_script("try { localStorage.setItem('mode', 'light'); } catch (e) {}")
         slots = asyncio.Semaphore(AT_ONCE)
 
+        sampled = {mode: set() for mode in MODES}  # the kinds of code block whose token colours were checked
+
         async def one(path):
             async with slots:
-                return await audit(context, site + path, axe)
+                return await audit(context, site + path, axe, sampled)
 
         found = await asyncio.gather(*(one(path) for path in PAGES))
         await browser.close()
@@ -180,6 +264,23 @@ def test_page_has_no_serious_accessibility_problem(audits, path, mode):
         f"{path} ({mode}) was not checked at every size"
     problems = serious(seen)
     assert not problems, f"axe-core on {path} in the {mode} mode:\n" + "\n".join(problems)
+
+
+TOKEN_CLASSES_AT_LEAST = 40  # the highlighter's stylesheet colours about 70 token classes; a sample with far fewer
+# means the stylesheet was not read
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_every_kind_of_code_block_has_every_token_colour_checked(audits, mode):
+    """Every kind of code block the site shows (background, text colour and font) had a sample of every token class
+    its stylesheets colour checked for contrast in this colour mode (the page tests above find no problem in it)."""
+    shown = {kind for path in PAGES for kind in audits[path, mode].code_kinds}
+    checked = {kind: classes for path in PAGES for kind, classes in audits[path, mode].token_classes.items()}
+    assert shown, f"no page shows a code block in the {mode} mode, so the code's colours were never checked"
+    assert shown <= set(checked), \
+        f"kinds of code block shown but not sampled in the {mode} mode: {shown - set(checked)}"
+    assert min(checked.values()) >= TOKEN_CLASSES_AT_LEAST, \
+        f"a token sample held fewer than {TOKEN_CLASSES_AT_LEAST} classes, or axe did not judge them: {checked}"
 
 
 @pytest.mark.parametrize("path", PAGES)
