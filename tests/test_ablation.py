@@ -112,3 +112,45 @@ def test_stored_pruning_spread_is_what_its_script_describes():
             assert len(curve) == len(counts) and curve[0] == pytest.approx(1.0)
         # with every head removed both orders prune the same model
         assert split["ranking_kept"]["gradient"][-1] == split["ranking_kept"]["random"][-1]
+
+
+def test_stored_single_removals_match_heads_removed_from_scratch_and_refuse_a_bad_file(tmp_path):
+    from scipy.stats import spearmanr
+
+    from mha.analysis.caveats.ablation import REMOVAL_MEASURES, load_single_removals
+    from mha.corpora.paraphrases import (
+        contrastive_loss,
+        distractor_accuracy,
+        pair_set,
+        similarity_scores,
+        split_triples,
+        unrelated_accuracy,
+    )
+
+    stored = load_single_removals()  # part -> measure -> (72,)
+    assert set(stored) == {"all", "selection", "held_out"}
+    encoder = MiniLMEncoder.load()
+    pairs = pair_set()
+    selection, _ = split_triples(seed=0)
+
+    def vectors(head_mask=None):  # the whole model rerun with the mask, pooled as the model does
+        trace = encoder.trace(pairs.sentences, head_mask=head_mask)
+        return sentence_embeddings(trace.hidden_states[-1], trace.real_tokens).numpy()  # (72, 384)
+
+    full = vectors()
+    largest = int(np.argmax(stored["all"]["vector change (1 - cos)"]))
+    for flat in sorted({largest, 0, 40}):
+        removed = vectors(encoder.head_mask([divmod(flat, 12)]))
+        for part, rows in (("all", np.arange(len(full))), ("selection", pairs.rows_of(selection))):
+            similarity, reference = similarity_scores(removed[rows]), similarity_scores(full[rows])
+            expected = {"vector change (1 - cos)": 1 - (removed[rows] * full[rows]).sum(-1).mean(),
+                        "similarity ranking kept": spearmanr(similarity.ravel(), reference.ravel())[0],
+                        "paraphrase vs unrelated": unrelated_accuracy(similarity),
+                        "paraphrase vs distractor": distractor_accuracy(similarity),
+                        "loss change": float(contrastive_loss(similarity)) - float(contrastive_loss(reference))}
+            for name in REMOVAL_MEASURES:
+                assert stored[part][name][flat] == pytest.approx(float(expected[name]), abs=2e-5), (flat, part, name)
+    malformed = tmp_path / "removals.json"  # in a folder without a list of sha256s: read, then checked
+    malformed.write_text('{"parts": {"all": {"loss change": [1.0]}}}')
+    with pytest.raises(ValueError, match="(?s)need 'parts', with 'all'.*single_removals.py"):
+        load_single_removals(malformed)

@@ -43,6 +43,28 @@ def test_a_tampered_copy_of_a_book_file_is_refused_and_an_intact_one_read(tmp_pa
         load_pattern_fits(tmp_path / "pattern_fits.json")
 
 
+@pytest.mark.parametrize(("module", "loader", "name", "script"), [
+    ("mha.analysis.coreference_and_content.coreference", "load_lean_change_without_each_head",
+     "coreference_removal.json", "scripts/coreference_removal.py"),
+    ("mha.analysis.caveats.ablation", "load_single_removals", "single_removals.json", "scripts/single_removals.py"),
+])
+def test_a_stored_measurement_is_read_only_intact_and_its_error_names_its_script(tmp_path, module, loader, name,
+                                                                                 script):
+    import importlib
+
+    load = getattr(importlib.import_module(module), loader)
+    shutil.copy(DATA_DIRECTORY / name, tmp_path / name)
+    (tmp_path / SHA256_LIST).write_text(next(line for line in (DATA_DIRECTORY / SHA256_LIST).read_text().splitlines()
+                                             if line.endswith(f"  {name}")) + "\n")
+    load(tmp_path / name)  # the intact copy is read
+    with open(tmp_path / name, "ab") as handle:
+        handle.write(b" ")  # one byte more: still valid JSON, and still refused
+    with pytest.raises(ValueError, match=f"(?s)tampered with or out of date.*{script}"):
+        load(tmp_path / name)
+    with pytest.raises(ValueError, match=f"(?s)is missing.*{script}"):
+        load(tmp_path / "absent.json")
+
+
 GOOD_TREE = "1\tDogs\tdog\tNOUN\t_\t_\t2\tnsubj\t_\t_\n2\tbark\tbark\tVERB\t_\t_\t0\troot\t_\t_\n"
 
 

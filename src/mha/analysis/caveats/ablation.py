@@ -17,6 +17,8 @@ is the analysis on top:
   :func:`keep_one_head_masks`, :func:`pruning_masks`);
 * estimates every head's importance from one backward pass, as Michel et
   al. do (:func:`head_mask_gradients`, :func:`michel_importance`);
+* removes each head on its own from the paraphrase triples (:func:`single_removal_effects`;
+  ``scripts/single_removals.py`` stores them, :func:`load_single_removals` reads them);
 * reads a pruning curve (:func:`heads_removable`), at several thresholds and over
   several selection/held-out splits (:func:`removable_at_thresholds`,
   :func:`held_out_pruning_curve`; ``scripts/pruning_spread.py`` stores them,
@@ -37,16 +39,24 @@ import torch
 from torch import Tensor
 
 from mha.core.validation import as_path, as_real_array, check_items, check_size, check_whole_number
+from mha.corpora.paraphrases import (
+    PairSet,
+    contrastive_loss,
+    distractor_accuracy,
+    similarity_rank_correlation,
+    similarity_scores,
+    unrelated_accuracy,
+)
 from mha.data_files import DATA_DIRECTORY
 from mha.pretrained.encoder import HeadMask, MiniLMEncoder, check_encoder
-from mha.pretrained.interventions import as_head_masks
+from mha.pretrained.interventions import as_head_masks, embeddings_under_masks
 from mha.pretrained.sentence_embedding import sentence_embeddings
 from mha.pretrained.tokenizer import TokenizedBatch
 
-__all__ = ["PRUNING_SPREAD_PATH", "column_means", "head_mask_gradients", "heads_removable", "held_out_pruning_curve",
-           "keep_one_head_masks", "load_pruning_spread", "michel_importance", "pruning_masks",
-           "removable_at_thresholds",
-           "single_head_masks"]
+__all__ = ["PRUNING_SPREAD_PATH", "REMOVAL_MEASURES", "SINGLE_REMOVALS_PATH", "column_means", "head_mask_gradients",
+           "heads_removable", "held_out_pruning_curve", "keep_one_head_masks", "load_pruning_spread",
+           "load_single_removals", "michel_importance", "pruning_masks", "removable_at_thresholds", "removal_effects",
+           "single_head_masks", "single_removal_effects"]
 
 
 def single_head_masks(n_layers: int, n_heads: int) -> np.ndarray:
@@ -282,3 +292,71 @@ def column_means(attention: npt.ArrayLike) -> np.ndarray:
     if attention.ndim < 2:
         raise ValueError(f"attention has shape {attention.shape}; give (..., seq_q, seq_k), e.g. one head's map.")
     return attention.mean(axis=-2)  # (..., seq_k)
+
+
+REMOVAL_MEASURES = ("vector change (1 - cos)", "similarity ranking kept", "paraphrase vs unrelated",
+                    "paraphrase vs distractor", "loss change")
+"""What :func:`removal_effects` measures of each changed model, against the full one (chapter 4)."""
+
+
+def removal_effects(vectors: npt.ArrayLike, full: npt.ArrayLike, rows: Sequence[int] | None = None) -> dict:
+    """Each of :data:`REMOVAL_MEASURES` for changed models' sentence vectors: name -> (configs,) (chapter 4).
+
+    ``vectors`` (configs, sentences, d_model) and ``full`` (sentences, d_model) are unit-length vectors of a
+    :class:`~mha.corpora.paraphrases.PairSet`'s sentences; ``rows`` (``pairs.rows_of(positions)``) keeps some of its
+    triples. The loss change is the contrastive loss of the changed model minus the full model's.
+    """
+    vectors, full = np.asarray(vectors), np.asarray(full)
+    if rows is not None:
+        vectors, full = vectors[:, rows], full[rows]
+    similarity = similarity_scores(vectors)  # (configs, n, 2n)
+    reference = similarity_scores(full)  # (n, 2n)
+    return {"vector change (1 - cos)": 1 - (vectors * full).sum(-1).mean(-1),
+            "similarity ranking kept": similarity_rank_correlation(similarity, reference),
+            "paraphrase vs unrelated": unrelated_accuracy(similarity),
+            "paraphrase vs distractor": distractor_accuracy(similarity),
+            "loss change": np.asarray(contrastive_loss(similarity)) - float(contrastive_loss(reference))}
+
+
+def single_removal_effects(encoder: MiniLMEncoder, pairs: PairSet, halves: dict[str, Sequence[int]]) -> dict:
+    """Every head removed on its own from ``pairs``' sentences: part -> :func:`removal_effects`, each (heads,).
+
+    Parts: ``"all"`` the triples, and each of ``halves`` (name -> positions of triples in ``pairs``), measured on
+    those triples alone. Heads in flat order ``layer * n_heads + head`` (chapter 4, "Redundancy and pruning").
+    """
+    trace = encoder.trace(pairs.sentences)
+    full = sentence_embeddings(trace.hidden_states[-1], trace.real_tokens).numpy()  # (sentences, d_model)
+    masks = single_head_masks(encoder.config.n_layers, encoder.config.n_heads)
+    single = embeddings_under_masks(encoder, trace, masks, max_sequences=256)  # (heads, sentences, d_model)
+    parts = {"all": None} | {name: pairs.rows_of(positions) for name, positions in halves.items()}
+    return {part: removal_effects(single, full, rows) for part, rows in parts.items()}
+
+
+SINGLE_REMOVALS_PATH = DATA_DIRECTORY / "single_removals.json"
+"""Every head removed on its own from the paraphrase triples, written by ``scripts/single_removals.py`` (chapter 4)."""
+
+
+def load_single_removals(path: str | Path = SINGLE_REMOVALS_PATH) -> dict:
+    """The stored :func:`single_removal_effects` of ``scripts/single_removals.py``: part -> measure -> (heads,).
+
+    Read from ``path`` (default: the book's file), checked against ``data/SHA256SUMS`` and its shape checked: a
+    missing, tampered or malformed file raises ``ValueError`` with the command that regenerates it (chapter 4).
+    """
+    from mha.data_files import how_to_restore, parse_json, read_verified_file
+
+    path = as_path("path", path)
+    how = how_to_restore("python scripts/single_removals.py", path)
+    what = "the stored single-head removals"
+    content = parse_json(read_verified_file(path, what=what, how=how, limit=1_000_000), what=what, path=path, how=how)
+    parts = content.get("parts") if isinstance(content, dict) else None
+    try:
+        effects = {part: {name: np.asarray(measures[name], dtype=float) for name in REMOVAL_MEASURES}
+                   for part, measures in parts.items()}
+    except (AttributeError, KeyError, TypeError, ValueError):
+        effects = None
+    if not effects or "all" not in effects or any(
+            values.ndim != 1 or values.shape != effects["all"][REMOVAL_MEASURES[0]].shape
+            or not np.isfinite(values).all() for measures in effects.values() for values in measures.values()):
+        raise ValueError(f"{what} {path} are malformed: they need 'parts', with 'all', each part giving "
+                         f"{', '.join(REMOVAL_MEASURES)} as lists of one number per head. {how}")
+    return effects
