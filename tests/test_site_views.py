@@ -103,9 +103,8 @@ class Page:
         self.problems: list[str] = []
         self.dialogs: list[str] = []
         self.added: list[tuple[str, object]] = []
-        # the site has no icon, and Chromium asks a served site for /favicon.ico anyway: that 404 is not a page's
         self.page.on("console", lambda message: self.problems.append(f"console error: {message.text}")
-                     if message.type == "error" and message.location.get("url") != site + "favicon.ico" else None)
+                     if message.type == "error" else None)
         self.page.on("pageerror", lambda error: self.problems.append(f"page error: {error}"))
         self.page.on("request", lambda request: None if request.url.startswith((site, "data:", "blob:"))
                      else self.problems.append(f"requested from outside the site: {request.url}"))
