@@ -13,6 +13,14 @@ from mha.analysis.caveats.ablation import (
     pruning_masks,
     single_head_masks,
 )
+from mha.corpora.paraphrases import (
+    contrastive_loss,
+    distractor_accuracy,
+    pair_set,
+    similarity_scores,
+    split_triples,
+    unrelated_accuracy,
+)
 from mha.pretrained.encoder import MiniLMEncoder
 from mha.pretrained.sentence_embedding import sentence_embeddings
 
@@ -118,14 +126,6 @@ def test_stored_single_removals_match_heads_removed_from_scratch_and_refuse_a_ba
     from scipy.stats import spearmanr
 
     from mha.analysis.caveats.ablation import REMOVAL_MEASURES, load_single_removals
-    from mha.corpora.paraphrases import (
-        contrastive_loss,
-        distractor_accuracy,
-        pair_set,
-        similarity_scores,
-        split_triples,
-        unrelated_accuracy,
-    )
 
     stored = load_single_removals()  # part -> measure -> (72,)
     assert set(stored) == {"all", "selection", "held_out"}
@@ -154,3 +154,47 @@ def test_stored_single_removals_match_heads_removed_from_scratch_and_refuse_a_ba
     malformed.write_text('{"parts": {"all": {"loss change": [1.0]}}}')
     with pytest.raises(ValueError, match="(?s)need 'parts', with 'all'.*single_removals.py"):
         load_single_removals(malformed)
+
+
+def test_stored_triples_pruning_matches_a_pruned_model_run_from_scratch(tmp_path):
+    from scipy.stats import spearmanr
+
+    from mha.analysis.caveats.ablation import load_single_removals, load_triples_pruning
+
+    stored = load_triples_pruning()
+    encoder = MiniLMEncoder.load()
+    selection, held_out = split_triples(seed=0)
+    # the orders: chosen on the selection half only
+    gradients = head_mask_gradients(encoder, encoder.tokenize(pair_set(selection).sentences),
+                                    lambda vectors: contrastive_loss(similarity_scores(vectors)))
+    np.testing.assert_allclose(stored["importance"], michel_importance(gradients), atol=1e-5)
+    single = load_single_removals()["selection"]
+    orders = stored["orders"]
+    assert orders["gradient importance (Michel et al.)"].tolist() == np.argsort(stored["importance"].ravel(),
+                                                                                kind="stable").tolist()
+    assert orders["single removal: loss change"].tolist() == np.argsort(-single["loss change"], kind="stable").tolist()
+    assert orders["random (seed 1)"].tolist() == np.random.default_rng(1).permutation(72).tolist()
+    # two points of two curves: the whole model rerun on the held-out sentences with those heads removed
+    held = pair_set(held_out)
+
+    def vectors(head_mask=None):
+        trace = encoder.trace(held.sentences, head_mask=head_mask)
+        return sentence_embeddings(trace.hidden_states[-1], trace.real_tokens).numpy()  # (36, 384)
+
+    full = vectors()
+    reference = similarity_scores(full)
+    for name, point in (("gradient importance (Michel et al.)", 3), ("random (seed 1)", 5)):
+        mask = np.ones(72, dtype=np.float32)
+        mask[orders[name][:stored["counts"][point]]] = 0
+        pruned = vectors(torch.from_numpy(mask.reshape(6, 12)))
+        similarity = similarity_scores(pruned)
+        expected = {"vector change (1 - cos)": 1 - (pruned * full).sum(-1).mean(),
+                    "similarity ranking kept": spearmanr(similarity.ravel(), reference.ravel())[0],
+                    "paraphrase vs unrelated": unrelated_accuracy(similarity),
+                    "paraphrase vs distractor": distractor_accuracy(similarity)}
+        for measure, value in expected.items():
+            assert stored["curves"][name][measure][point] == pytest.approx(float(value), abs=2e-5), (name, measure)
+    malformed = tmp_path / "pruning.json"  # in a folder without a list of sha256s: read, then checked
+    malformed.write_text('{"importance": [[1.0]], "counts": [0, 8], "orders": {"a": [0]}, "curves": {"a": {"x": [1]}}}')
+    with pytest.raises(ValueError, match="(?s)each curve one value per count.*triples_pruning.py"):
+        load_triples_pruning(malformed)

@@ -47,6 +47,7 @@ def test_a_tampered_copy_of_a_book_file_is_refused_and_an_intact_one_read(tmp_pa
     ("mha.analysis.coreference_and_content.coreference", "load_lean_change_without_each_head",
      "coreference_removal.json", "scripts/coreference_removal.py"),
     ("mha.analysis.caveats.ablation", "load_single_removals", "single_removals.json", "scripts/single_removals.py"),
+    ("mha.analysis.caveats.ablation", "load_triples_pruning", "triples_pruning.json", "scripts/triples_pruning.py"),
 ])
 def test_a_stored_measurement_is_read_only_intact_and_its_error_names_its_script(tmp_path, module, loader, name,
                                                                                  script):

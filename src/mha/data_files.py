@@ -45,7 +45,7 @@ BOOK_DATA_FILES = ("citations.json", "coreference_patching.json", "coreference_r
                    "ewt_dev_heads.safetensors", "litbank/litbank_coref.json", "litbank/litbank_entities.json",
                    "litbank_coreference.json", "litbank_entities.json",
                    "pattern_fits.json", "pruning_spread.json", "pruning_treebank.json", "sample.conllu",
-                   "single_removals.json",
+                   "single_removals.json", "triples_pruning.json",
                    "ud_english_ewt/en_ewt-ud-dev.conllu")
 """The data files outside ``lab/`` that the book reads, each listed with its sha256 in ``data/SHA256SUMS``."""
 

@@ -19,6 +19,8 @@ is the analysis on top:
   al. do (:func:`head_mask_gradients`, :func:`michel_importance`);
 * removes each head on its own from the paraphrase triples (:func:`single_removal_effects`;
   ``scripts/single_removals.py`` stores them, :func:`load_single_removals` reads them);
+* prunes heads in several orders and scores each pruned model on held-out triples (:func:`pruning_curves`;
+  ``scripts/triples_pruning.py`` stores them, :func:`load_triples_pruning` reads them);
 * reads a pruning curve (:func:`heads_removable`), at several thresholds and over
   several selection/held-out splits (:func:`removable_at_thresholds`,
   :func:`held_out_pruning_curve`; ``scripts/pruning_spread.py`` stores them,
@@ -43,6 +45,7 @@ from mha.corpora.paraphrases import (
     PairSet,
     contrastive_loss,
     distractor_accuracy,
+    pair_set,
     similarity_rank_correlation,
     similarity_scores,
     unrelated_accuracy,
@@ -56,7 +59,8 @@ from mha.pretrained.tokenizer import TokenizedBatch
 __all__ = ["PRUNING_SPREAD_PATH", "REMOVAL_MEASURES", "SINGLE_REMOVALS_PATH", "column_means", "head_mask_gradients",
            "heads_removable", "held_out_pruning_curve", "keep_one_head_masks", "load_pruning_spread",
            "load_single_removals", "michel_importance", "pruning_masks", "removable_at_thresholds", "removal_effects",
-           "single_head_masks", "single_removal_effects"]
+           "single_head_masks", "single_removal_effects", "TRIPLES_PRUNING_PATH", "load_triples_pruning",
+           "pruning_curves"]
 
 
 def single_head_masks(n_layers: int, n_heads: int) -> np.ndarray:
@@ -360,3 +364,61 @@ def load_single_removals(path: str | Path = SINGLE_REMOVALS_PATH) -> dict:
         raise ValueError(f"{what} {path} are malformed: they need 'parts', with 'all', each part giving "
                          f"{', '.join(REMOVAL_MEASURES)} as lists of one number per head. {how}")
     return effects
+
+
+def pruning_curves(encoder: MiniLMEncoder, held_out: Sequence[int], orders: dict[str, Sequence[int]],
+                   counts: Sequence[int]) -> dict[str, dict[str, np.ndarray]]:
+    """Heads pruned in each of ``orders``, scored on the ``held_out`` triples: order -> measure -> (points,).
+
+    ``orders`` maps a name to flat head indices (``layer * n_heads + head``, pruned first first); ``counts`` are the
+    numbers of heads removed, from 0 (the full model) to all of them. Every measure of :data:`REMOVAL_MEASURES`
+    except the loss, against the full model on the same triples (chapter 4, "Redundancy and pruning").
+    """
+    counts = [int(k) for k in counts]
+    n_layers, n_heads = encoder.config.n_layers, encoder.config.n_heads
+    if len(counts) < 3 or counts[0] != 0 or counts[-1] != n_layers * n_heads:
+        raise ValueError(f"counts must run from 0 to all {n_layers * n_heads} heads removed, got {counts}.")
+    judged_on = pair_set(held_out)
+    trace = encoder.trace(judged_on.sentences)
+    full = sentence_embeddings(trace.hidden_states[-1], trace.real_tokens).numpy()  # (3n, d_model)
+    # the counts between the two ends, order by order, then every head removed once: the same model in every order
+    masks = np.concatenate([pruning_masks(order, counts[1:-1], n_layers, n_heads) for order in orders.values()]
+                           + [np.zeros((1, n_layers, n_heads), dtype=np.float32)])
+    scores = removal_effects(embeddings_under_masks(encoder, trace, masks, max_sequences=256), full)
+    start = removal_effects(full[None], full)
+    inner = len(counts) - 2
+    return {name: {measure: np.concatenate([start[measure], values[k * inner:(k + 1) * inner], values[-1:]])
+                   for measure, values in scores.items() if measure != "loss change"}
+            for k, name in enumerate(orders)}
+
+
+TRIPLES_PRUNING_PATH = DATA_DIRECTORY / "triples_pruning.json"
+"""Pruning curves on the held-out triples, written by ``scripts/triples_pruning.py`` (chapter 4)."""
+
+
+def load_triples_pruning(path: str | Path = TRIPLES_PRUNING_PATH) -> dict:
+    """The stored pruning of ``scripts/triples_pruning.py``: ``importance`` (layers, heads), ``counts``, ``orders``
+    (name -> flat heads) and ``curves`` (name -> measure -> (points,)), checked (chapter 4).
+
+    Read from ``path`` (default: the book's file), checked against ``data/SHA256SUMS`` and its shape checked: a
+    missing, tampered or malformed file raises ``ValueError`` with the command that regenerates it.
+    """
+    from mha.data_files import how_to_restore, parse_json, read_verified_file
+
+    path = as_path("path", path)
+    how = how_to_restore("python scripts/triples_pruning.py", path)
+    what = "the stored pruning curves on the held-out triples"
+    content = parse_json(read_verified_file(path, what=what, how=how, limit=1_000_000), what=what, path=path, how=how)
+    try:
+        counts = [int(k) for k in content["counts"]]
+        result = {"importance": np.asarray(content["importance"], dtype=float), "counts": counts,
+                  "orders": {name: np.asarray(order, dtype=int) for name, order in content["orders"].items()},
+                  "curves": {name: {measure: np.asarray(values, dtype=float) for measure, values in curve.items()}
+                             for name, curve in content["curves"].items()}}
+    except (AttributeError, KeyError, TypeError, ValueError):
+        result = None
+    if result is None or result["importance"].ndim != 2 or set(result["orders"]) != set(result["curves"]) or any(
+            values.shape != (len(counts),) for curve in result["curves"].values() for values in curve.values()):
+        raise ValueError(f"{what} {path} are malformed: they need 'importance' (layers, heads), 'counts', and "
+                         f"'orders' and 'curves' with the same names, each curve one value per count. {how}")
+    return result
