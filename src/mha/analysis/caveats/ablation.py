@@ -40,7 +40,15 @@ import numpy.typing as npt
 import torch
 from torch import Tensor
 
-from mha.core.validation import as_path, as_real_array, check_items, check_size, check_whole_number
+from mha.core.validation import (
+    as_path,
+    as_real_array,
+    check_items,
+    check_rank,
+    check_same_shape,
+    check_size,
+    check_whole_number,
+)
 from mha.corpora.paraphrases import (
     PairSet,
     contrastive_loss,
@@ -310,7 +318,13 @@ def removal_effects(vectors: npt.ArrayLike, full: npt.ArrayLike, rows: Sequence[
     :class:`~mha.corpora.paraphrases.PairSet`'s sentences; ``rows`` (``pairs.rows_of(positions)``) keeps some of its
     triples. The loss change is the contrastive loss of the changed model minus the full model's.
     """
-    vectors, full = np.asarray(vectors), np.asarray(full)
+    vectors_shape = as_real_array("vectors", vectors, meaning="(configs, sentences, d_model)").shape
+    full_shape = as_real_array("full", full, meaning="(sentences, d_model)").shape
+    check_rank("vectors", vectors_shape, (3,), "(configs, sentences, d_model)")
+    check_rank("full", full_shape, (2,), "(sentences, d_model)")
+    check_same_shape("each of vectors' configs", vectors_shape[1:], "full", full_shape,
+                     "both hold the vectors of the same sentences")
+    vectors, full = np.asarray(vectors), np.asarray(full)  # in their own precision: the stored results are float32's
     if rows is not None:
         vectors, full = vectors[:, rows], full[rows]
     similarity = similarity_scores(vectors)  # (configs, n, 2n)
