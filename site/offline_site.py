@@ -20,11 +20,11 @@ A Sphinx extension, connected in _config.yml (``sphinx: local_extensions``). It:
    with a ``<script>`` tag, then d3 and jQuery through ``require.config``) to the vendored copies, relative to
    the page. A CDN address this table does not know fails the build with a warning that names it;
 5. writes each inline script once (see ``one_copy_of_each_inline_script``);
-6. mends what axe-core (``tests/test_accessibility.py``) finds wrong in the markup of the theme and of the tools
-   the book is built with (see ``accessible_markup`` and ``label_toctree_toggles``): each displayed formula is a
-   tab stop, since it scrolls sideways when wider than the page; bertviz's views scroll in a labelled region a
-   keyboard reaches, and their menus are labelled; ``site/theme.css`` (on every page) lets inline code break on a
-   phone and darkens links on the exercises' tinted background.
+6. mends what axe-core (``tests/test_site.py``, ``tests/page_audit.py``) finds wrong in the markup of the theme
+   and of the tools the book is built with (see ``accessible_markup`` and ``label_toctree_toggles``): each
+   displayed formula is a tab stop, since it scrolls sideways when wider than the page; bertviz's views scroll in
+   a labelled region a keyboard reaches, and their menus are labelled; ``site/theme.css`` (on every page) lets
+   inline code break on a phone and darkens links on the exercises' tinted background.
 
 ``scripts/page_weights.py`` prints what each page weighs in Chromium; ``tests/test_site.py`` keeps every
 page within the budget.

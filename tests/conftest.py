@@ -85,14 +85,14 @@ def pytest_sessionstart(session):
 
 
 # The longest files, in the order the workers start them (longest first, so that none is left to run alone at the
-# end): six notebooks while the site builds, then the site's three longest checks. pytest-xdist hands out files in
+# end): six notebooks while the site builds, then the site's two longest checks. pytest-xdist hands out files in
 # the order they are collected (pyproject.toml turns off its own reordering by test count); a name missing here only
 # loses its place.
 LONGEST_FIRST = (
     "chapters/3_head_roles/1_tour_of_heads.ipynb", "chapters/4_caveats/2_redundancy_and_pruning.ipynb",
     "chapters/3_head_roles/3_coreference.ipynb", "chapters/3_head_roles/2_syntax.ipynb",
     "chapters/4_caveats/1_attention_is_not_explanation.ipynb", "chapters/4_caveats/4_limits_of_probing.ipynb",
-    "tests/test_accessibility.py", "tests/test_site_views.py", "tests/test_site.py",
+    "tests/test_site.py", "tests/test_site_views.py",
 )
 
 

@@ -1,12 +1,15 @@
-"""The website in a real browser: every page loads files from the site itself and nothing from outside,
-throws no error, and shows every formula typeset, whether served over http or opened straight from disk.
+"""The website in a real browser, page by page as a reader meets it: every page loads files from the site itself and
+nothing from outside, throws no error, shows every formula typeset, carries a policy that stops an injected script,
+weighs at most 3 MB, and has no serious accessibility problem on a laptop or a phone, in either colour mode; two pages
+are opened straight from disk too.
 
 Headless Chromium (Debian's ``chromium``, driven by Playwright) opens each page of the site that ``built_site``
 (conftest.py) builds, served on 127.0.0.1; a request to any other host is recorded and aborted, so a page that
 still needs a CDN fails here as it would for an offline reader. Each page opens as on a first visit (nothing
-stored, nothing cached). The pages load a few at a time, once, in the ``visits`` fixture; one test per page then
-reads what its page did. A page with a problem leaves a screenshot in pytest's temporary folder, and its test
-names the file.
+stored, nothing cached), once, in the ``visits`` fixture, a few at a time: what it loaded and did is read, then
+axe-core checks it (tests/page_audit.py says how), then a script is injected; one test per page and check then reads
+what its page did. A page with a problem leaves a screenshot in pytest's temporary folder, and its test names the
+file.
 """
 
 import asyncio
@@ -18,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from conftest import CHROMIUM_ARGS, QuietHandler, QuietServer, load_script, offline_context, toc_pages
+from page_audit import AXE, LAPTOP, MODES, PHONE, PHONE_MODE, Audit, audit, serious
 
 WEIGHTS = load_script("page_weights")  # how a page's weight is counted, and the budget
 SECONDS = 1000  # Playwright counts milliseconds
@@ -74,7 +78,7 @@ class Visit:
     formulas: int = 0
     policy: str | None = None
     injected_ran: bool | None = None
-
+    audits: dict[str, Audit] = field(default_factory=dict)  # colour mode -> what axe found (served pages only)
 
 
 def some(problems, shown: int = 8) -> list[str]:
@@ -83,8 +87,10 @@ def some(problems, shown: int = 8) -> list[str]:
     return problems[:shown] + ([f"... and {len(problems) - shown} more like these"] if len(problems) > shown else [])
 
 
-async def visit(context, site: str, url: str, screenshots: Path) -> Visit:
-    """Open url in a new page, let it load, typeset and draw, and return what went wrong."""
+async def visit(context, site: str, url: str, screenshots: Path, axe: str | None,
+                sampled: dict[str, set[str]]) -> Visit:
+    """Open url in a new page, let it load, typeset and draw, weigh it, have axe check it (page_audit.audit, unless
+    ``axe`` is None), inject a script, and return what went wrong."""
     seen, outside, errors, broken = Visit(), [], [], []
     page = await context.new_page()
     page.on("request", lambda request: None if request.url.startswith((site, "data:", "blob:"))
@@ -120,6 +126,9 @@ async def visit(context, site: str, url: str, screenshots: Path) -> Visit:
         except PlaywrightError:
             pass  # still loading on a busy machine: weigh what has come; test_every_page_... says if it is too much
         seen.bytes_loaded = sum(size for _, size in await page.evaluate(WEIGHTS.RESPONSES))
+        if axe is not None:
+            await page.evaluate("window.scrollTo(0, 0)")
+            seen.audits = await audit(page, axe, sampled)
         injecting.append(True)
         injected = await page.evaluate(INJECT)
         await page.wait_for_timeout(50)  # the refusal's console message arrives after the script is refused
@@ -137,22 +146,27 @@ async def visit(context, site: str, url: str, screenshots: Path) -> Visit:
     return seen
 
 
-async def visit_all(chromium: str, targets: dict[str, tuple[str, str]], screenshots: Path) -> dict[str, Visit]:
+async def visit_all(chromium: str, targets: dict[str, tuple[str, str]], screenshots: Path,
+                    audited: set[str]) -> dict[str, Visit]:
     """Visit each target (name -> (site, url)), AT_ONCE at a time, in one browser whose requests to anywhere but
-    the page's own site are aborted."""
+    the page's own site are aborted; axe checks the pages of the sites in ``audited``."""
     from playwright.async_api import async_playwright
 
     async with async_playwright() as playwright:
         browser = await playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
         sites = {site for site, _ in targets.values()}
-        contexts = {site: await offline_context(browser, site) for site in sites}
+        # a laptop's screen in the light mode, which the accessibility checks start from
+        contexts = {site: await offline_context(browser, site, viewport=LAPTOP, color_scheme="light")
+                    for site in sites}
         for context in contexts.values():
             await context.add_init_script(FIRST_VISIT)
         slots = asyncio.Semaphore(AT_ONCE)
+        axe = AXE.read_text(encoding="utf-8")
+        sampled = {mode: set() for mode in MODES}  # the kinds of code block whose token colours were checked
 
         async def one(site, url):
             async with slots:
-                return await visit(contexts[site], site, url, screenshots)
+                return await visit(contexts[site], site, url, screenshots, axe if site in audited else None, sampled)
 
         visits = await asyncio.gather(*(one(site, url) for site, url in targets.values()))
         await browser.close()
@@ -165,7 +179,8 @@ def visits(built_site, site_address, tmp_path_factory, chromium) -> dict[str, Vi
     on_disk = built_site.as_uri() + "/"
     targets = {path: (site_address, site_address + path) for path in PAGES}
     targets |= {f"file:{path}": (on_disk, on_disk + path) for path in FROM_DISK}
-    return asyncio.run(visit_all(chromium, targets, tmp_path_factory.mktemp("site-screenshots")))
+    assert AXE.exists(), "axe-core is missing from node_modules/: run `npm ci` (make book does)"
+    return asyncio.run(visit_all(chromium, targets, tmp_path_factory.mktemp("site-screenshots"), {site_address}))
 
 
 def test_every_page_of_the_site_is_visited(built_site):
@@ -259,3 +274,51 @@ def test_the_offline_context_aborts_requests_outside_the_site_and_only_those(bui
         elsewhere.shutdown()
         elsewhere.server_close()
     assert found == {site_address + "index.html": "answered", other + "index.html": "stopped"}, found
+
+
+def audited(visits: dict[str, Visit], path: str, mode: str) -> Audit:
+    """What axe found on a page in a colour mode; a page that did not load has no audit, and says why."""
+    seen = visits[path]
+    return seen.audits.get(mode) or Audit(mode=mode, problems=["not checked:", *seen.problems])
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("path", PAGES)
+def test_page_has_no_serious_accessibility_problem(visits, path, mode):
+    seen = audited(visits, path, mode)
+    assert not seen.problems, f"{path} ({mode}):\n" + "\n".join(seen.problems)
+    assert "laptop" in seen.violations and ("phone" in seen.violations or mode != PHONE_MODE), \
+        f"{path} ({mode}) was not checked at every size"
+    problems = serious(seen)
+    assert not problems, f"axe-core on {path} in the {mode} mode:\n" + "\n".join(problems)
+
+
+TOKEN_CLASSES_AT_LEAST = 40  # the highlighter's stylesheet colours about 70 token classes; a sample with far fewer
+# means the stylesheet was not read
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_every_kind_of_code_block_has_every_token_colour_checked(visits, mode):
+    """Every kind of code block the site shows (background, text colour and font) had a sample of every token class
+    its stylesheets colour checked for contrast in this colour mode (the page tests above find no problem in it)."""
+    shown = {kind for path in PAGES for kind in audited(visits, path, mode).code_kinds}
+    checked = {kind: classes for path in PAGES for kind, classes in audited(visits, path, mode).token_classes.items()}
+    assert shown, f"no page shows a code block in the {mode} mode, so the code's colours were never checked"
+    assert shown <= set(checked), \
+        f"kinds of code block shown but not sampled in the {mode} mode: {shown - set(checked)}"
+    assert min(checked.values()) >= TOKEN_CLASSES_AT_LEAST, \
+        f"a token sample held fewer than {TOKEN_CLASSES_AT_LEAST} classes, or axe did not judge them: {checked}"
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_page_fits_a_phone_screen(visits, path):
+    """No page pans sideways on a 390 px wide phone: a wide formula, table or map scrolls inside itself; no part of
+    a view sticks out, and a view's text is at least 11 px."""
+    seen = audited(visits, path, PHONE_MODE)
+    assert not seen.problems, f"{path}:\n" + "\n".join(seen.problems)
+    assert 0 < seen.phone_width <= PHONE["width"], \
+        f"{path} is {seen.phone_width} px wide on a {PHONE['width']} px phone screen"
+    views = seen.views_on_a_phone
+    assert views.get("wide") == [], f"{path}: parts of a view stick out past a phone's screen: {views.get('wide')}"
+    assert views.get("smallest") is None or views["smallest"] >= 11, \
+        f"{path}: a view's text is {views['smallest']} px on a phone"

@@ -1,15 +1,14 @@
-"""The website for every reader: axe-core finds no serious or critical problem on any page, in the light and in the
-dark colour mode, and no page is wider than a phone's screen.
+"""What tests/test_site.py's accessibility checks run in each page: axe-core finds no serious or critical problem, in
+the light and in the dark colour mode, and no page is wider than a phone's screen.
 
-Headless Chromium opens each page of the site that ``built_site`` (conftest.py) builds, served on 127.0.0.1 with
-every request to another host aborted, once, and checks it in each colour mode (the theme keeps the reader's choice
-in localStorage ``mode`` and shows it as ``data-theme`` on ``<html>``, which its stylesheets follow). Once the page has
-drawn its views, axe-core (the npm package, from package-lock.json, put into the page by the test only: the site does
-not ship it) checks it with its default rules (WCAG 2.0 and 2.1, A and AA, and best practices) at 1280 x 800 in the
-light mode, and for colour contrast in the dark one. Then, in the light mode, the page shrinks to a phone's 390 x 844,
-where it must not pan sideways, no part of a view may stick out or show text under 11 px, and axe checks again that
-whatever now scrolls is reached by keyboard. The whole page is checked, the book's own views included; a failure lists
-each problem's rule, impact, screen and elements, the views' (inside ``.mha-view``) apart from the rest.
+Once a page has drawn its views, axe-core (the npm package, from package-lock.json, put into the page by the test
+only: the site does not ship it) checks it with its default rules (WCAG 2.0 and 2.1, A and AA, and best practices) at
+1280 x 800 in the light mode, and for colour contrast in the dark one (the theme keeps the reader's choice in
+localStorage ``mode`` and shows it as ``data-theme`` on ``<html>``, which its stylesheets follow). Then, in the light
+mode, the page shrinks to a phone's 390 x 844, where it must not pan sideways, no part of a view may stick out or show
+text under 11 px, and axe checks again that whatever now scrolls is reached by keyboard. The whole page is checked,
+the book's own views included; a failure lists each problem's rule, impact, screen and elements, the views' (inside
+``.mha-view``) apart from the rest.
 
 Code is the one part checked by kind rather than element by element. Its text is coloured by the syntax highlighter's
 token classes, the same few dozen on every page, in thousands of spans per page; so axe's contrast rule skips the
@@ -19,21 +18,15 @@ site's stylesheets colour is put beside it and checked by the same rule. Every k
 checked in both modes with every token colour, including those no page happens to use.
 """
 
-import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pytest
-from conftest import CHROMIUM_ARGS, offline_context, toc_pages
-
 ROOT = Path(__file__).resolve().parents[1]
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
-PAGES = toc_pages()
 MODES = ("light", "dark")
 LAPTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 390, "height": 844}
 SERIOUS = ("serious", "critical")  # axe's impacts, from minor to critical, that fail a page
-AT_ONCE = 3  # pages open together
 SECONDS = 1000  # Playwright counts milliseconds
 
 # The page is ready once every view says so and bertviz has drawn, and the theme has made each code block or
@@ -134,6 +127,12 @@ TOKEN_SAMPLE = """(kind) => { %s
 }""" % KIND_OF
 CONTRAST_ONLY = {"runOnly": {"type": "rule", "values": ["color-contrast"]}}
 SAMPLES = [["[data-mha-token-sample]"]]  # axe's context: only the token samples
+# No transition between the colour modes, from a stylesheet built in the page (allowed by its policy)
+NO_TRANSITIONS = """() => {
+  const sheet = new CSSStyleSheet();
+  sheet.replaceSync('*, *::before, *::after { transition: none !important; }');
+  document.adoptedStyleSheets = [...document.adoptedStyleSheets, sheet];
+}"""
 
 
 @dataclass
@@ -160,26 +159,23 @@ async def settled(page) -> None:
         pass
 
 
-async def audit(context, url: str, axe: str, sampled: dict[str, set[str]]) -> dict[str, Audit]:
-    """Open url once, in the light mode: run axe's LAPTOP_RULES for it at a laptop's size, then switch the page to the
-    dark mode as the theme's own button does (``data-theme`` on ``<html>``) and run the dark mode's; in each mode,
-    check the token colours of each kind of code block not yet ``sampled`` in that mode (TOKEN_SAMPLE). Then, on a
-    phone, measure the page and its views and run the PHONE_RULES there. One Audit per colour mode."""
+async def audit(page, axe: str, sampled: dict[str, set[str]]) -> dict[str, Audit]:
+    """Check a page that has loaded in the light mode at a laptop's size: put axe into it (``page.evaluate``, which
+    the page's own Content-Security-Policy does not stop, so the page is checked under that policy), wait until its
+    views are drawn, run axe's LAPTOP_RULES, then switch the page to the dark mode as the theme's own button does
+    (``data-theme`` on ``<html>``) and run the dark mode's; in each mode, check the token colours of each kind of code
+    block not yet ``sampled`` in that mode (TOKEN_SAMPLE). Then, on a phone, measure the page and its views and run
+    the PHONE_RULES there. One Audit per colour mode; the page is left at a phone's size."""
     from playwright.async_api import Error as PlaywrightError
 
     seen = {mode: Audit(mode=mode) for mode in MODES}
-    page = await context.new_page()
     try:
-        await page.goto(url, wait_until="load", timeout=30 * SECONDS)
-        if url.endswith("/index.html") and "/chapters/" not in url:  # the site's root redirects to the landing page
-            await page.wait_for_url("**/chapters/index.html", timeout=10 * SECONDS)
-            await page.wait_for_load_state("load")
         await page.wait_for_function(DRAWN, timeout=15 * SECONDS)
         await settled(page)
-        await page.add_script_tag(content=axe)
+        await page.evaluate(axe + "\n;0")
         await page.evaluate(SKIP_CODE)
         # colours are measured as they end, not halfway through the theme's transition between the modes
-        await page.add_style_tag(content="*, *::before, *::after { transition: none !important; }")
+        await page.evaluate(NO_TRANSITIONS)
         for mode in MODES:
             await page.evaluate("(mode) => { document.documentElement.dataset.theme = mode; "
                                 "try { localStorage.setItem('mode', mode); } catch (e) {} }", mode)
@@ -207,39 +203,8 @@ async def audit(context, url: str, axe: str, sampled: dict[str, set[str]]) -> di
         phone.violations["phone"] = (await page.evaluate(AUDIT, [PHONE_RULES | VIOLATIONS_ONLY, None]))["violations"]
     except PlaywrightError as error:
         for mode in MODES:
-            seen[mode].problems.append(f"the page did not load, or its views were not drawn: {error}")
-    await page.close()
+            seen[mode].problems.append(f"the page's views were not drawn, or axe could not check it: {error}")
     return seen
-
-
-async def audit_all(chromium: str, site: str) -> dict[tuple[str, str], Audit]:
-    """Every page in every colour mode, AT_ONCE pages at a time, in one browser."""
-    from playwright.async_api import async_playwright
-
-    axe = AXE.read_text(encoding="utf-8")
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        # axe-core goes into the page as an inline script, which the pages' own policy refuses (tests/test_site.py
-        # checks that policy): this context lets the test's script in
-        context = await offline_context(browser, site, viewport=LAPTOP, color_scheme="light", bypass_csp=True)
-        await context.add_init_script("try { localStorage.setItem('mode', 'light'); } catch (e) {}")
-        slots = asyncio.Semaphore(AT_ONCE)
-
-        sampled = {mode: set() for mode in MODES}  # the kinds of code block whose token colours were checked
-
-        async def one(path):
-            async with slots:
-                return await audit(context, site + path, axe, sampled)
-
-        found = await asyncio.gather(*(one(path) for path in PAGES))
-        await browser.close()
-    return {(path, mode): audits[mode] for path, audits in zip(PAGES, found) for mode in MODES}
-
-
-@pytest.fixture(scope="module")
-def audits(built_site, site_address, chromium) -> dict[tuple[str, str], Audit]:
-    assert AXE.exists(), "axe-core is missing from node_modules/: run `npm ci` (make book does)"
-    return asyncio.run(audit_all(chromium, site_address))
 
 
 def serious(audit: Audit) -> list[str]:
@@ -253,45 +218,3 @@ def serious(audit: Audit) -> list[str]:
                     lines.append(f"{where}: {rule['rule']} ({node['impact']}, {screen}): {node['target']}"
                                  f" -- {rule['help']}")
     return sorted(dict.fromkeys(lines))
-
-
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("path", PAGES)
-def test_page_has_no_serious_accessibility_problem(audits, path, mode):
-    seen = audits[path, mode]
-    assert not seen.problems, f"{path} ({mode}):\n" + "\n".join(seen.problems)
-    assert "laptop" in seen.violations and ("phone" in seen.violations or mode != PHONE_MODE), \
-        f"{path} ({mode}) was not checked at every size"
-    problems = serious(seen)
-    assert not problems, f"axe-core on {path} in the {mode} mode:\n" + "\n".join(problems)
-
-
-TOKEN_CLASSES_AT_LEAST = 40  # the highlighter's stylesheet colours about 70 token classes; a sample with far fewer
-# means the stylesheet was not read
-
-
-@pytest.mark.parametrize("mode", MODES)
-def test_every_kind_of_code_block_has_every_token_colour_checked(audits, mode):
-    """Every kind of code block the site shows (background, text colour and font) had a sample of every token class
-    its stylesheets colour checked for contrast in this colour mode (the page tests above find no problem in it)."""
-    shown = {kind for path in PAGES for kind in audits[path, mode].code_kinds}
-    checked = {kind: classes for path in PAGES for kind, classes in audits[path, mode].token_classes.items()}
-    assert shown, f"no page shows a code block in the {mode} mode, so the code's colours were never checked"
-    assert shown <= set(checked), \
-        f"kinds of code block shown but not sampled in the {mode} mode: {shown - set(checked)}"
-    assert min(checked.values()) >= TOKEN_CLASSES_AT_LEAST, \
-        f"a token sample held fewer than {TOKEN_CLASSES_AT_LEAST} classes, or axe did not judge them: {checked}"
-
-
-@pytest.mark.parametrize("path", PAGES)
-def test_page_fits_a_phone_screen(audits, path):
-    """No page pans sideways on a 390 px wide phone: a wide formula, table or map scrolls inside itself; no part of
-    a view sticks out, and a view's text is at least 11 px."""
-    seen = audits[path, PHONE_MODE]
-    assert not seen.problems, f"{path}:\n" + "\n".join(seen.problems)
-    assert 0 < seen.phone_width <= PHONE["width"], \
-        f"{path} is {seen.phone_width} px wide on a {PHONE['width']} px phone screen"
-    views = seen.views_on_a_phone
-    assert views.get("wide") == [], f"{path}: parts of a view stick out past a phone's screen: {views.get('wide')}"
-    assert views.get("smallest") is None or views["smallest"] >= 11, \
-        f"{path}: a view's text is {views['smallest']} px on a phone"
