@@ -11,16 +11,17 @@ import functools
 import http.server
 import importlib.util
 import os
-import re
 
 # one thread per worker and per notebook kernel (kernels inherit the environment); set before torch is imported
 for _variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")
 import shutil
+import socket
 import subprocess
 import sys
 import threading
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 import yaml
@@ -184,20 +185,29 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
                  "--disable-sync", "--no-first-run"]
 
 
-def outside(site: str) -> re.Pattern:
-    """The addresses outside ``site`` (and other than data: and blob: ones), as a pattern for Playwright's ``route``.
+_REFUSING = socket.socket()  # bound and never listening: every connection to it is refused
+_REFUSING.bind(("127.0.0.1", 0))
+REFUSING_PROXY = f"http://127.0.0.1:{_REFUSING.getsockname()[1]}"
+"""A proxy that refuses every connection, for as long as the test process runs."""
 
-    A pattern, not a Python function: Playwright then stops only the requests that match it, in the browser's
-    driver, whereas a function must be asked about every request the page makes, in this process.
+
+def offline_proxy(site: str) -> dict:
+    """Playwright's ``proxy`` option for a context that reaches ``site`` and nothing else.
+
+    Every request but those to the served site's own host and port goes to :data:`REFUSING_PROXY`, and fails
+    (net::ERR_PROXY_CONNECTION_FAILED); a site on disk (file://) is read without any request. A proxy, not
+    Playwright's request interception (``route``), which would turn the browser's cache off: pages then share the
+    theme's files as a reader's browser does, and each page's weight is still every byte it loads.
     """
-    return re.compile(f"^(?!{re.escape(site)}|data:|blob:)")
+    proxy = {"server": REFUSING_PROXY}
+    if urlsplit(site).netloc:
+        proxy["bypass"] = urlsplit(site).netloc
+    return proxy
 
 
 async def offline_context(browser, site: str, **options):
-    """A new browser context (Playwright, async) in which every request to anywhere but site is aborted."""
-    context = await browser.new_context(**options)
-    await context.route(outside(site), lambda route: route.abort())
-    return context
+    """A new browser context (Playwright, async) in which every request to anywhere but site fails (offline_proxy)."""
+    return await browser.new_context(proxy=offline_proxy(site), **options)
 
 
 class QuietHandler(http.server.SimpleHTTPRequestHandler):

@@ -22,13 +22,12 @@ import functools
 import html
 import json
 import re
-import socket
 import threading
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import numpy as np
 import pytest
+from conftest import offline_proxy
 
 from mha.views.head_explorer import head_attention_maps
 from mha.views.heatmaps import weight_hundredths
@@ -162,25 +161,19 @@ class Tabs:
     """The module's browser contexts, one per site (served, or from disk), and their tabs that no test holds.
 
     Each page opens in a tab already open, in a context that keeps the browser's cache: the browser neither starts
-    a context nor fetches every file of the theme again for each page. The contexts stay offline through a proxy
-    that refuses every connection (everything but the served site goes to it), not through Playwright's request
-    interception, which would turn the cache off.
+    a context nor fetches every file of the theme again for each page. The contexts stay offline as every browser
+    test's do (conftest.offline_proxy).
     """
 
     def __init__(self, browser) -> None:
         self.browser = browser
-        self.refusing = socket.socket()  # bound and never listening: every connection to it is refused
-        self.refusing.bind(("127.0.0.1", 0))
-        self.proxy = f"http://127.0.0.1:{self.refusing.getsockname()[1]}"
         self.contexts: dict[str, object] = {}
         self.idle: dict[str, list[Page]] = {}
 
     def context(self, site: str):
         if site not in self.contexts:
-            proxy = {"server": self.proxy}
-            if urlsplit(site).netloc:  # the served site: only its own host and port are reached directly
-                proxy["bypass"] = urlsplit(site).netloc
-            self.contexts[site] = self.browser.new_context(viewport={"width": 1200, "height": 900}, proxy=proxy)
+            self.contexts[site] = self.browser.new_context(viewport={"width": 1200, "height": 900},
+                                                           proxy=offline_proxy(site))
             self.idle[site] = []
         return self.contexts[site]
 
@@ -191,7 +184,6 @@ class Tabs:
     def close(self) -> None:
         for context in self.contexts.values():
             context.close()
-        self.refusing.close()
 
 
 @pytest.fixture(scope="module")
@@ -279,8 +271,8 @@ def test_the_views_are_on_the_pages_the_book_says(built_site):
 
 
 def test_the_tabs_reach_the_site_and_nothing_else(tabs, site_address, built_site):
-    """The tabs' proxy lets the served site's pages through and refuses anywhere else, here another server on this
-    machine that would answer; the request to it is reported as a problem too."""
+    """The tabs' proxy (conftest.offline_proxy) lets the served site's pages through and refuses anywhere else, here
+    another server on this machine that would answer; the request to it is reported as a problem too."""
     from conftest import QuietHandler, QuietServer
     from playwright.sync_api import Error
 
