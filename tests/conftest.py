@@ -180,6 +180,11 @@ def toc_pages() -> list[str]:
     return ["index.html", *(f"{name}.html" for name in files), "genindex.html", "search.html"]
 
 
+POLL = 50
+"""Milliseconds between two checks of a condition a browser test waits for (Playwright's ``wait_for_function``):
+its default checks on every animation frame, which keeps the page drawing frames all the while it waits."""
+
+
 # Chromium as the browser tests launch it (Playwright's launch(args=...)): quiet, with no calls home
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]

@@ -21,6 +21,8 @@ checked in both modes with every token colour, including those no page happens t
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from conftest import POLL
+
 ROOT = Path(__file__).resolve().parents[1]
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 MODES = ("light", "dark")
@@ -154,7 +156,7 @@ async def settled(page) -> None:
     from playwright.async_api import Error as PlaywrightError
 
     try:
-        await page.wait_for_function(TAB_STOPS, timeout=5 * SECONDS)
+        await page.wait_for_function(TAB_STOPS, timeout=5 * SECONDS, polling=POLL)
     except PlaywrightError:
         pass
 
@@ -170,7 +172,7 @@ async def audit(page, axe: str, sampled: dict[str, set[str]]) -> dict[str, Audit
 
     seen = {mode: Audit(mode=mode) for mode in MODES}
     try:
-        await page.wait_for_function(DRAWN, timeout=15 * SECONDS)
+        await page.wait_for_function(DRAWN, timeout=15 * SECONDS, polling=POLL)
         await settled(page)
         await page.evaluate(axe + "\n;0")
         await page.evaluate(SKIP_CODE)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import load_script
+from conftest import POLL, load_script
 
 from mha import book
 from mha.book import PROSE_CITATION, PROSE_NUMBER, citation_text, glue, prose_expression_results
@@ -236,7 +236,7 @@ def test_jupyterlab_shows_glued_numbers_and_citations_before_any_cell_runs(lab, 
         page.goto(f"{lab}/lab/tree/{SHOWN_IN_THE_BROWSER.name}?reset")
         page.wait_for_selector(".jp-MarkdownCell .myst:has-text('Summary')", timeout=90_000)
         with contextlib.suppress(PlaywrightTimeout):  # what is still missing then is named below
-            page.wait_for_function(SHOWS_ALL, arg=list(texts.values()), timeout=30_000)
+            page.wait_for_function(SHOWS_ALL, arg=list(texts.values()), timeout=30_000, polling=POLL)
         shown = page.evaluate("() => Array.from(document.querySelectorAll('.jp-MarkdownCell .myst'))"
                               ".map(e => e.innerText).join('\\n')")
         not_found = page.locator("[title='Citation Not Found']").count()
@@ -277,7 +277,7 @@ def test_jupyterlab_draws_the_views_with_the_websites_module_and_the_kernel_adds
         box.press("Enter")
         second = page.locator(".jp-OutputArea .mha-view[data-ready='true']").nth(1)
         page.wait_for_function("() => [...document.querySelectorAll('.jp-OutputArea select[name=sentence] option')]"
-                               ".some((o) => o.textContent.startsWith('Where did'))", timeout=60_000)
+                               ".some((o) => o.textContent.startsWith('Where did'))", timeout=60_000, polling=POLL)
         assert "L1H3" in second.locator(".mha-message").inner_text()
         second.locator("details.mha-details > summary").click()  # the table of numbers is written when opened
         assert "little" in second.locator("table.mha-numbers").text_content()

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from conftest import CHROMIUM_ARGS, QuietHandler, QuietServer, load_script, offline_context, toc_pages
+from conftest import CHROMIUM_ARGS, POLL, QuietHandler, QuietServer, load_script, offline_context, toc_pages
 from page_audit import AXE, LAPTOP, MODES, PHONE, PHONE_MODE, Audit, audit, serious
 
 WEIGHTS = load_script("page_weights")  # how a page's weight is counted, and the budget
@@ -116,7 +116,7 @@ async def visit(context, site: str, url: str, screenshots: Path, axe: str | None
         seen.problems += some(f"MathJax error: {text!r}" for text in read["failed"])
         seen.problems += some(f"raw TeX in the text: {text!r}" for text in read["raw"])
         try:
-            await page.wait_for_function(BERTVIZ_DRAWN, timeout=10 * SECONDS)
+            await page.wait_for_function(BERTVIZ_DRAWN, timeout=10 * SECONDS, polling=POLL)
         except PlaywrightError:
             seen.problems.append("a bertviz view was not drawn within 10 s")
         # its weight: everything it loaded, lazily loaded images included, as scripts/page_weights.py counts it

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import offline_proxy
+from conftest import POLL, offline_proxy
 
 from mha.views.head_explorer import head_attention_maps
 from mha.views.heatmaps import weight_hundredths
@@ -117,7 +117,7 @@ class Page:
         self.path, self.screenshots = path, screenshots
         self.page.goto(self.site + path, wait_until="load", timeout=30 * SECONDS)
         self.page.wait_for_function("() => [...document.querySelectorAll('.mha-view')].every((v) => v.dataset.ready)",
-                                    timeout=20 * SECONDS)
+                                    timeout=20 * SECONDS, polling=POLL)
         self.views = self.page.locator(".mha-view")
 
     def on(self, event: str, handler) -> None:
@@ -133,7 +133,7 @@ class Page:
         drawn, and its "Link to this view" at once; they must agree within a few frames."""
         link = self.views.nth(index).locator("a.mha-link")
         self.page.wait_for_function("(link) => location.hash === link.getAttribute('href')",
-                                    arg=link.element_handle(), timeout=5 * SECONDS)
+                                    arg=link.element_handle(), timeout=5 * SECONDS, polling=POLL)
         return self.page.evaluate("location.hash")
 
     def screenshot_views(self) -> list[str]:
@@ -747,7 +747,7 @@ def test_the_training_timeline_scrubs_the_run_and_matches_its_checkpoints(open_p
         assert f"phase change, step {payload['phase']}" in view.locator(".mha-curve").inner_html()
         # play moves through the frames on its own
         view.get_by_role("button", name="play training from this step").click()
-        page.page.wait_for_function("(root) => root.mhaView.state.step >= 3", arg=view.element_handle())
+        page.page.wait_for_function("(root) => root.mhaView.state.step >= 3", arg=view.element_handle(), polling=POLL)
         view.get_by_role("button", name="pause training").click()
         # a tile opens one head; the address names the recorded step
         view.locator(".mha-tile").nth(6).click()
@@ -789,7 +789,7 @@ def submit(page: Page, view, text: str) -> None:
     box = view.locator("input[name=typed]")
     box.fill(text)
     box.press("Enter")
-    page.page.wait_for_function(TYPED_RUNS, arg=[view.element_handle(), runs], timeout=90 * SECONDS)
+    page.page.wait_for_function(TYPED_RUNS, arg=[view.element_handle(), runs], timeout=90 * SECONDS, polling=POLL)
 
 
 def selected_sentence(view) -> str:
@@ -849,7 +849,7 @@ def test_a_typed_sentence_runs_the_model_in_the_page_with_every_tool(open_page):
         # switch the head off: the view compares the sentence with and without it, from the next layer on
         view.get_by_role("button", name="Switch this head off").click()
         page.page.wait_for_function("(v) => v.mhaView.figures.length === 3", arg=view.element_handle(),
-                                    timeout=30 * SECONDS)
+                                    timeout=30 * SECONDS, polling=POLL)
         assert "1 − cos" in view.locator(".mha-message").inner_text()
         assert "L4H7" in view.locator(".mha-map-title").first.text_content()
         assert "compare_off=3.7" in page.address()
@@ -876,7 +876,7 @@ def test_a_typed_sentence_runs_from_disk_and_from_a_link(open_page, built_site):
         box.fill(text)
         box.press("Enter")
         box.press("Enter")  # an impatient second Enter while the model loads: one run, one entry in the menu
-        page.page.wait_for_function(TYPED_RUNS, arg=[view.element_handle(), 1], timeout=90 * SECONDS)
+        page.page.wait_for_function(TYPED_RUNS, arg=[view.element_handle(), 1], timeout=90 * SECONDS, polling=POLL)
         assert selected_sentence(view) == f"{text} (typed)"
         labels = view.locator("select[name=sentence] option").all_text_contents()
         assert labels.count(f"{text} (typed)") == 1, labels
@@ -891,7 +891,7 @@ def test_a_typed_sentence_runs_from_disk_and_from_a_link(open_page, built_site):
     def test_link():
         linked.page.wait_for_function("(v) => v.querySelector('select[name=sentence]').selectedOptions[0]"
                                       ".textContent.endsWith('(typed)')", arg=view.element_handle(),
-                                      timeout=90 * SECONDS)
+                                      timeout=90 * SECONDS, polling=POLL)
         assert_model_map(linked, "A short linked sentence .", 2, 5)
         assert not linked.problems, "\n".join(linked.problems)
 
@@ -920,10 +920,10 @@ def test_a_failed_or_cancelled_load_says_why_and_keeps_the_stored_sentences(open
         view.locator("input[name=typed]").fill("A sentence never run .")
         view.locator("input[name=typed]").press("Enter")
         page.page.wait_for_function("() => document.querySelector('.mha-loading progress').value > 0",
-                                    timeout=60 * SECONDS)
+                                    timeout=60 * SECONDS, polling=POLL)
         assert "Loading the model" in view.locator(".mha-loading").inner_text()
         view.get_by_role("button", name="Cancel").click()
-        page.page.wait_for_function(TYPED_RUNS, arg=[view.element_handle(), runs], timeout=30 * SECONDS)
+        page.page.wait_for_function(TYPED_RUNS, arg=[view.element_handle(), runs], timeout=30 * SECONDS, polling=POLL)
         assert "cancel" in view.locator(".mha-message").inner_text().lower()
         assert view.locator(".mha-loading").is_hidden()
         # the stored sentences still answer
