@@ -300,7 +300,7 @@ def tokenize(
         if not truncate:  # refuse a pasted document before the tokenizer reads all of it
             _check_can_fit(" ".join(sentence) if split else sentence, index, max_positions)
 
-    # verbose=False: lengths are checked below, with an error that says what to do
+    # the tokenizer neither truncates nor pads: lengths are checked below, with an error that says what to do
     encodings = tokenizer.encode(sentences, is_split_into_words=split)
     tokens, ids, word_ids, words = [], [], [], []
     for index, (sentence, encoding) in enumerate(zip(sentences, encodings)):
