@@ -43,6 +43,24 @@ def test_a_tampered_copy_of_a_book_file_is_refused_and_an_intact_one_read(tmp_pa
         load_pattern_fits(tmp_path / "pattern_fits.json")
 
 
+def test_read_verified_json_gives_the_files_json_and_how_to_restore_it(tmp_path):
+    """The one reading of a stored JSON result that the loaders share: the value json gives for the bytes, and the
+    sentence naming the command that regenerates the file; a changed byte is refused with that sentence."""
+    from mha.data_files import read_verified_json
+
+    name = "single_removals.json"
+    shutil.copy(DATA_DIRECTORY / name, tmp_path / name)
+    (tmp_path / SHA256_LIST).write_text(next(line for line in (DATA_DIRECTORY / SHA256_LIST).read_text().splitlines()
+                                             if line.endswith(f"  {name}")) + "\n")
+    content, how = read_verified_json(tmp_path / name, what="the removals", regenerate="python scripts/x.py",
+                                      limit=10**6)
+    assert content == json.loads((DATA_DIRECTORY / name).read_bytes()) and "python scripts/x.py" in how
+    with open(tmp_path / name, "ab") as handle:
+        handle.write(b" ")
+    with pytest.raises(ValueError, match=r"the removals .* tampered with(.|\n)*python scripts/x.py"):
+        read_verified_json(tmp_path / name, what="the removals", regenerate="python scripts/x.py", limit=10**6)
+
+
 @pytest.mark.parametrize(("module", "loader", "name", "script"), [
     ("mha.analysis.coreference_and_content.coreference", "load_lean_change_without_each_head",
      "coreference_removal.json", "scripts/coreference_removal.py"),

@@ -33,7 +33,8 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["BOOK_DATA_FILES", "DATA_DIRECTORY", "MAX_JSON_DEPTH", "SHA256_LIST", "how_to_restore", "parse_json",
-           "read_data_file", "read_verified_file", "record_sha256", "repository_root", "write_recorded_json"]
+           "read_data_file", "read_verified_file", "read_verified_json", "record_sha256", "repository_root",
+           "write_recorded_json"]
 
 SHA256_LIST = "SHA256SUMS"
 """The file beside the data that lists each file's sha256, in ``sha256sum``'s format (``sha256sum -c`` checks it)."""
@@ -255,6 +256,14 @@ def read_verified_file(path: str | os.PathLike, *, what: str, how: str, limit: i
                     f"records {expected}. {how} If you regenerated it on purpose, record it with {RECORD_SHA256}.")
     return data
 
+
+
+def read_verified_json(path: str | os.PathLike, *, what: str, regenerate: str, limit: int) -> tuple[object, str]:
+    """The JSON value of data file ``path`` (:func:`read_verified_file`, then :func:`parse_json`), and the sentence
+    that says how to restore the file (:func:`how_to_restore` with ``regenerate``), for the caller's own checks of
+    the value's shape. A missing, damaged or malformed file raises ``ValueError`` with that sentence."""
+    how = how_to_restore(regenerate, path)
+    return parse_json(read_verified_file(path, what=what, how=how, limit=limit), what=what, path=path, how=how), how
 
 def write_recorded_json(path: str | os.PathLike, content) -> Path:
     """Write ``content`` as compact JSON to ``path``, one of :data:`BOOK_DATA_FILES`, and record its sha256.

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mha.core.validation import as_path, check_items, check_type, check_whole_number
-from mha.data_files import DATA_DIRECTORY, how_to_restore, parse_json, read_verified_file
+from mha.data_files import DATA_DIRECTORY, read_verified_file, read_verified_json
 
 __all__ = ["PRONOUNS", "LITBANK_PATH", "Mention", "CorefDocument", "parse_coref_conll", "read_coref_conll",
            "documents_to_json", "load_litbank", "PronounLink", "CorefWindow", "coref_windows"]
@@ -219,10 +219,9 @@ def load_litbank(path: str | Path = LITBANK_PATH) -> list[CorefDocument]:
     A missing, tampered or malformed file raises ``ValueError`` saying what is wrong and how to restore it (3.3).
     """
     path = as_path("path", path)
-    how = how_to_restore("python scripts/extract_litbank.py", path)
     what = "the LitBank extract"
-    content = parse_json(read_verified_file(path, what=what, how=how, limit=MAX_EXTRACT_BYTES), what=what,
-                         path=path, how=how)
+    content, how = read_verified_json(path, what=what,
+                                      regenerate="python scripts/extract_litbank.py", limit=MAX_EXTRACT_BYTES)
     works = content.get("works") if isinstance(content, dict) else None
     if not isinstance(works, list) or not works:
         raise ValueError(f"{what} {path} has no list of 'works'. {how}")

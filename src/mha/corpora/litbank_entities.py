@@ -33,7 +33,7 @@ from pathlib import Path
 
 from mha.core.validation import as_path, check_items, check_type
 from mha.corpora.litbank import PRONOUNS, CorefDocument, coref_windows, load_litbank, read_utf8_file
-from mha.data_files import DATA_DIRECTORY, how_to_restore, parse_json, read_verified_file
+from mha.data_files import DATA_DIRECTORY, read_verified_json
 
 __all__ = ["ENTITY_LABELS", "LITBANK_ENTITIES_PATH", "EntityMention", "EntityDocument", "parse_entity_tsv",
            "read_entity_tsv", "entities_to_json", "load_litbank_entities", "MentionLink", "EntityWindow",
@@ -188,10 +188,9 @@ def load_litbank_entities(path: str | Path = LITBANK_ENTITIES_PATH,
     """
     path = as_path("path", path)
     words = {d.name: d for d in (load_litbank() if documents is None else documents)}
-    how = how_to_restore("python scripts/extract_litbank.py", path)
     what = "the LitBank entity extract"
-    content = parse_json(read_verified_file(path, what=what, how=how, limit=MAX_EXTRACT_BYTES), what=what,
-                         path=path, how=how)
+    content, how = read_verified_json(path, what=what,
+                                      regenerate="python scripts/extract_litbank.py", limit=MAX_EXTRACT_BYTES)
     works = content.get("works") if isinstance(content, dict) else None
     if not isinstance(works, list) or not works:
         raise ValueError(f"{what} {path} has no list of 'works'. {how}")

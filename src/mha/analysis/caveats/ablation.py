@@ -213,12 +213,11 @@ def load_pruning_spread(path: str | Path = PRUNING_SPREAD_PATH) -> dict:
     shape checked: a missing, tampered or malformed file raises ``ValueError`` with the command that regenerates it
     (chapter 4).
     """
-    from mha.data_files import how_to_restore, parse_json, read_verified_file
+    from mha.data_files import read_verified_json
 
     path = as_path("path", path)
-    how = how_to_restore("python scripts/pruning_spread.py", path)
     what = "the stored pruning curves"
-    content = parse_json(read_verified_file(path, what=what, how=how, limit=10_000_000), what=what, path=path, how=how)
+    content, how = read_verified_json(path, what=what, regenerate="python scripts/pruning_spread.py", limit=10_000_000)
     counts = content.get("counts") if isinstance(content, dict) else None
     splits = content.get("splits") if isinstance(content, dict) else None
     if not (isinstance(counts, list) and counts and all(type(c) is int and c >= 0 for c in counts)
@@ -360,12 +359,11 @@ def load_single_removals(path: str | Path = SINGLE_REMOVALS_PATH) -> dict:
     Read from ``path`` (default: the book's file), checked against ``data/SHA256SUMS`` and its shape checked: a
     missing, tampered or malformed file raises ``ValueError`` with the command that regenerates it (chapter 4).
     """
-    from mha.data_files import how_to_restore, parse_json, read_verified_file
+    from mha.data_files import read_verified_json
 
     path = as_path("path", path)
-    how = how_to_restore("python scripts/single_removals.py", path)
     what = "the stored single-head removals"
-    content = parse_json(read_verified_file(path, what=what, how=how, limit=1_000_000), what=what, path=path, how=how)
+    content, how = read_verified_json(path, what=what, regenerate="python scripts/single_removals.py", limit=1_000_000)
     parts = content.get("parts") if isinstance(content, dict) else None
     try:
         effects = {part: {name: np.asarray(measures[name], dtype=float) for name in REMOVAL_MEASURES}
@@ -417,12 +415,11 @@ def load_triples_pruning(path: str | Path = TRIPLES_PRUNING_PATH) -> dict:
     Read from ``path`` (default: the book's file), checked against ``data/SHA256SUMS`` and its shape checked: a
     missing, tampered or malformed file raises ``ValueError`` with the command that regenerates it.
     """
-    from mha.data_files import how_to_restore, parse_json, read_verified_file
+    from mha.data_files import read_verified_json
 
     path = as_path("path", path)
-    how = how_to_restore("python scripts/triples_pruning.py", path)
     what = "the stored pruning curves on the held-out triples"
-    content = parse_json(read_verified_file(path, what=what, how=how, limit=1_000_000), what=what, path=path, how=how)
+    content, how = read_verified_json(path, what=what, regenerate="python scripts/triples_pruning.py", limit=1_000_000)
     try:
         counts = [int(k) for k in content["counts"]]
         result = {"importance": np.asarray(content["importance"], dtype=float), "counts": counts,

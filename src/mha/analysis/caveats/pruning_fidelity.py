@@ -218,12 +218,12 @@ def load_pruning_treebank(path: str | Path = PRUNING_TREEBANK_PATH) -> dict:
     Read from ``path`` (default: the book's file), checked against ``data/SHA256SUMS`` and its shape checked: a
     missing, tampered or malformed file raises ``ValueError`` with the command that regenerates it (chapter 4).
     """
-    from mha.data_files import how_to_restore, parse_json, read_verified_file
+    from mha.data_files import read_verified_json
 
     path = as_path("path", path)
-    how = how_to_restore("python scripts/pruning_treebank.py", path)
     what = "the pruning curves on treebank sentences"
-    content = parse_json(read_verified_file(path, what=what, how=how, limit=10_000_000), what=what, path=path, how=how)
+    content, how = read_verified_json(path, what=what,
+                                      regenerate="python scripts/pruning_treebank.py", limit=10_000_000)
     counts = content.get("counts") if isinstance(content, dict) else None
     splits = content.get("splits") if isinstance(content, dict) else None
     good = (isinstance(counts, list) and counts and all(type(c) is int and c >= 0 for c in counts)

@@ -383,12 +383,12 @@ def load_pair_patching(path: str | Path = COREFERENCE_PATCHING_PATH) -> PairPatc
     A missing, tampered or malformed file raises ``ValueError`` with the command that regenerates it
     (chapter 3, "Coreference, honestly").
     """
-    from mha.data_files import how_to_restore, parse_json, read_verified_file
+    from mha.data_files import read_verified_json
 
     path = as_path("path", path)
-    how = how_to_restore("python scripts/coreference_patching.py", path)
     what = "the stored patching of the pronoun pairs"
-    content = parse_json(read_verified_file(path, what=what, how=how, limit=1_000_000), what=what, path=path, how=how)
+    content, how = read_verified_json(path, what=what,
+                                      regenerate="python scripts/coreference_patching.py", limit=1_000_000)
     try:
         pair_ids = tuple(str(pair_id) for pair_id in content["pair_ids"])
         left_out = tuple(str(pair_id) for pair_id in content["left_out"])
@@ -444,12 +444,12 @@ def load_lean_change_without_each_head(path: str | Path = COREFERENCE_REMOVAL_PA
     Read from ``path`` (default: the book's file), checked against ``data/SHA256SUMS``: a missing, tampered or
     malformed file raises ``ValueError`` with the command that regenerates it.
     """
-    from mha.data_files import how_to_restore, parse_json, read_verified_file
+    from mha.data_files import read_verified_json
 
     path = as_path("path", path)
-    how = how_to_restore("python scripts/coreference_removal.py", path)
     what = "the stored change of the lean of 'it' with each head removed"
-    content = parse_json(read_verified_file(path, what=what, how=how, limit=100_000), what=what, path=path, how=how)
+    content, how = read_verified_json(path, what=what,
+                                      regenerate="python scripts/coreference_removal.py", limit=100_000)
     try:
         change = np.asarray(content["change"], dtype=float)
     except (KeyError, TypeError, ValueError):

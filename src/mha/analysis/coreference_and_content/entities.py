@@ -203,12 +203,11 @@ def load_entity_scores(path: str | Path = LITBANK_ENTITIES_SCORES_PATH, *, check
     With ``check=True``: the scores of the first work alone, which the script also computed on their own, to
     recompute and compare.
     """
-    from mha.data_files import how_to_restore, parse_json, read_verified_file
+    from mha.data_files import read_verified_json
 
     path = as_path("path", path)
-    how = how_to_restore("python scripts/litbank_entities.py", path)
     what = "the stored LitBank entity scores"
-    content = parse_json(read_verified_file(path, what=what, how=how, limit=2_000_000), what=what, path=path, how=how)
+    content, how = read_verified_json(path, what=what, regenerate="python scripts/litbank_entities.py", limit=2_000_000)
     if check:
         if not isinstance(content, dict) or not isinstance(content.get("check"), dict):
             raise ValueError(f"{what} {path} is malformed: it has no 'check' scores. {how}")

@@ -233,12 +233,12 @@ def load_natural_coreference(path: str | Path = LITBANK_COREFERENCE_PATH, *,
     With ``check=True``: the index of the window the script also scored on its own (in the order of
     :func:`litbank_windows` over all works) and its scores, to recompute and compare.
     """
-    from mha.data_files import how_to_restore, parse_json, read_verified_file
+    from mha.data_files import read_verified_json
 
     path = as_path("path", path)
-    how = how_to_restore("python scripts/litbank_coreference.py", path)
     what = "the stored LitBank coreference scores"
-    content = parse_json(read_verified_file(path, what=what, how=how, limit=4_000_000), what=what, path=path, how=how)
+    content, how = read_verified_json(path, what=what,
+                                      regenerate="python scripts/litbank_coreference.py", limit=4_000_000)
     try:
         if check:
             return int(content["check"]["window"]), _from_content(content["check"], what, path, how)

@@ -189,12 +189,11 @@ def load_agreement(path: str | Path = AGREEMENT_PATH, *, check: bool = False) ->
     """The stored :class:`StoredAgreement`, checked against ``data/SHA256SUMS``; a missing, tampered or malformed
     file raises ``ValueError`` saying how to restore it (3.2). With ``check=True``: the scores of the first items
     alone, which the script also computed on their own, to recompute and compare."""
-    from mha.data_files import how_to_restore, parse_json, read_verified_file
+    from mha.data_files import read_verified_json
 
     path = as_path("path", path)
-    how = how_to_restore("python scripts/ewt_agreement.py", path)
     what = "the stored agreement scores"
-    content = parse_json(read_verified_file(path, what=what, how=how, limit=8_000_000), what=what, path=path, how=how)
+    content, how = read_verified_json(path, what=what, regenerate="python scripts/ewt_agreement.py", limit=8_000_000)
     try:
         if check:
             return AgreementScores.from_dict(content["check"])
