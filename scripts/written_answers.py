@@ -108,24 +108,44 @@ def answers(notebook: dict) -> dict[str, str]:
     return found
 
 
-def export_pdf(notebook: Path, pdf: Path) -> Path:
-    """The manual questions of ``notebook`` as a PDF, one a page: otter's filter and page breaks, its HTML template,
-    printed by Chromium (found on PATH; ``apt-get install chromium``)."""
+# Every script of nbconvert's template: jQuery, require.js, MathJax 2 and mermaid, loaded from a CDN, and their
+# set-up; none is needed to print, and the page must not reach outside this machine
+SCRIPT = re.compile(r"<script\b[^>]*>.*?</script\s*>", re.IGNORECASE | re.DOTALL)
+# The book's own MathJax (npm, package-lock.json; `make book` installs it), which typesets the answers' formulas
+MATHJAX = ROOT / "node_modules" / "mathjax" / "es5" / "tex-svg.js"
+MATHJAX_CONFIG = ("<script>window.MathJax = {tex: {inlineMath: [['$', '$'], ['\\\\(', '\\\\)']]}, "
+                  "svg: {fontCache: 'global'}};</script>")
+
+
+def printable_html(notebook: Path) -> str:
+    """The manual questions of ``notebook`` as one HTML page, one question a page: otter's filter and page breaks,
+    its HTML template, without its scripts. Formulas are typeset by the book's MathJax where
+    npm has installed it, and otherwise stay as TeX."""
     import nbconvert
     from otter.export.exporters.base_exporter import TEMPLATE_DIR
     from otter.export.exporters.via_html import PDFViaHTMLExporter
 
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if chromium is None:
-        raise SystemExit("--pdf prints with Chromium, which is not on PATH: apt-get install chromium")
     filtered = PDFViaHTMLExporter.load_notebook(str(notebook), filtering=True, pagebreaks=True)
     nbconvert.TemplateExporter.extra_template_basedirs = [str(TEMPLATE_DIR)]
     html, _ = nbconvert.HTMLExporter(template_name="via_html").from_notebook_node(filtered)
+    html = SCRIPT.sub("", html)
+    if MATHJAX.exists():
+        html = html.replace("</head>", f"{MATHJAX_CONFIG}<script src='{MATHJAX.as_uri()}'></script></head>", 1)
+    return html
+
+
+def export_pdf(notebook: Path, pdf: Path) -> Path:
+    """:func:`printable_html` of ``notebook`` printed as a PDF by Chromium (found on PATH; ``apt-get install
+    chromium``), once its formulas are typeset (Chromium's virtual time lets the page's scripts finish first)."""
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        raise SystemExit("--pdf prints with Chromium, which is not on PATH: apt-get install chromium")
     with tempfile.TemporaryDirectory(prefix="written-") as work:
         page = Path(work) / "answers.html"
-        page.write_text(html, encoding="utf-8")
+        page.write_text(printable_html(notebook), encoding="utf-8")
         subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-pdf-header-footer",
-                        f"--user-data-dir={work}/profile", f"--print-to-pdf={pdf.resolve()}", page.as_uri()],
+                        "--virtual-time-budget=10000", f"--user-data-dir={work}/profile",
+                        f"--print-to-pdf={pdf.resolve()}", page.as_uri()],
                        check=True, capture_output=True, timeout=120)
     return pdf
 

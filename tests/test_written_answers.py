@@ -9,6 +9,7 @@ import csv
 import json
 import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -94,7 +95,7 @@ def test_written_answers_are_collected_and_exported(student, tmp_path):
         if source.startswith("my_prediction = None"):
             cell["source"] = "my_prediction = 0.3  # the scaled scores keep unit spread\n"
         elif source.startswith(edition.ANSWER_PROMPT) and "answered" not in locals():
-            cell["source"] = "The spread of q·k grows like the square root of the width.\n"
+            cell["source"] = "The spread of $q \\cdot k$ grows like $\\sqrt{d_k}$, the square root of the width.\n"
             answered = True
     (submissions / "ada.ipynb").write_text(json.dumps(notebook))
     (submissions / "bob.ipynb").write_text("a PDF, not a notebook")
@@ -105,13 +106,44 @@ def test_written_answers_are_collected_and_exported(student, tmp_path):
         assert list(csv.DictReader(handle)) == rows
     answers = {(row["student"], row["exercise"]): row["answer"] for row in rows}
     assert answers[("ada", "ex-predict-scaled-4096")] == "my_prediction = 0.3  # the scaled scores keep unit spread"
-    assert answers[("ada", "ex-explain-sqrt-scaling")].startswith("The spread of q·k")
+    assert answers[("ada", "ex-explain-sqrt-scaling")].startswith("The spread of $q \\cdot k$")
     assert answers[("ada", "ex-investigate-trained-spread")] == ""  # nothing written: nothing recorded
     assert answers[("cy", "ex-explain-sqrt-scaling")] == ""
     assert "not a Jupyter notebook" in answers[("bob", "")]
     if chromium is not None:
         pdf = (tmp_path / "out" / "ada.pdf").read_bytes()
         assert pdf.startswith(b"%PDF") and len(re.findall(rb"/Type /Page\b(?!s)", pdf)) >= 3
+
+
+# an element that loads a file from another machine: a script, a stylesheet, an image, a frame or a module import
+OUTSIDE = re.compile(r"""<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)\s*=\s*["']?(?:https?:)?//"""
+                     r"""|\bimport\b[^;]*["'](?:https?:)?//""", re.IGNORECASE)
+
+
+def test_the_printed_page_loads_nothing_from_outside_and_typesets_the_formulas(student, tmp_path):
+    """nbconvert's template loads jQuery, require.js, MathJax 2 and mermaid from a CDN; the page printed holds no
+    script but the book's own MathJax, which typesets the answer's formulas (read from the page Chromium drew)."""
+    notebook = json.loads(student.read_text())
+    for cell in notebook["cells"]:
+        if "".join(cell["source"]).startswith(edition.ANSWER_PROMPT):
+            cell["source"] = "The spread grows like $\\sqrt{d_k}$.\n"
+            break
+    submission = tmp_path / "ada.ipynb"
+    submission.write_text(json.dumps(notebook))
+    page = written.printable_html(submission)
+    assert OUTSIDE.search('<script type="module">import m from "https://cdn.example/m.mjs";</script>')
+    assert not OUTSIDE.search(page), OUTSIDE.search(page).group(0)
+    assert re.findall(r"<script\b[^>]*\bsrc=[^>]*>", page) == \
+        ([f"<script src='{written.MATHJAX.as_uri()}'>"] if written.MATHJAX.exists() else [])
+    chromium = shutil.which("chromium")
+    if chromium is None or not written.MATHJAX.exists():
+        return  # without Chromium there is no PDF; without the book's MathJax (npm ci) the formulas stay as TeX
+    (tmp_path / "page.html").write_text(page, encoding="utf-8")
+    drawn = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=10000",
+                            f"--user-data-dir={tmp_path}/profile", "--dump-dom", (tmp_path / "page.html").as_uri()],
+                           capture_output=True, text=True, timeout=120, check=True).stdout
+    body = drawn.split("<body", 1)[1]
+    assert "<mjx-container" in body and "\\sqrt{d_k}" not in body, "the answer's formula was not typeset"
 
 
 def test_each_autograder_gets_its_outline_of_points_and_rubrics():
