@@ -103,6 +103,7 @@ def test_wordpieces_give_what_the_transformers_tokenizer_gives_on_the_treebank_a
         (oracle.model_max_length, oracle.pad_token, oracle.pad_token_id)
     for word in ["unaffable", "Zwölf", "don't", "ﬁx", "x" * 150]:
         assert wordpieces.pieces(word) == oracle.tokenize(word)
+    assert wordpieces.vocabulary() == oracle.get_vocab() and len(wordpieces.vocabulary()) == oracle.vocab_size
 
 
 def test_wordpieces_neither_truncate_nor_pad_as_the_model_folders_file_asks():

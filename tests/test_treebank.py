@@ -4,8 +4,9 @@ from pathlib import Path
 
 import pytest
 
+from mha.corpora import treebank
 from mha.corpora.templates import relation_counts
-from mha.corpora.treebank import parse_conllu, read_conllu
+from mha.corpora.treebank import parse_conllu, read_conllu, read_ud_trees
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample.conllu"
 
@@ -154,3 +155,21 @@ def test_split_sentences_is_a_seeded_partition():
         split_sentences([1], 0.5)
     with pytest.raises(TypeError, match="list of sentences"):
         split_sentences("abc", 0.5)
+
+
+def test_a_file_read_twice_is_parsed_once_and_a_changed_file_again(tmp_path, monkeypatch):
+    """read_conllu and read_ud_trees of one file share its parse (3.1, 3.2 and 3.4 read both); a file whose text
+    changed is parsed anew, and a read cut short by ``limit`` keeps nothing."""
+    parses = []
+    parse = treebank._parse_blocks
+    monkeypatch.setattr(treebank, "_parse_blocks", lambda text, source: parses.append(source) or parse(text, source))
+    monkeypatch.setattr(treebank, "_LAST_WHOLE_PARSE", {})
+    copy = tmp_path / "copy.conllu"
+    copy.write_text(SAMPLE.read_text(encoding="utf-8"), encoding="utf-8")
+    assert len(read_ud_trees(copy, limit=2)) == 2 and parses == ["copy.conllu"]
+    sentences, trees = read_conllu(copy), read_ud_trees(copy)
+    assert read_conllu(copy) == sentences and read_ud_trees(copy) == trees and len(parses) == 2
+    assert [s.words for s in sentences] == [t.words for t in trees]
+    first = trees[0].words[0]
+    copy.write_text(copy.read_text(encoding="utf-8").replace(f"\t{first}\t", "\tChanged\t", 1), encoding="utf-8")
+    assert read_ud_trees(copy)[0].words[0] == "Changed" and len(parses) == 3

@@ -213,11 +213,31 @@ def _sentence_from_tokenlist(tokens: conllu.TokenList, origin: str, line: int) -
     return AnnotatedSentence(tuple(t["form"] for t in words), tuple(relations), origin=origin)
 
 
+_LAST_WHOLE_PARSE: dict[tuple[str, str], tuple] = {}
+"""The last text parsed to its end, keyed by (text, source): read_conllu and read_ud_trees of one file (3.1, 3.2, 3.4
+read both) parse it once. One text at most; its parsed sentences are only read, never changed."""
+
+
 def _parsed_sentences(text: str, source: str) -> Iterator[tuple[conllu.TokenList, str, int]]:
     """Each sentence of CoNLL-U ``text`` parsed, with its origin (``source#sent_id``) and the line it starts on.
 
-    Sentences are the blocks between blank lines; each is parsed on its own, so an error names its first line.
+    Sentences are the blocks between blank lines; each is parsed on its own, so an error names its first line. A
+    text parsed to its end is kept (:data:`_LAST_WHOLE_PARSE`) and not parsed again.
     """
+    whole = _LAST_WHOLE_PARSE.get((text, source))
+    if whole is not None:
+        yield from whole
+        return
+    parsed = []
+    for sentence in _parse_blocks(text, source):
+        parsed.append(sentence)
+        yield sentence
+    _LAST_WHOLE_PARSE.clear()
+    _LAST_WHOLE_PARSE[text, source] = tuple(parsed)
+
+
+def _parse_blocks(text: str, source: str) -> Iterator[tuple[conllu.TokenList, str, int]]:
+    """:func:`_parsed_sentences`, parsing each time."""
     number, line, block, block_start = 0, 0, [], 1
     for line, content in enumerate([*text.split("\n"), ""], start=1):
         if content.strip():

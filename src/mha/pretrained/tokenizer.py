@@ -91,6 +91,10 @@ class Wordpieces:
         """The wordpieces of ``text``, without [CLS] and [SEP]."""
         return self.backend.encode(text, add_special_tokens=False).tokens
 
+    def vocabulary(self) -> dict[str, int]:
+        """Every wordpiece of the model's vocabulary (special tokens included), with its id."""
+        return self.backend.get_vocab(with_added_tokens=True)
+
 
 @lru_cache(maxsize=4)
 def _load_wordpieces_from(path: str) -> Wordpieces:
