@@ -21,7 +21,8 @@ from ``file://``, where fetch is blocked but a ``<script src>`` still loads). Th
 Matrices and embeddings are stored as float16, 1-D vectors (biases, LayerNorm) as float32 (they are 0.5% of
 the bytes, and LayerNorm gains scale everything after them); the page computes in float32. Every tensor's
 bytes are "byte-shuffled" (all most-significant bytes first, then the next, ...), which gzip compresses
-better, and each part is gzip level 9 with mtime 0, so two exports are byte-identical.
+better, and each part is gzip level 6 with mtime 0, so two exports are byte-identical (level 9 takes twice the time
+for 0.001% fewer bytes on these weights).
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ def shuffle_bytes(array: np.ndarray) -> bytes:
 
 
 def _gzip(data: bytes) -> bytes:
-    return gzip.compress(data, compresslevel=9, mtime=0)
+    return gzip.compress(data, compresslevel=6, mtime=0)
 
 
 def _pack(tensors: dict[str, np.ndarray]) -> tuple[bytes, list[dict]]:
