@@ -173,3 +173,31 @@ def test_a_file_read_twice_is_parsed_once_and_a_changed_file_again(tmp_path, mon
     first = trees[0].words[0]
     copy.write_text(copy.read_text(encoding="utf-8").replace(f"\t{first}\t", "\tChanged\t", 1), encoding="utf-8")
     assert read_ud_trees(copy)[0].words[0] == "Changed" and len(parses) == 3
+
+
+def test_the_columns_read_are_conllus_own_reading_of_them():
+    """The short way for plain numbers and the three columns kept as text (treebank._FIELD_PARSERS) change nothing
+    the book reads: conllu's default parsers are the oracle, on every word of the EWT dev split and the sample, and
+    on IDs and HEADs that only conllu's own parsers take or refuse."""
+    import conllu
+    from conllu.exceptions import ParseException
+
+    from mha.corpora.treebank import EWT_DEV_PATH
+
+    read = ("id", "form", "lemma", "upos", "head", "deprel", "feats")
+    for path in (EWT_DEV_PATH, SAMPLE):
+        text = path.read_text(encoding="utf-8")
+        ours = conllu.parse(text, field_parsers=treebank._FIELD_PARSERS)
+        theirs = conllu.parse(text)
+        assert len(ours) == len(theirs) >= 9
+        assert [[tuple(t[f] for f in read) for t in s] for s in ours] == \
+            [[tuple(t[f] for f in read) for t in s] for s in theirs]
+    for word_id, head in [("7", "12"), ("1", "0"), ("1", "-3"), ("1-2", "_"), ("3.1", "_"), ("0", "_")]:
+        line = f"{word_id}\tword\tword\tNOUN\t_\t_\t{head}\tdep\t_\t_\n\n"
+        assert [dict(t) for t in conllu.parse(line, field_parsers=treebank._FIELD_PARSERS)[0]] == \
+            [{**t, "xpos": "_", "deps": "_", "misc": "_"} for t in conllu.parse(line)[0]], (word_id, head)
+    for word_id, head in [("01", "0"), ("²", "0"), ("a", "0"), ("1", "01"), ("1", "²"), ("1", "x")]:
+        line = f"{word_id}\tword\tword\tNOUN\t_\t_\t{head}\tdep\t_\t_\n\n"
+        for parsers in (None, treebank._FIELD_PARSERS):
+            with pytest.raises(ParseException):
+                conllu.parse(line, field_parsers=parsers)
