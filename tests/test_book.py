@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+from conftest import CHROMIUM_ARGS
 
 from mha.book import head_label, head_labels, label_heads, parse_head_label
 
@@ -108,9 +109,7 @@ def test_solutions_open_in_a_real_browser(built_site, chromium):
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-            "--disable-sync", "--no-first-run"])
+        browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
         page = browser.new_page()
         page.goto((built_site / "chapters" / "1_mechanism" / "1_attention_from_scratch.html").as_uri())
         solution = page.locator("details.solution, .solution.dropdown").first

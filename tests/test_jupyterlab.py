@@ -22,7 +22,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import POLL, load_script
+from conftest import CHROMIUM_ARGS, POLL, load_script
 
 from mha import book
 from mha.book import PROSE_CITATION, PROSE_NUMBER, citation_text, glue, prose_expression_results
@@ -214,7 +214,7 @@ def lab_tabs(chromium):
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium)
+        browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
         yield browser.new_context(viewport={"width": 1300, "height": 1000})
         browser.close()
 

@@ -257,13 +257,13 @@ def read_verified_file(path: str | os.PathLike, *, what: str, how: str, limit: i
     return data
 
 
-
 def read_verified_json(path: str | os.PathLike, *, what: str, regenerate: str, limit: int) -> tuple[object, str]:
     """The JSON value of data file ``path`` (:func:`read_verified_file`, then :func:`parse_json`), and the sentence
     that says how to restore the file (:func:`how_to_restore` with ``regenerate``), for the caller's own checks of
     the value's shape. A missing, damaged or malformed file raises ``ValueError`` with that sentence."""
     how = how_to_restore(regenerate, path)
     return parse_json(read_verified_file(path, what=what, how=how, limit=limit), what=what, path=path, how=how), how
+
 
 def write_recorded_json(path: str | os.PathLike, content) -> Path:
     """Write ``content`` as compact JSON to ``path``, one of :data:`BOOK_DATA_FILES`, and record its sha256.

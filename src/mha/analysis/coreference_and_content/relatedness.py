@@ -245,7 +245,7 @@ def word_input_vectors(tokens: Sequence[str], word_ids: Sequence[int | None], em
             continue
         if token not in vocabulary:
             raise ValueError(f"word piece {token!r} is not in the vocabulary; pass the tokenizer's vocabulary "
-                             "(mha.pretrained.tokenizer.load_tokenizer().get_vocab()).")
+                             "(mha.pretrained.tokenizer.load_wordpieces().vocabulary()).")
         rows.setdefault(int(word), []).append(vocabulary[token])
     if sorted(rows) != list(range(len(rows))):
         raise ValueError("word_ids must number the words 0, 1, 2, ... without gaps.")
