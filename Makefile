@@ -78,7 +78,9 @@ serve: book
 	@echo "Serving on http://127.0.0.1:8000 (Ctrl-C to stop)"
 	$(BIN)/python -m http.server --bind 127.0.0.1 --directory _build/html 8000
 
-test: $(STAMP)
+# the site's scripts (node_modules) are installed before the tests start, like the environment, not by the test that
+# builds the site
+test: $(STAMP) $(NODE_STAMP)
 	$(BIN)/python -m pytest
 
 # JupyterLab with jupyterlab-myst, which renders the notebooks' MyST markup ({exercise}, math, and the glued numbers and
