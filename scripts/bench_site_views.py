@@ -15,6 +15,9 @@ cell with the arrow keys. A view records, for every input, the time from the eve
 Prints the median and worst per view and profile, and exits with status 1 if any is over its budget.
 
     python scripts/bench_site_views.py [--site _build/html] [--moves 6] [--profile laptop|phone|both]
+                                       [--page TEXT] [--each]
+
+``--page`` keeps the pages whose path contains TEXT; ``--each`` also prints every input's time.
 """
 
 from __future__ import annotations
@@ -118,10 +121,13 @@ def main() -> int:
     parser.add_argument("--site", default=str(ROOT / "_build" / "html"))
     parser.add_argument("--moves", type=int, default=6)
     parser.add_argument("--profile", choices=[*PROFILES, "both"], default="both")
+    parser.add_argument("--page", default="", help="only the pages whose path contains this text")
+    parser.add_argument("--each", action="store_true", help="print every input's time too")
     args = parser.parse_args()
     site = Path(args.site)
     pages = sorted(str(p.relative_to(site)) for p in site.glob("**/*.html")
-                   if "_vendor" not in p.parts and "mha-view-payload" in p.read_text())
+                   if "_vendor" not in p.parts and "mha-view-payload" in p.read_text()
+                   and args.page in str(p.relative_to(site)))
     if not pages:
         print(f"no page with a view under {site}: build the book first (make book)")
         return 1
@@ -161,6 +167,8 @@ def main() -> int:
                     over += not ok
                     print(f"{profile:<7} {path + f', view {index}':<56} {len(times):>6} {median:>10.1f} {worst:>9.1f}  "
                           f"{'yes' if ok else 'NO'}  (slowest: {slowest})", flush=True)
+                    if args.each:
+                        print("        " + ", ".join(f"{name}: {ms:.0f}" for name, ms in named), flush=True)
                     if profile == "laptop" and views.nth(index).locator("input[name=typed]").count():
                         first, typed = typed_inputs(page, views.nth(index))
                         typed_ok = statistics.median(typed) <= TYPED_BUDGET
