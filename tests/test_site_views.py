@@ -569,6 +569,50 @@ def test_a_minimal_pair_is_drawn_side_by_side_with_its_difference(open_page):
     checked(page, test)
 
 
+# Two frames after an input (a view holds its height at the start of the next frame): where the view ends on the page,
+# and how tall its picture's maps are
+HELD = """(root) => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(() => {
+  const picture = root.querySelector('.mha-picture');
+  const maps = Math.max(...[...picture.children].map((child) => child.getBoundingClientRect().bottom))
+    - picture.getBoundingClientRect().top;
+  done([Math.round(root.getBoundingClientRect().bottom + scrollY), Math.round(maps)]);
+})))"""
+
+
+def test_another_sentence_leaves_the_page_below_the_view_where_it_was(open_page):
+    """Within one layout (one map, a comparison, a grid) a view keeps the tallest height it has had: on a phone, where
+    each sentence's map is as wide as the screen and so as tall as its shape makes it, the page under the view stays
+    where it was from one sentence to the next; a comparison takes more room, and closing it gives that room back."""
+    page = open_page(TOUR)
+    view = page.views.first
+
+    def test():
+        laptop = page.page.viewport_size
+        page.page.set_viewport_size({"width": 390, "height": 844})
+        open_one_map(view)
+        menu = view.locator("select[name=sentence]")
+        count = menu.locator("option").count()
+        seen = []
+        for index in [*range(count), *range(count)]:
+            menu.select_option(index=index)
+            seen.append(view.evaluate(HELD))
+        bottoms, maps = [bottom for bottom, _ in seen], [height for _, height in seen]
+        assert len(set(maps)) > 1, f"every sentence's map is as tall ({maps}): nothing to hold"
+        assert bottoms == sorted(bottoms) and len(set(bottoms[count:])) == 1, \
+            f"the view ends at {bottoms} as its maps' heights go {maps}"
+        compare = view.locator("select[name=compare]")
+        compare.select_option(index=1)
+        compared = view.evaluate(HELD)[0]
+        compare.select_option(index=0)
+        single_again, map_again = view.evaluate(HELD)
+        assert compared > bottoms[-1] >= single_again, (compared, bottoms[-1], single_again)
+        assert single_again - map_again < bottoms[-1] - min(maps), "closing the comparison left its room behind"
+        assert not page.problems, "\n".join(page.problems)
+        page.page.set_viewport_size(laptop)
+
+    checked(page, test)
+
+
 @pytest.mark.parametrize("where", ["served", "file"])
 def test_the_address_holds_the_views_state_and_restores_it(open_page, built_site, where):
     site = None if where == "served" else built_site.as_uri() + "/"

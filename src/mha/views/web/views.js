@@ -575,7 +575,7 @@
     const view = { root, id: options.hosted ? id : root.id, hosted: Boolean(options.hosted), payload, controls, tools,
       message, address, readout, picture, table, details: numbers, tableMap: null, panels, panelParts: {}, figures: [],
       mode: "single", compareWith: null };
-    numbers.addEventListener("toggle", () => showNumbers(view));
+    numbers.addEventListener("toggle", () => { showNumbers(view); holdHeight(view); });
     view.primaryFigure = () => view.figures[view.figures.length - 1] || null;
     picture.addEventListener("keydown", timed(view, (event) => moveFocus(view, event)));
     return view;
@@ -587,6 +587,8 @@
       update(event);
       view.root.dataset.updateMs = (performance.now() - start).toFixed(2);
       requestAnimationFrame(() => setTimeout(() => {
+        /* the view as the reader now sees it, for holdHeight: read just after a paint, when nothing is to lay out */
+        [view.shownHeight, view.shownWidth] = [view.root.offsetHeight, view.root.clientWidth];
         view.root.dataset.paintMs = (performance.now() - start).toFixed(2);
         view.root.dataset.updates = String(Number(view.root.dataset.updates || 0) + 1);
       }, 0));
@@ -985,10 +987,31 @@
   /* What every view does once its state is set: draw the grid or the map (with its comparison), mark the tools,
      and write the state into the address. */
   function showState(view, map) {
+    holdHeight(view);
     if (view.mode === "grid") drawGrid(view);
     else if (map) drawMaps(view, map);
     markTools(view);
     view.writeAddress();
+  }
+
+  /* A view keeps the tallest height it has had in its present layout (one map, a comparison, one layer's grid, the
+     whole model's grid; its table of numbers open or closed) at its present width: another sentence, head or step
+     then leaves the page under the view where it was, instead of moving it up and down by the difference between two
+     maps' heights (on a phone, where each map is as wide as the screen, a hundred pixels and more). Called before the
+     view draws its new state, with the height and width timed() read after the last painted input, so it forces no
+     layout. A new layout or width starts afresh. */
+  function holdHeight(view) {
+    const root = view.root;
+    if (view.shownHeight === undefined) return;  /* no input painted yet */
+    const layout = [view.mode === "grid" ? `grid ${view.gridAll}` : `compare ${view.compareWith !== null}`,
+      view.details.open].join(" ");
+    if (view.heldLayout !== layout || view.heldWidth !== view.shownWidth) {
+      [view.heldLayout, view.heldWidth] = [layout, view.shownWidth];
+      if (root.style.minHeight) root.style.minHeight = "";
+      return;
+    }
+    const held = `${view.shownHeight}px`;
+    if (root.style.minHeight !== held) root.style.minHeight = held;
   }
 
   /* Mark the grid and comparison buttons as pressed or not. */
