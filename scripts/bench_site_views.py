@@ -24,13 +24,11 @@ from __future__ import annotations
 
 import argparse
 import functools
-import http.server
-import re
-import shutil
 import statistics
 import sys
-import threading
 from pathlib import Path
+
+from browser_harness import CHROMIUM_ARGS, find_chromium, offline_proxy, served
 
 ROOT = Path(__file__).resolve().parents[1]
 TYPED_BUDGET = 150.0  # ms, median from Enter to the painted map of a typed sentence, once the model has loaded
@@ -38,11 +36,6 @@ PROFILES = {  # name: (viewport, CPU slow-down, median budget ms, worst budget m
     "laptop": ({"width": 1366, "height": 768}, 1, 50.0, 100.0),
     "phone": ({"width": 390, "height": 844}, 4, 200.0, 200.0),
 }
-
-
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
 
 
 def _timed(page, view, act) -> float:
@@ -116,39 +109,19 @@ def typed_inputs(page, view) -> tuple[float, list[float]]:
     return times[0], times[1:]
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--site", default=str(ROOT / "_build" / "html"))
-    parser.add_argument("--moves", type=int, default=6)
-    parser.add_argument("--profile", choices=[*PROFILES, "both"], default="both")
-    parser.add_argument("--page", default="", help="only the pages whose path contains this text")
-    parser.add_argument("--each", action="store_true", help="print every input's time too")
-    args = parser.parse_args()
-    site = Path(args.site)
-    pages = sorted(str(p.relative_to(site)) for p in site.glob("**/*.html")
-                   if "_vendor" not in p.parts and "mha-view-payload" in p.read_text()
-                   and args.page in str(p.relative_to(site)))
-    if not pages:
-        print(f"no page with a view under {site}: build the book first (make book)")
-        return 1
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if chromium is None:
-        print("needs Debian's chromium: apt-get install -y chromium")
-        return 1
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(site)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    address = f"http://127.0.0.1:{server.server_address[1]}/"
+def bench(chromium: str, address: str, pages: list[str], args) -> int:
+    """Time every view of ``pages`` on the site served at ``address``, print a line per view and profile; returns how
+    many are over their budget."""
     from playwright.sync_api import sync_playwright
 
     over = 0
     profiles = list(PROFILES) if args.profile == "both" else [args.profile]
     print(f"{'profile':<7} {'page, view':<56} {'inputs':>6} {'median ms':>10} {'worst ms':>9}  within budget")
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
         for profile in profiles:
             viewport, slow_down, median_budget, worst_budget = PROFILES[profile]
-            context = browser.new_context(viewport=viewport)
-            context.route(re.compile(f"^(?!{re.escape(address)}|data:|blob:)"), lambda route: route.abort())
+            context = browser.new_context(viewport=viewport, proxy=offline_proxy(address))
             for path in pages:
                 page = context.new_page()
                 if slow_down > 1:
@@ -179,7 +152,30 @@ def main() -> int:
                 page.close()
             context.close()
         browser.close()
-    server.shutdown()
+    return over
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--site", default=str(ROOT / "_build" / "html"))
+    parser.add_argument("--moves", type=int, default=6)
+    parser.add_argument("--profile", choices=[*PROFILES, "both"], default="both")
+    parser.add_argument("--page", default="", help="only the pages whose path contains this text")
+    parser.add_argument("--each", action="store_true", help="print every input's time too")
+    args = parser.parse_args()
+    site = Path(args.site)
+    pages = sorted(str(p.relative_to(site)) for p in site.glob("**/*.html")
+                   if "_vendor" not in p.parts and "mha-view-payload" in p.read_text()
+                   and args.page in str(p.relative_to(site)))
+    if not pages:
+        print(f"no page with a view under {site}: build the book first (make book)")
+        return 1
+    chromium = find_chromium()
+    if chromium is None:
+        print("needs Debian's chromium: apt-get install -y chromium")
+        return 1
+    with served(site) as address:
+        over = bench(chromium, address, pages, args)
     print("budgets, from the input event to the painted frame: laptop median <= 50 ms and worst <= 100 ms; phone "
           f"(CPU slowed 4x) worst <= 200 ms; a typed sentence (laptop), median <= {TYPED_BUDGET:.0f} ms from Enter; "
           f"{over} over budget")

@@ -15,21 +15,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import functools
-import http.server
 import shutil
 import statistics
 import sys
 import tempfile
-import threading
 from pathlib import Path
+
+from browser_harness import CHROMIUM_ARGS, find_chromium, served
 
 from mha.pretrained.web_export import export_web_model
 
 ROOT = Path(__file__).resolve().parents[1]
 SENTENCE = "The committee said on Tuesday that the new bridge would open to traffic early next spring here."
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
 
 PAGE = """<!doctype html><meta charset="utf-8"><title>model bench</title>
 <script src="model.js"></script>
@@ -63,11 +60,6 @@ async function cancelled() {
 </script>"""
 
 
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
 def node_times(folder: Path, runs: int) -> dict:
     sys.path.insert(0, str(ROOT / "site"))
     from model_in_node import run_model_in_node  # the site build's runner of model.js under Node
@@ -79,12 +71,9 @@ def node_times(folder: Path, runs: int) -> dict:
 async def chromium_times(folder: Path, runs: int) -> tuple[dict, dict, dict, str]:
     from playwright.async_api import async_playwright
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=str(folder)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    address = f"http://127.0.0.1:{server.server_address[1]}/"
-    try:
+    with served(folder) as address:
         async with async_playwright() as playwright:
-            browser = await playwright.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS)
+            browser = await playwright.chromium.launch(executable_path=find_chromium(), args=CHROMIUM_ARGS)
             page = await browser.new_page()
             await page.goto(address + "bench.html")
             simd = await page.evaluate("([s, r]) => bench(s, r, true, 'fetch')", [SENTENCE, runs])
@@ -95,8 +84,6 @@ async def chromium_times(folder: Path, runs: int) -> tuple[dict, dict, dict, str
             await page.reload()
             cancel = await page.evaluate("cancelled()")
             await browser.close()
-    finally:
-        server.shutdown()
     return simd, plain, from_disk, cancel
 
 

@@ -17,16 +17,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import functools
-import http.server
 import re
-import shutil
 import sys
-import threading
 from collections import Counter
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from browser_harness import CHROMIUM_ARGS, find_chromium, served
 
 ROOT = Path(__file__).resolve().parents[1]
 BUDGET = 3_000_000  # bytes: the heaviest page stays within 3 MB
@@ -60,30 +57,6 @@ def site_pages(html: Path) -> list[str]:
     """Every page of the built site: each .html file outside the folders Sphinx and the book keep assets in."""
     return sorted(str(page.relative_to(html).as_posix()) for page in html.rglob("*.html")
                   if not page.relative_to(html).parts[0].startswith("_"))
-
-
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
-class _QuietServer(http.server.ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request, client_address):
-        pass  # the browser hangs up on requests it no longer needs
-
-
-@contextmanager
-def served(html: Path):
-    """The folder served on 127.0.0.1 (a free port), as `make serve` serves it: uncompressed; yields its address."""
-    server = _QuietServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(html)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 async def _settle(in_flight: set, quiet: float = QUIET, limit: float = 60) -> None:
@@ -135,9 +108,7 @@ async def _weigh_all(chromium: str, site: str, paths: list[str]) -> dict[str, We
     from playwright.async_api import async_playwright
 
     async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=chromium, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-            "--disable-sync", "--no-first-run"])
+        browser = await playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
         slots = asyncio.Semaphore(AT_ONCE)
 
         async def one(path):
@@ -178,7 +149,7 @@ def main() -> int:
     parser.add_argument("html", nargs="?", type=Path, default=ROOT / "_build" / "html",
                         help="the built site (default: _build/html)")
     args = parser.parse_args()
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    chromium = find_chromium()
     if chromium is None:
         sys.exit("Chromium is not installed: apt-get install -y chromium")
     if not (args.html / "index.html").exists():

@@ -7,8 +7,6 @@ thread (below), so two busy processes share two cores instead of fighting over t
 same at one thread and at two (README, "The same verdict on every CPU").
 """
 
-import functools
-import http.server
 import importlib.util
 import os
 
@@ -16,17 +14,33 @@ import os
 for _variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")
 import shutil
-import socket
 import subprocess
 import sys
 import threading
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def load_script(name: str):
+    """A script of scripts/ as a module (scripts/<name>.py), for the tests of the tools it holds."""
+    sys.path.insert(0, str(ROOT / "scripts"))  # the scripts import each other
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up while it loads
+    spec.loader.exec_module(module)
+    return module
+
+
+# The browser, the quiet file server and the offline proxy, shared with the scripts that weigh and time the site
+HARNESS = load_script("browser_harness")
+CHROMIUM_ARGS, QuietHandler, QuietServer = HARNESS.CHROMIUM_ARGS, HARNESS.QuietHandler, HARNESS.QuietServer
+offline_proxy, served = HARNESS.offline_proxy, HARNESS.served
 
 
 @pytest.fixture(scope="session")
@@ -156,7 +170,7 @@ def _build_site(output: Path) -> Path:
 @pytest.fixture(scope="session")
 def chromium() -> str:
     """Debian's Chromium for the browser tests; skipped with a message where it is missing, except under CI."""
-    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    path = HARNESS.find_chromium()
     if path is None:
         # CI installs Chromium (.ci/run), so there the browser tests always run.
         assert os.environ.get("CI") != "true", "CI must install chromium (apt-get install -y chromium)"
@@ -185,69 +199,14 @@ POLL = 50
 its default checks on every animation frame, which keeps the page drawing frames all the while it waits."""
 
 
-# Chromium as the browser tests launch it (Playwright's launch(args=...)): quiet, with no calls home
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
-
-
-_REFUSING = socket.socket()  # bound and never listening: every connection to it is refused
-_REFUSING.bind(("127.0.0.1", 0))
-REFUSING_PROXY = f"http://127.0.0.1:{_REFUSING.getsockname()[1]}"
-"""A proxy that refuses every connection, for as long as the test process runs."""
-
-
-def offline_proxy(site: str) -> dict:
-    """Playwright's ``proxy`` option for a context that reaches ``site`` and nothing else.
-
-    Every request but those to the served site's own host and port goes to :data:`REFUSING_PROXY`, and fails
-    (net::ERR_PROXY_CONNECTION_FAILED); a site on disk (file://) is read without any request. A proxy, not
-    Playwright's request interception (``route``), which would turn the browser's cache off: pages then share the
-    theme's files as a reader's browser does, and each page's weight is still every byte it loads.
-    """
-    proxy = {"server": REFUSING_PROXY}
-    if urlsplit(site).netloc:
-        proxy["bypass"] = urlsplit(site).netloc
-    return proxy
-
-
-def pytest_unconfigure(config):
-    _REFUSING.close()
-
-
 async def offline_context(browser, site: str, **options):
     """A new browser context (Playwright, async) in which every request to anywhere but site fails (offline_proxy)."""
     return await browser.new_context(proxy=offline_proxy(site), **options)
 
 
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
-class QuietServer(http.server.ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request, client_address):
-        pass  # the browser hangs up on requests it no longer needs (its favicon.ico, when a page closes)
-
-
 @pytest.fixture(scope="session")
 def site_address(built_site):
     """The built site served on 127.0.0.1 (a free port), as `make serve` serves it."""
-    server = QuietServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=str(built_site)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/"
-    server.shutdown()
-    server.server_close()
+    with served(built_site) as address:
+        yield address
 
-
-def load_script(name: str):
-    """A script of scripts/ as a module (scripts/<name>.py), for the tests of the tools it holds."""
-    sys.path.insert(0, str(ROOT / "scripts"))  # the scripts import each other
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up while it loads
-    spec.loader.exec_module(module)
-    return module

@@ -106,10 +106,13 @@ async def visit(context, site: str, url: str, screenshots: Path, axe: str | None
     from playwright.async_api import Error as PlaywrightError
 
     try:
-        await page.goto(url, wait_until="load", timeout=30 * SECONDS)
-        if url == site + "index.html":  # the site's root redirects to the landing page
-            await page.wait_for_url(site + "chapters/index.html", timeout=10 * SECONDS)
-            await page.wait_for_load_state("load")
+        if url == site + "index.html":
+            # the site's root sends the reader on to the landing page at once (a meta refresh), which may start before
+            # the root's own load event: wait for the landing page, not for a load that the refresh can cut short
+            await page.goto(url, wait_until="commit", timeout=30 * SECONDS)
+            await page.wait_for_url(site + "chapters/index.html", wait_until="load", timeout=30 * SECONDS)
+        else:
+            await page.goto(url, wait_until="load", timeout=30 * SECONDS)
         read = await page.evaluate(READ_PAGE)
         seen.formulas = read["typeset"]
         seen.problems += some(f"formula not typeset: {text!r}" for text in read["untypeset"])
