@@ -24,7 +24,10 @@ A Sphinx extension, connected in _config.yml (``sphinx: local_extensions``). It:
    and of the tools the book is built with (see ``accessible_markup`` and ``label_toctree_toggles``): each
    displayed formula is a tab stop, since it scrolls sideways when wider than the page; bertviz's views scroll in
    a labelled region a keyboard reaches, and their menus are labelled; ``site/theme.css`` (on every page) lets
-   inline code break on a phone and darkens links on the exercises' tinted background.
+   inline code break on a phone and darkens links on the exercises' tinted background;
+7. gives the site's root page, which only sends the reader on to the landing page, the book's icon (see
+   ``icon_for_the_root``): without one, a browser that shows it for a moment asks for /favicon.ico, which the site
+   does not have, and logs a 404.
 
 ``scripts/page_weights.py`` prints what each page weighs in Chromium; ``tests/test_site.py`` keeps every
 page within the budget.
@@ -303,6 +306,21 @@ def make_accessible(app, pagename, templatename, context, doctree) -> None:
         context["generate_toctree_html"] = lambda *args, **kwargs: label_toctree_toggles(draw_toctree(*args, **kwargs))
 
 
+ROOT_ICON = '<link rel="icon" href="_static/{name}" type="image/svg+xml">'
+
+
+def icon_for_the_root(app, exception) -> None:
+    """The root index.html, Jupyter Book's redirect to the landing page (a bare meta refresh, no <head>), with the
+    icon every other page names (``html_favicon``, which Sphinx copies into _static/)."""
+    root = Path(app.outdir) / "index.html"
+    if exception is not None or app.builder.format != "html" or not root.exists() or not app.config.html_favicon:
+        return
+    page = root.read_text(encoding="utf-8")
+    if 'rel="icon"' not in page and "<head" not in page:
+        icon = ROOT_ICON.format(name=Path(app.config.html_favicon).name)
+        root.write_text(icon + "\n" + page, encoding="utf-8")
+
+
 def setup(app):
     app.add_html_math_renderer(MATH_RENDERER, (visit_math, None), (visit_displaymath, None))
     app.connect("config-inited", configure)
@@ -310,6 +328,7 @@ def setup(app):
     app.connect("builder-inited", write_math_stylesheet)
     app.connect("doctree-resolved", typeset_page)
     app.connect("build-finished", lambda app, exception: MathJaxInNode.stop())
+    app.connect("build-finished", icon_for_the_root, priority=800)  # before content_policy writes the pages' policy
     # on every page (3 kB, fetched once): a formula can reach a page whose math domain does not know it (glue)
     app.add_css_file(f"../{VENDOR_DIR}/{MATH_CSS}")  # relative to _static/
     app.add_css_file(f"../{VENDOR_DIR}/{THEME_CSS}", priority=900)  # after the theme's stylesheets

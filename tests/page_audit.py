@@ -138,10 +138,12 @@ TOKEN_SAMPLE = """(kind) => { %s
 }""" % KIND_OF
 CONTRAST_ONLY = {"runOnly": {"type": "rule", "values": ["color-contrast"]}}
 SAMPLES = [["[data-mha-token-sample]"]]  # axe's context: only the token samples
-# No transition between the colour modes, from a stylesheet built in the page (allowed by its policy)
+# No transition between the colour modes, and every part of the page rendered (site/theme.css lets the browser skip
+# what is off screen until the reader scrolls near it, content-visibility: auto): the page is checked as the reader
+# sees it once scrolled through, its width included. From a stylesheet built in the page (allowed by its policy).
 NO_TRANSITIONS = """() => {
   const sheet = new CSSStyleSheet();
-  sheet.replaceSync('*, *::before, *::after { transition: none !important; }');
+  sheet.replaceSync('*, *::before, *::after { transition: none !important; content-visibility: visible !important; }');
   document.adoptedStyleSheets = [...document.adoptedStyleSheets, sheet];
 }"""
 

@@ -50,7 +50,11 @@ READ_PAGE = r"""async () => {
     const text = walker.currentNode.nodeValue;
     if (/\$\$|\\\(|\\\)|\\\[|\\\]|\\begin\{|\\(frac|text|mathrm|mathbf|sum|top)\b/.test(text)) raw.push(shown(text));
   }
-  return {typeset: root.querySelectorAll("mjx-container").length, untypeset, failed, raw};
+  const cells = [...root.querySelectorAll(".cell")];
+  const skippable = (cell) => getComputedStyle(cell).contentVisibility === "auto";
+  return {typeset: root.querySelectorAll("mjx-container").length, untypeset, failed, raw,
+          cells: [cells.filter((cell) => !cell.querySelector(".mha-view")).map(skippable),
+                  cells.filter((cell) => cell.querySelector(".mha-view")).map(skippable)]};
 }"""
 # bertviz draws each view into its container once require.js has loaded d3 and jQuery
 BERTVIZ_DRAWN = """() => [...document.querySelectorAll("[id^='bertviz-']")]
@@ -76,6 +80,7 @@ class Visit:
     problems: list[str] = field(default_factory=list)
     bytes_loaded: int = 0
     formulas: int = 0
+    cells: list = field(default_factory=list)  # [cells without a view, cells with one]: is each skipped off screen
     policy: str | None = None
     injected_ran: bool | None = None
     audits: dict[str, Audit] = field(default_factory=dict)  # colour mode -> what axe found (served pages only)
@@ -114,7 +119,7 @@ async def visit(context, site: str, url: str, screenshots: Path, axe: str | None
         else:
             await page.goto(url, wait_until="load", timeout=30 * SECONDS)
         read = await page.evaluate(READ_PAGE)
-        seen.formulas = read["typeset"]
+        seen.formulas, seen.cells = read["typeset"], read["cells"]
         seen.problems += some(f"formula not typeset: {text!r}" for text in read["untypeset"])
         seen.problems += some(f"MathJax error: {text!r}" for text in read["failed"])
         seen.problems += some(f"raw TeX in the text: {text!r}" for text in read["raw"])
@@ -242,6 +247,22 @@ def test_no_page_or_site_script_names_an_outside_script(built_site):
     named = [f"{path.relative_to(built_site)}: {match.group(0)!r}" for path in files
              for match in outside_scripts(path.read_text(errors="replace"))]
     assert len(files) > 20 and named == [], "\n".join(named)
+
+
+def test_the_root_page_names_the_books_icon(built_site):
+    """The root page shows for a moment before it sends the reader on; without an icon of its own, the browser asks
+    for /favicon.ico, which the site does not have, and logs a 404 (now and then, as the moment is long enough)."""
+    root = (built_site / "index.html").read_text(encoding="utf-8")
+    icon = re.search(r'<link rel="icon" href="([^"]+)"', root)
+    assert icon and (built_site / icon.group(1)).is_file(), root[:600]
+
+
+def test_cells_off_screen_wait_to_be_drawn_and_views_never_do(visits):
+    """A notebook's cells are drawn only as the reader scrolls near them (site/theme.css), except those that hold a
+    view, which must answer wherever the page is scrolled to."""
+    plain, with_views = ([skipped for path in PAGES for skipped in visits[path].cells[kind]] for kind in (0, 1))
+    assert len(plain) > 100 and all(plain), f"{plain.count(False)} of {len(plain)} cells are always drawn"
+    assert len(with_views) >= 8 and not any(with_views), f"{sum(with_views)} cells with a view wait to be drawn"
 
 
 @pytest.mark.parametrize("path", FROM_DISK)

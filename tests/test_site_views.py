@@ -569,13 +569,13 @@ def test_a_minimal_pair_is_drawn_side_by_side_with_its_difference(open_page):
     checked(page, test)
 
 
-# Two frames after an input (a view holds its height at the start of the next frame): where the view ends on the page,
-# and how tall its picture's maps are
+# Two frames after an input: how tall the view is (the page under it moves by as much as that changes), and how tall
+# its picture's maps are
 HELD = """(root) => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(() => {
   const picture = root.querySelector('.mha-picture');
   const maps = Math.max(...[...picture.children].map((child) => child.getBoundingClientRect().bottom))
     - picture.getBoundingClientRect().top;
-  done([Math.round(root.getBoundingClientRect().bottom + scrollY), Math.round(maps)]);
+  done([Math.round(root.getBoundingClientRect().height), Math.round(maps)]);
 })))"""
 
 
@@ -596,17 +596,17 @@ def test_another_sentence_leaves_the_page_below_the_view_where_it_was(open_page)
         for index in [*range(count), *range(count)]:
             menu.select_option(index=index)
             seen.append(view.evaluate(HELD))
-        bottoms, maps = [bottom for bottom, _ in seen], [height for _, height in seen]
+        heights, maps = [height for height, _ in seen], [height for _, height in seen]
         assert len(set(maps)) > 1, f"every sentence's map is as tall ({maps}): nothing to hold"
-        assert bottoms == sorted(bottoms) and len(set(bottoms[count:])) == 1, \
-            f"the view ends at {bottoms} as its maps' heights go {maps}"
+        assert heights == sorted(heights) and len(set(heights[count:])) == 1, \
+            f"the view is {heights} px tall as its maps' heights go {maps}"
         compare = view.locator("select[name=compare]")
         compare.select_option(index=1)
         compared = view.evaluate(HELD)[0]
         compare.select_option(index=0)
         single_again, map_again = view.evaluate(HELD)
-        assert compared > bottoms[-1] >= single_again, (compared, bottoms[-1], single_again)
-        assert single_again - map_again < bottoms[-1] - min(maps), "closing the comparison left its room behind"
+        assert compared > heights[-1] >= single_again, (compared, heights[-1], single_again)
+        assert single_again - map_again < heights[-1] - min(maps), "closing the comparison left its room behind"
         assert not page.problems, "\n".join(page.problems)
         page.page.set_viewport_size(laptop)
 
