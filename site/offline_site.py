@@ -24,7 +24,8 @@ A Sphinx extension, connected in _config.yml (``sphinx: local_extensions``). It:
    and of the tools the book is built with (see ``accessible_markup`` and ``label_toctree_toggles``): each
    displayed formula is a tab stop, since it scrolls sideways when wider than the page; bertviz's views scroll in
    a labelled region a keyboard reaches, and their menus are labelled; ``site/theme.css`` (on every page) lets
-   inline code break on a phone and darkens links on the exercises' tinted background;
+   inline code break on a phone, darkens links on the exercises' tinted background, and lets the browser skip the
+   cells and bertviz views a reader has not scrolled near yet;
 7. gives the site's root page, which only sends the reader on to the landing page, the book's icon (see
    ``icon_for_the_root``): without one, a browser that shows it for a moment asks for /favicon.ico, which the site
    does not have, and logs a 404.
