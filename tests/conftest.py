@@ -39,8 +39,7 @@ def load_script(name: str):
 
 # The browser, the quiet file server and the offline proxy, shared with the scripts that weigh and time the site
 HARNESS = load_script("browser_harness")
-CHROMIUM_ARGS, QuietHandler, QuietServer = HARNESS.CHROMIUM_ARGS, HARNESS.QuietHandler, HARNESS.QuietServer
-offline_proxy, served = HARNESS.offline_proxy, HARNESS.served
+CHROMIUM_ARGS, offline_proxy, served = HARNESS.CHROMIUM_ARGS, HARNESS.offline_proxy, HARNESS.served
 
 
 @pytest.fixture(scope="session")

@@ -141,7 +141,7 @@ SAMPLES = [["[data-mha-token-sample]"]]  # axe's context: only the token samples
 # No transition between the colour modes, and every part of the page rendered (site/theme.css lets the browser skip
 # what is off screen until the reader scrolls near it, content-visibility: auto): the page is checked as the reader
 # sees it once scrolled through, its width included. From a stylesheet built in the page (allowed by its policy).
-NO_TRANSITIONS = """() => {
+FULLY_DRAWN = """() => {
   const sheet = new CSSStyleSheet();
   sheet.replaceSync('*, *::before, *::after { transition: none !important; content-visibility: visible !important; }');
   document.adoptedStyleSheets = [...document.adoptedStyleSheets, sheet];
@@ -189,7 +189,7 @@ async def audit(page, axe: str, sampled: dict[str, set[str]]) -> dict[str, Audit
         await page.evaluate(SKIP_CODE)
         await page.evaluate(MERGE_CODE_TOKENS)
         # colours are measured as they end, not halfway through the theme's transition between the modes
-        await page.evaluate(NO_TRANSITIONS)
+        await page.evaluate(FULLY_DRAWN)
         for mode in MODES:
             await page.evaluate("(mode) => { document.documentElement.dataset.theme = mode; "
                                 "try { localStorage.setItem('mode', mode); } catch (e) {} }", mode)

@@ -13,14 +13,12 @@ file.
 """
 
 import asyncio
-import functools
 import re
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from conftest import CHROMIUM_ARGS, POLL, QuietHandler, QuietServer, load_script, offline_context, toc_pages
+from conftest import CHROMIUM_ARGS, POLL, load_script, offline_context, served, toc_pages
 from page_audit import AXE, LAPTOP, MODES, PHONE, PHONE_MODE, Audit, audit, serious
 
 WEIGHTS = load_script("page_weights")  # how a page's weight is counted, and the budget
@@ -290,12 +288,9 @@ def test_the_offline_context_aborts_requests_outside_the_site_and_only_those(bui
     anywhere else, here another server on this machine that would answer it."""
     from playwright.async_api import async_playwright
 
-    elsewhere = QuietServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=str(built_site)))
-    threading.Thread(target=elsewhere.serve_forever, daemon=True).start()
-    other = f"http://127.0.0.1:{elsewhere.server_address[1]}/"
     fetch = "(url) => fetch(url, {mode: 'no-cors'}).then(() => 'answered', () => 'stopped')"
 
-    async def fetched() -> dict[str, str]:
+    async def fetched(other: str) -> dict[str, str]:
         async with async_playwright() as playwright:
             browser = await playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
             context = await offline_context(browser, site_address)
@@ -305,11 +300,8 @@ def test_the_offline_context_aborts_requests_outside_the_site_and_only_those(bui
             await browser.close()
             return found
 
-    try:
-        found = asyncio.run(fetched())
-    finally:
-        elsewhere.shutdown()
-        elsewhere.server_close()
+    with served(built_site) as other:
+        found = asyncio.run(fetched(other))
     assert found == {site_address + "index.html": "answered", other + "index.html": "stopped"}, found
 
 

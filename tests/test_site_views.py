@@ -18,16 +18,14 @@ A failing page leaves a screenshot of each of its views in pytest's temporary fo
 
 from __future__ import annotations
 
-import functools
 import html
 import json
 import re
-import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import CHROMIUM_ARGS, POLL, offline_proxy
+from conftest import CHROMIUM_ARGS, POLL, offline_proxy, served
 
 from mha.views.head_explorer import head_attention_maps
 from mha.views.heatmaps import weight_hundredths
@@ -273,22 +271,18 @@ def test_the_views_are_on_the_pages_the_book_says(built_site):
 def test_the_tabs_reach_the_site_and_nothing_else(tabs, site_address, built_site):
     """The tabs' proxy (conftest.offline_proxy) lets the served site's pages through and refuses anywhere else, here
     another server on this machine that would answer; the request to it is reported as a problem too."""
-    from conftest import QuietHandler, QuietServer
     from playwright.sync_api import Error
 
-    elsewhere = QuietServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=str(built_site)))
-    threading.Thread(target=elsewhere.serve_forever, daemon=True).start()
-    other = f"http://127.0.0.1:{elsewhere.server_address[1]}/chapters/notation.html"
     page = Page(tabs, site_address)  # a tab of its own, closed after: its last page is the browser's error page
-    try:
-        assert page.page.goto(site_address + "chapters/notation.html").ok
-        page.problems.clear()
-        with pytest.raises(Error, match="ERR_PROXY_CONNECTION_FAILED"):
-            page.page.goto(other)
-    finally:
-        page.page.close()
-        elsewhere.shutdown()
-        elsewhere.server_close()
+    with served(built_site) as elsewhere:
+        other = elsewhere + "chapters/notation.html"
+        try:
+            assert page.page.goto(site_address + "chapters/notation.html").ok
+            page.problems.clear()
+            with pytest.raises(Error, match="ERR_PROXY_CONNECTION_FAILED"):
+                page.page.goto(other)
+        finally:
+            page.page.close()
     assert f"requested from outside the site: {other}" in page.problems, page.problems
 
 
