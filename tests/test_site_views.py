@@ -721,6 +721,9 @@ TAMPERED_HTML = ['<img src=x onerror="alert(1)">', '<script>alert(2)</script>',
                  '<svg><image href="http://example.com/y.png"/>'
                  '<text x="1" onmouseover="alert(5)">svg text</text></svg>']
 
+INLINE_HANDLER_BLOCKED = re.compile(r"^console error: Executing inline event handler violates the following "
+                                    r"Content Security Policy directive 'script-src .*The action has been blocked\.$")
+
 
 def test_a_tampered_payload_runs_nothing_and_loads_nothing(open_page, built_site):
     """A payload edited to carry markup in its messages: the view keeps the package's elements, drops the rest."""
@@ -747,7 +750,11 @@ def test_a_tampered_payload_runs_nothing_and_loads_nothing(open_page, built_site
         assert set(shown["elements"]) <= {"code", "b", "svg", "text"}, shown["elements"]
         assert not {"onerror", "onclick", "onmouseover", "href", "src", "style"} & set(shown["attributes"]), shown
         page.page.wait_for_timeout(300)  # an image or a handler would have fired by now
-        assert not page.dialogs and not page.problems, (page.dialogs, page.problems)
+        # Newer Chromium reports each inline handler that its HTML parser meets, even in a template's inert content
+        # (the browser's own Element.setHTML does the same), as the page's policy blocking it: the second wall
+        # (site/content_policy.py) held. Nothing else may be reported: no request, no error, no dialog.
+        others = [problem for problem in page.problems if not INLINE_HANDLER_BLOCKED.search(problem)]
+        assert not page.dialogs and not others, (page.dialogs, others)
 
     checked(page, test)
 
