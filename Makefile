@@ -89,20 +89,20 @@ jupyter: $(STAMP)
 	$(BIN)/jupyter lab --port $(JUPYTER_PORT) chapters/
 
 bench: $(STAMP) book
-	$(BIN)/python scripts/run_notebooks.py
-	$(BIN)/python scripts/bench_views.py
-	$(BIN)/python scripts/bench_site_views.py
+	$(BIN)/python -m scripts.run_notebooks
+	$(BIN)/python -m scripts.bench_views
+	$(BIN)/python -m scripts.bench_site_views
 
 student: $(STAMP)
-	$(BIN)/python scripts/student_edition.py --out _build/student
-	$(BIN)/python scripts/student_site.py --out _build/student
-	$(BIN)/python scripts/grading.py --out _build/grading
+	$(BIN)/python -m scripts.student_edition --out _build/student
+	$(BIN)/python -m scripts.student_site --out _build/student
+	$(BIN)/python -m scripts.grading --out _build/grading
 
 # The student website (no solutions, no rubrics; hints kept), written from the student edition into
 # _build/student/html (no notebook is executed: the stored outputs are the book's)
 student-site: $(STAMP) $(NODE_STAMP)
-	$(BIN)/python scripts/student_edition.py --out _build/student
-	$(BIN)/python scripts/student_site.py --out _build/student
+	$(BIN)/python -m scripts.student_edition --out _build/student
+	$(BIN)/python -m scripts.student_site --out _build/student
 	rm -rf _build/student/html
 	$(BIN)/jupyter-book build _build/student/site -W -n --keep-going
 	mv _build/student/site/_build/html _build/student/html
@@ -112,18 +112,18 @@ student-site: $(STAMP) $(NODE_STAMP)
 # chapters/syllabus.yml has passed (WEEK=due), into the student folder, its website's source and its branch
 release-solutions: $(STAMP)
 	@test -n "$(WEEK)" || { echo "Say which weeks: make release-solutions WEEK=3 (weeks 1 to 3) or WEEK=due"; exit 1; }
-	$(BIN)/python scripts/grading.py --release-solutions $(WEEK) --student-out _build/student
-	$(BIN)/python scripts/student_site.py --out _build/student
+	$(BIN)/python -m scripts.grading --release-solutions $(WEEK) --student-out _build/student
+	$(BIN)/python -m scripts.student_site --out _build/student
 
 notebooks: $(STAMP)
-	$(BIN)/python scripts/run_notebooks.py --write
+	$(BIN)/python -m scripts.run_notebooks --write
 
 lab: $(STAMP)
-	$(BIN)/python scripts/train_checkpoints.py
+	$(BIN)/python -m scripts.train_checkpoints
 	# sections 3.5 and 3.6's training timeline: induction_2layer_seed0 trained again, recorded step by step
-	$(BIN)/python scripts/induction_timeline.py
+	$(BIN)/python -m scripts.induction_timeline
 	# section 3.7's fair head-count study (its curves, and each head count's models at its chosen rate) and the mechanism controls
-	$(BIN)/python scripts/train_head_count_study.py
+	$(BIN)/python -m scripts.train_head_count_study
 
 clean:
 	rm -rf _build

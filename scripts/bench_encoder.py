@@ -7,7 +7,7 @@ layer's hidden states and every head's attention weights (transformers with
 Prints median milliseconds per forward pass and the ratio ours / transformers
 for one sentence and for a padded batch of 32 sentences. Goal: ratio <= 1.3.
 
-    python scripts/bench_encoder.py [--repeats 30]
+    python -m scripts.bench_encoder [--repeats 30]
 """
 
 from __future__ import annotations

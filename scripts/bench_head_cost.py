@@ -2,8 +2,8 @@
 
 Run from the repository root:
 
-    python scripts/bench_head_cost.py              # 15 repeats, about a minute on one idle core
-    python scripts/bench_head_cost.py --repeats 3  # quicker, noisier
+    python -m scripts.bench_head_cost              # 15 repeats, about a minute on one idle core
+    python -m scripts.bench_head_cost --repeats 3  # quicker, noisier
 
 Section 3.7's model (:class:`~mha.lab.tiny_model.TinyTransformer`, one attention-only layer, d_model 32, the same
 parameters for every head count) on its two-relation task, for each head count of HEAD_COUNTS, on one torch thread:
@@ -43,7 +43,7 @@ from mha.lab.tasks import TwoRelationTask
 from mha.lab.tiny_model import TinyTransformer, TinyTransformerConfig
 from mha.lab.training import TrainingConfig, torch_threads, train
 
-SCRIPT = "python scripts/bench_head_cost.py"
+SCRIPT = "python -m scripts.bench_head_cost"
 OUTPUT = LAB_DIRECTORY / "head_cost.json"
 TASK = TwoRelationTask()
 D_MODEL = 32  # as in scripts/train_head_count_study.py

@@ -14,7 +14,7 @@ cell with the arrow keys. A view records, for every input, the time from the eve
 
 Prints the median and worst per view and profile, and exits with status 1 if any is over its budget.
 
-    python scripts/bench_site_views.py [--site _build/html] [--moves 6] [--profile laptop|phone|both]
+    python -m scripts.bench_site_views [--site _build/html] [--moves 6] [--profile laptop|phone|both]
                                        [--page TEXT] [--each]
 
 ``--page`` keeps the pages whose path contains TEXT; ``--each`` also prints every input's time.
@@ -28,7 +28,9 @@ import statistics
 import sys
 from pathlib import Path
 
-from browser_harness import CHROMIUM_ARGS, find_chromium, offline_proxy, served
+if not __package__:  # run as a file, it could not import the other tools
+    sys.exit("run it from the repository's root as a module: python -m scripts.bench_site_views")
+from scripts.browser_harness import CHROMIUM_ARGS, find_chromium, offline_proxy, served
 
 ROOT = Path(__file__).resolve().parents[1]
 TYPED_BUDGET = 150.0  # ms, median from Enter to the painted map of a typed sentence, once the model has loaded

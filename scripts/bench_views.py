@@ -1,6 +1,6 @@
 """Time every interactive view's update (the budget is 50 ms per update on 2 CPU cores), and a live retrain.
 
-    python scripts/bench_views.py
+    python -m scripts.bench_views
 
 Each view is built once, then each control is moved through several values; the table gives the median and the
 worst update time over those moves (the first draw, which warms caches, is reported separately).

@@ -1,6 +1,6 @@
 """Time the page's model (src/mha/views/web/model.js) on a 20-token sentence, under Node and in headless Chromium.
 
-    python scripts/bench_web_model.py [--runs 20]
+    python -m scripts.bench_web_model [--runs 20]
 
 Exports the model into a temporary folder (mha.pretrained.web_export), then prints, for each place it runs, the
 median and slowest forward pass over ``--runs`` runs (after one warm-up), the time to open the model, and the bytes
@@ -21,9 +21,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from browser_harness import CHROMIUM_ARGS, find_chromium, served
-
+if not __package__:  # run as a file, it could not import the other tools
+    sys.exit("run it from the repository's root as a module: python -m scripts.bench_web_model")
 from mha.pretrained.web_export import export_web_model
+from scripts import site_module
+from scripts.browser_harness import CHROMIUM_ARGS, find_chromium, served
 
 ROOT = Path(__file__).resolve().parents[1]
 SENTENCE = "The committee said on Tuesday that the new bridge would open to traffic early next spring here."
@@ -61,8 +63,7 @@ async function cancelled() {
 
 
 def node_times(folder: Path, runs: int) -> dict:
-    sys.path.insert(0, str(ROOT / "site"))
-    from model_in_node import run_model_in_node  # the site build's runner of model.js under Node
+    run_model_in_node = site_module("model_in_node").run_model_in_node  # the site build's runner of model.js under Node
 
     with tempfile.TemporaryDirectory() as out:
         return run_model_in_node(folder, [{"text": SENTENCE, "run": True}], Path(out), time_runs=runs)

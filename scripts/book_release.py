@@ -8,7 +8,7 @@
 - The package's version is ``pyproject.toml``'s. A release is a commit, tagged ``v<version>`` (:func:`release_tag`)
   and recorded in ``release.toml`` with its version (:func:`release`); the Colab setup cells, the JupyterHub
   environment and the student branch's Binder install the package from that commit, which cannot be moved as a tag
-  can (:func:`release_requirement`). ``python scripts/book_release.py --record-release`` records the commit checked
+  can (:func:`release_requirement`). ``python -m scripts.book_release --record-release`` records the commit checked
   out (CONTRIBUTING.md, "Cut a release").
 - Every version is pinned once, in ``requirements.txt`` (:func:`pins`); ``requirements.lock`` pins everything those
   bring, with the sha256 of each file (``scripts/lock_requirements.py``; :func:`locked`).
@@ -74,7 +74,7 @@ def release(root: Path = ROOT) -> dict[str, str]:
     recorded = tomllib.loads((root / "release.toml").read_text(encoding="utf-8"))
     if not re.fullmatch(r"[0-9a-f]{40}", str(recorded.get("commit", ""))) or not recorded.get("version"):
         raise ValueError("release.toml should hold a version and a commit's full 40-digit hash; record the release "
-                         "with python scripts/book_release.py --record-release")
+                         "with python -m scripts.book_release --record-release")
     return {"version": str(recorded["version"]), "commit": recorded["commit"]}
 
 
@@ -97,7 +97,7 @@ def record_release(root: Path = ROOT) -> dict[str, str]:
     (root / "release.toml").write_text(
         "# The book's latest release: the commit that the Colab setup cells, environment.yml and the student branch's\n"
         "# Binder install the package from (a commit, which cannot move, not the tag v<version>, which can).\n"
-        "# Written by python scripts/book_release.py --record-release (CONTRIBUTING.md, \"Cut a release\").\n"
+        "# Written by python -m scripts.book_release --record-release (CONTRIBUTING.md, \"Cut a release\").\n"
         f'version = "{released}"\ncommit = "{commit}"\n', encoding="utf-8")
     return {"version": released, "commit": commit}
 
@@ -187,7 +187,7 @@ def locked_closure(names: list[str], root: Path = ROOT) -> list[str]:
     wanted = {normalised(name) for name in names}
     missing = sorted(wanted - set(entries))
     if missing:
-        raise KeyError(f"not in requirements.lock: {missing}; run python scripts/lock_requirements.py")
+        raise KeyError(f"not in requirements.lock: {missing}; run python -m scripts.lock_requirements")
     grown = True
     while grown:
         before = len(wanted)
@@ -203,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.parse_args(argv)
     recorded = record_release()
     print(f"release.toml: version {recorded['version']}, commit {recorded['commit']}; now run "
-          "python scripts/setup_cells.py and python scripts/hosting_files.py, and commit")
+          "python -m scripts.setup_cells and python -m scripts.hosting_files, and commit")
     return 0
 
 

@@ -9,7 +9,7 @@ its function read from the answer key (scripts/grading.py's ``key_submission``),
 :func:`mha.exercises.grading.grade_exercise` on the check's public inputs and two hidden seeds drawn afresh (printed,
 so that a failure can be repeated with ``--seeds``). Exercises are graded side by side, each in its own process.
 
-    python scripts/check_answer_keys.py [--jobs 2] [--seeds 11,12] [chapters/<part>/<notebook>.ipynb ...]
+    python -m scripts.check_answer_keys [--jobs 2] [--seeds 11,12] [chapters/<part>/<notebook>.ipynb ...]
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-import grading  # noqa: E402  (the same folder)
+if not __package__:  # run as a file, it could not import the other tools
+    sys.exit("run it from the repository's root as a module: python -m scripts.check_answer_keys")
+from scripts import grading  # noqa: E402
 
 
 def parse_seeds(text: str) -> tuple[int, ...]:

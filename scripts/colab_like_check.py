@@ -1,8 +1,8 @@
 """Run every notebook as Colab would: the package installed from a wheel, the notebooks alone, no repository nearby.
 
-    python scripts/colab_like_check.py                 # every notebook under chapters/ (about 6 minutes, 2 cores)
-    python scripts/colab_like_check.py 2_syntax        # only notebooks whose path contains one of these words
-    python scripts/colab_like_check.py --keep          # keep the temporary folder (venv, wheel, executed notebooks)
+    python -m scripts.colab_like_check                 # every notebook under chapters/ (about 6 minutes, 2 cores)
+    python -m scripts.colab_like_check 2_syntax        # only notebooks whose path contains one of these words
+    python -m scripts.colab_like_check --keep          # keep the temporary folder (venv, wheel, executed notebooks)
 
 On Colab a notebook arrives alone: no repository beside it, no ``data/`` folder, no editable install; its setup cell
 (``scripts/setup_cells.py``) installs the package from a release and the few libraries Colab lacks. This check builds
@@ -36,8 +36,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from book_release import ROOT, pins
-from setup_cells import NOTEBOOKS, setup_requirements
+if not __package__:  # run as a file, it could not import the other tools
+    sys.exit("run it from the repository's root as a module: python -m scripts.colab_like_check")
+from scripts.book_release import ROOT, pins
+from scripts.setup_cells import NOTEBOOKS, setup_requirements
 
 KERNEL = "colab-like"
 RUNNER = r"""

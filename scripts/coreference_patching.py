@@ -2,7 +2,7 @@
 
 Run from the repository root:
 
-    python scripts/coreference_patching.py
+    python -m scripts.coreference_patching
 
 For each pronoun pair of :func:`mha.corpora.templates.pronoun_pairs` whose halves have the same number of tokens,
 every one of the 72 heads of all-MiniLM-L6-v2 is patched from one half into the other, both ways

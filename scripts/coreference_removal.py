@@ -2,7 +2,7 @@
 
 Run from the repository root:
 
-    python scripts/coreference_removal.py
+    python -m scripts.coreference_removal
 
 For the pronoun pairs of :func:`mha.corpora.templates.pronoun_pairs`, each of the 72 heads of all-MiniLM-L6-v2 is
 removed in turn, and the change of the mean lean of the pronoun's final vector toward its antecedent is stored

@@ -9,8 +9,8 @@
   (``chapters/grading_measurements.json``); ``tests/test_course.py`` fails when the page differs;
 - :func:`release_solutions`: the answer key of each week whose deadline has passed, into the student folder.
 
-    python scripts/course.py            # rewrite the instructors' page's generated blocks
-    python scripts/course.py --check    # exit 1 if they differ from what this script writes
+    python -m scripts.course            # rewrite the instructors' page's generated blocks
+    python -m scripts.course --check    # exit 1 if they differ from what this script writes
 """
 
 from __future__ import annotations
@@ -28,8 +28,9 @@ from pathlib import Path, PurePosixPath
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-import student_edition  # noqa: E402  (the same folder)
+if not __package__:  # run as a file, it could not import the other tools
+    sys.exit("run it from the repository's root as a module: python -m scripts.course")
+from scripts import student_edition  # noqa: E402
 
 CHAPTERS = ROOT / "chapters"
 SYLLABUS = CHAPTERS / "syllabus.yml"
@@ -224,7 +225,7 @@ def points_in(path: Path) -> float:
 def record_measurements(measured: dict) -> None:
     """Add ``measured`` to chapters/grading_measurements.json, with this machine's description, and rewrite the
     instructors' page's table from it."""
-    from bench_head_cost import cpu_model
+    from scripts.bench_head_cost import cpu_model
 
     record = json.loads(MEASURED.read_text()) if MEASURED.exists() else {"weeks": {}}
     for number, entry in measured.get("weeks", {}).items():
@@ -284,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
     expected = page_text(current)
     if args.check:
         if current != expected:
-            print(f"{PAGE.relative_to(ROOT)} is out of date: run python scripts/course.py")
+            print(f"{PAGE.relative_to(ROOT)} is out of date: run python -m scripts.course")
             return 1
         return 0
     if current != expected:

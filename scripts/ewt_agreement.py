@@ -2,7 +2,7 @@
 
 Run from the repository root:
 
-    python scripts/ewt_agreement.py
+    python -m scripts.ewt_agreement
 
 Every subject of EWT's development split with the verb form that agrees with it
 (:func:`mha.corpora.agreement.agreement_items`) is scored for every head and rule

@@ -13,8 +13,8 @@ how many of them have an automatic check, between two comment lines that mark it
 The page is generated, never kept by hand: ``tests/test_exercise_index.py`` fails when the committed page (or that
 paragraph) differs from what this script writes, or when an exercise of chapters 1-4 lacks its title, header or hint.
 
-    python scripts/exercise_index.py            # rewrite chapters/exercise_index.md and the home page's paragraph
-    python scripts/exercise_index.py --check    # exit 1 if either is out of date
+    python -m scripts.exercise_index            # rewrite chapters/exercise_index.md and the home page's paragraph
+    python -m scripts.exercise_index --check    # exit 1 if either is out of date
 """
 
 from __future__ import annotations
@@ -28,8 +28,9 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-import student_edition  # noqa: E402  (the same folder)
+if not __package__:  # run as a file, it could not import the other tools
+    sys.exit("run it from the repository's root as a module: python -m scripts.exercise_index")
+from scripts import student_edition  # noqa: E402
 
 PAGE = ROOT / "chapters" / "exercise_index.md"
 HOME = ROOT / "chapters" / "index.md"
@@ -196,7 +197,7 @@ def main() -> int:
     if args.check:
         stale = [path for path, text in pages.items() if path.read_text() != text]
         for path in stale:
-            print(f"{path.relative_to(ROOT)} is out of date: run python scripts/exercise_index.py")
+            print(f"{path.relative_to(ROOT)} is out of date: run python -m scripts.exercise_index")
         if not stale:
             print(f"{PAGE.relative_to(ROOT)} and {HOME.relative_to(ROOT)} are up to date")
         return 1 if stale else 0

@@ -2,7 +2,7 @@
 
 Run from the repository root, with LitBank's files in a folder beside the repository (or name the folder):
 
-    python scripts/extract_litbank.py [../shared/data/litbank]
+    python -m scripts.extract_litbank [../shared/data/litbank]
 
 Every ``coref/*.conll`` file of that folder is read with :func:`mha.corpora.litbank.read_coref_conll` (which
 checks every line), and its sentences and mentions are written, one work per file in name order, as

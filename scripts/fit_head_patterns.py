@@ -2,8 +2,8 @@
 
 Run from the repository root:
 
-    python scripts/fit_head_patterns.py                  # writes data/pattern_fits.json (about a minute)
-    python scripts/fit_head_patterns.py --seeds 0 1 2    # fewer seeds
+    python -m scripts.fit_head_patterns                  # writes data/pattern_fits.json (about a minute)
+    python -m scripts.fit_head_patterns --seeds 0 1 2    # fewer seeds
 
 The section fits one head's W_Q, W_K (d_model = 64, d_head from 1 to 32) over n = 16 fixed random token vectors
 to four target patterns with :func:`mha.core.low_rank_fitting.fit_head_patterns` (Adam, 300 steps, best of 2 restarts),

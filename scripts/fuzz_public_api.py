@@ -21,8 +21,8 @@ temporary one; if a call kills the child, a new child goes on from the next call
 ``memory``. ``tests/test_public_api_fuzz.py`` runs a fixed, seeded sample and holds the count of raw tracebacks to
 ``tests/fuzz_ratchet.json``.
 
-    python scripts/fuzz_public_api.py                   # every call; the summary in fuzz_public_api.json
-    python scripts/fuzz_public_api.py --sample 0.1 --seed 0 --json /tmp/sample.json
+    python -m scripts.fuzz_public_api                   # every call; the summary in fuzz_public_api.json
+    python -m scripts.fuzz_public_api --sample 0.1 --seed 0 --json /tmp/sample.json
 """
 
 from __future__ import annotations

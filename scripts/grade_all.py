@@ -1,8 +1,8 @@
 """Grade a folder of submitted notebooks with one autograder and write a gradebook CSV (instructors' page, "Grading").
 
-    python scripts/grade_all.py submissions/ \
+    python -m scripts.grade_all submissions/ \
         --autograder _build/grading/1_mechanism/1_attention_from_scratch/autograder.zip
-    python scripts/grade_all.py submissions/ --autograder ... --out gradebook.csv --jobs 2
+    python -m scripts.grade_all submissions/ --autograder ... --out gradebook.csv --jobs 2
 
 Each file in the folder is one student's submission, named by the file's name without its suffix (``ada.ipynb`` ->
 ``ada``). Every exercise of the autograder gets one row: ``student``, ``exercise``, ``points``, ``max_points``,

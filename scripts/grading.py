@@ -18,21 +18,21 @@ For every notebook under chapters/, in ``<out>/<notebook>/``:
 and the same in ``<out>/weeks/week_N/`` for each week of chapters/syllabus.yml, whose sections' notebooks are one
 notebook (scripts/course.py): otter grades one notebook per submission, so a week is one assignment.
 
-    python scripts/grading.py [--out _build/grading] [--points 2,3,5]   # write the autograders
-    python scripts/grading.py --check chapters/1_mechanism/1_attention_from_scratch.ipynb
+    python -m scripts.grading [--out _build/grading] [--points 2,3,5]   # write the autograders
+    python -m scripts.grading --check chapters/1_mechanism/1_attention_from_scratch.ipynb
         # grade the key (full marks), the untouched student edition (zero), the student edition with a cell that
         # patches the grader (zero), a typical wrong answer (partial) and a hang (only its exercise lost, within 2 min)
-    python scripts/grading.py --clean-check chapters/1_mechanism/1_attention_from_scratch.ipynb
+    python -m scripts.grading --clean-check chapters/1_mechanism/1_attention_from_scratch.ipynb
         # build a fresh environment from the zip alone and grade the key, the student edition and a wrong answer
         # with its own otter (TORCH_INDEX= takes torch from wherever pip looks, as the Makefile does)
-    python scripts/grading.py --clean-check-week 1 --clean-check-week 2
+    python -m scripts.grading --clean-check-week 1 --clean-check-week 2
         # the same for weekly zips: one clean environment (their zips install the same), each week's three graded
-    python scripts/grading.py --week 5          # only week 5's autograder (--all-weeks: every week's)
-    python scripts/grading.py --check-week 1 [--record]
+    python -m scripts.grading --week 5          # only week 5's autograder (--all-weeks: every week's)
+    python -m scripts.grading --check-week 1 [--record]
         # grade week 1's key (full marks) and student edition (zero) with otter run; --record keeps the sizes and
         # times in chapters/grading_measurements.json, which the instructors' page shows
-    python scripts/grading.py --release-solutions 3     # the answer key of weeks 1 to 3 into _build/student
-    python scripts/grading.py --release-solutions due   # of every week whose deadline in the syllabus has passed
+    python -m scripts.grading --release-solutions 3     # the answer key of weeks 1 to 3 into _build/student
+    python -m scripts.grading --release-solutions due   # of every week whose deadline in the syllabus has passed
 
 The student edition itself comes from scripts/student_edition.py (``make student``); scripts/grade_all.py grades a
 folder of submissions into a gradebook.
@@ -58,10 +58,9 @@ import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-import course  # noqa: E402  (the same folder)
-import student_edition  # noqa: E402
-import written_answers  # noqa: E402
+if not __package__:  # run as a file, it could not import the other tools
+    sys.exit("run it from the repository's root as a module: python -m scripts.grading")
+from scripts import course, student_edition, written_answers  # noqa: E402
 
 POINTS_BY_DIFFICULTY = {1: 2, 2: 3, 3: 5}  # an exercise's points by its stars: ★ 2, ★★ 3, ★★★ 5 (--points)
 HIDDEN_SEEDS = (1, 2)
@@ -167,7 +166,7 @@ def grading_requirements(wheel: str) -> str:
 
     A requirements file has one set of indexes for all its lines, so PyTorch's index is an extra one; the ``+cpu``
     version it pins is on that index only, so torch cannot come from PyPI (whose Linux torch is the CUDA build)."""
-    from book_release import TORCH_CPU_INDEX, package_dependencies, pinned, torch_cpu_requirement
+    from scripts.book_release import TORCH_CPU_INDEX, package_dependencies, pinned, torch_cpu_requirement
 
     pins = [pinned(name) for name in [*package_dependencies(), "ipykernel"] if name != "torch"]
     return "\n".join([
@@ -178,7 +177,7 @@ def grading_requirements(wheel: str) -> str:
 
 def build_package(out: Path) -> Path:
     """A wheel of the book's package (src/ and data/ as pyproject.toml builds them), in ``out``/package."""
-    from colab_like_check import build_wheel
+    from scripts.colab_like_check import build_wheel
 
     folder = out / "package"
     shutil.rmtree(folder, ignore_errors=True)
@@ -368,7 +367,8 @@ def zip_requirements(autograder: Path, source: Path, torch_index: str) -> tuple[
     installs them: the zip unpacked in ``source`` instead of Gradescope's /autograder/source, and PyTorch's CPU index
     replaced by ``torch_index`` (none: torch from wherever pip looks, as ``make TORCH_INDEX=`` does)."""
     import yaml
-    from book_release import TORCH_CPU_INDEX
+
+    from scripts.book_release import TORCH_CPU_INDEX
 
     with zipfile.ZipFile(autograder) as archive:
         archive.extractall(source)
@@ -398,7 +398,7 @@ def clean_check(bundles: list[tuple[Path, dict]], out: Path, torch_index: str) -
     with that environment's own ``otter run``; the problems found. ``bundles``: (an autograder's folder, the book
     notebook it grades). A zip that installs anything else than the first (another environment.yml or wheel) is a
     problem: it would need an environment of its own."""
-    from colab_like_check import clean_environment, run
+    from scripts.colab_like_check import clean_environment, run
 
     started = time.monotonic()
     autograder = bundles[0][0] / "autograder.zip"
@@ -443,7 +443,7 @@ def clean_check(bundles: list[tuple[Path, dict]], out: Path, torch_index: str) -
 
 def version_of_torch() -> str:
     """The torch version requirements.txt pins (``2.13.0``)."""
-    from book_release import pinned
+    from scripts.book_release import pinned
 
     return pinned("torch").split("==", 1)[1]
 
@@ -464,7 +464,7 @@ def release(argument: str, student: Path, today: str | None = None) -> int:
 
 
 def main() -> int:
-    from book_release import TORCH_CPU_INDEX
+    from scripts.book_release import TORCH_CPU_INDEX
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(ROOT / "_build" / "grading"))

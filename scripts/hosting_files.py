@@ -1,7 +1,7 @@
 """Write the files that install the book elsewhere: binder/ for Binder, environment.yml for a JupyterHub.
 
-    python scripts/hosting_files.py            # (re)write binder/ and environment.yml
-    python scripts/hosting_files.py --check    # exit 1, naming them, if any of them is not what this script writes
+    python -m scripts.hosting_files            # (re)write binder/ and environment.yml
+    python -m scripts.hosting_files --check    # exit 1, naming them, if any of them is not what this script writes
 
 Both are generated from the one source of each fact (``scripts/book_release.py``): the versions pinned in
 ``requirements.txt`` and locked with their hashes in ``requirements.lock``, the repository's address in
@@ -30,7 +30,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from book_release import (
+if not __package__:  # run as a file, it could not import the other tools
+    sys.exit("run it from the repository's root as a module: python -m scripts.hosting_files")
+from scripts.book_release import (
     ROOT,
     locked_closure,
     notebook_requirements,
@@ -121,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     stale = outdated()
     if args.check:
         for path in stale:
-            print(f"{path.relative_to(ROOT)} is out of date; run python scripts/hosting_files.py")
+            print(f"{path.relative_to(ROOT)} is out of date; run python -m scripts.hosting_files")
         return 1 if stale else 0
     for path in stale:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,11 +1,11 @@
 """Print a link that opens the book's notebooks: on a JupyterHub (nbgitpuller), on Binder or on Colab.
 
-    python scripts/hub_link.py https://hub.example.edu
-    python scripts/hub_link.py https://hub.example.edu chapters/3_head_roles/5_induction_heads.ipynb
-    python scripts/hub_link.py https://hub.example.edu --all                  # one link per notebook, as a table
-    python scripts/hub_link.py https://hub.example.edu --interface notebook   # Jupyter Notebook 7 instead of JupyterLab
-    python scripts/hub_link.py binder chapters/1_mechanism/1_attention_from_scratch.ipynb
-    python scripts/hub_link.py colab weeks/week_1.ipynb --student             # the student edition's week 1
+    python -m scripts.hub_link https://hub.example.edu
+    python -m scripts.hub_link https://hub.example.edu chapters/3_head_roles/5_induction_heads.ipynb
+    python -m scripts.hub_link https://hub.example.edu --all                  # one link per notebook, as a table
+    python -m scripts.hub_link https://hub.example.edu --interface notebook   # Jupyter Notebook 7 instead of JupyterLab
+    python -m scripts.hub_link binder chapters/1_mechanism/1_attention_from_scratch.ipynb
+    python -m scripts.hub_link colab weeks/week_1.ipynb --student             # the student edition's week 1
 
 The hub's users need the environment of ``environment.yml`` (it includes nbgitpuller). The first click clones the
 repository (the address and branch in ``_config.yml``) into ``~/<repository name>``; later clicks pull new commits
@@ -24,9 +24,11 @@ import sys
 from pathlib import Path, PurePosixPath
 from urllib.parse import quote, urlencode, urlparse
 
-from book_release import ROOT, config, repository_branch, repository_name, repository_url
-from setup_cells import NOTEBOOKS
-from student_site import STUDENT_BRANCH
+if not __package__:  # run as a file, it could not import the other tools
+    sys.exit("run it from the repository's root as a module: python -m scripts.hub_link")
+from scripts.book_release import ROOT, config, repository_branch, repository_name, repository_url
+from scripts.setup_cells import NOTEBOOKS
+from scripts.student_site import STUDENT_BRANCH
 
 INTERFACES = {"lab": "lab/tree", "notebook": "tree"}
 """What each interface's address starts with, before the file's path (JupyterLab, Jupyter Notebook 7)."""

@@ -1,8 +1,8 @@
 """When does the induction phase change come? Its spread over seeds, learning rate and width (chapter 3.5).
 
-Run from the repository root (``python scripts/train_checkpoints.py --only induction_spread`` runs it too):
+Run from the repository root (``python -m scripts.train_checkpoints --only induction_spread`` runs it too):
 
-    python scripts/induction_phase_spread.py [--workers 2]
+    python -m scripts.induction_phase_spread [--workers 2]
 
 Trains the 2-layer, 4-head attention-only model of section 3.5 on the induction
 task for every (d_model, learning rate, seed) in the grid below (the stored
@@ -48,7 +48,7 @@ from mha.lab.tiny_model import TinyTransformer, TinyTransformerConfig
 from mha.lab.training import TrainingConfig, TrainingLog, steepest_drop
 
 FILE_NAME = "induction_phase_spread.json"
-REGENERATE = "python scripts/induction_phase_spread.py"
+REGENERATE = "python -m scripts.induction_phase_spread"
 WIDTHS = (32, 64)
 LEARNING_RATES = (1e-3, 3e-3)
 SEEDS = (0, 1, 2, 3, 4)

@@ -2,9 +2,9 @@
 
 Run from the repository root (``make lab`` runs it after ``scripts/train_checkpoints.py``):
 
-    python scripts/induction_timeline.py
+    python -m scripts.induction_timeline
 
-Trains the 2-layer induction model exactly as ``python scripts/train_checkpoints.py --only induction_2layer``
+Trains the 2-layer induction model exactly as ``python -m scripts.train_checkpoints --only induction_2layer``
 trains ``induction_2layer_seed0``: the same model, seed, task, data and 5,000 steps, built by that script's
 ``induction_setup`` and trained by :func:`mha.lab.training.train`, whose ``on_checkpoint`` callback does the
 recording. After every logged step (every 20) it keeps the training loss and the repeat loss on the fixed
@@ -39,7 +39,14 @@ import time
 
 import numpy as np
 import torch
-from train_checkpoints import (
+
+from mha.lab.checkpoints import LAB_DIRECTORY, CheckpointError, checkpoint_names, load_checkpoint
+from mha.lab.timeline import REGENERATE_TIMELINE, TIMELINE_FILE, frame_steps, timeline_sequences
+from mha.lab.training import TrainingLog, steepest_drop, train
+
+if not __package__:  # run as a file, it could not import the other tools
+    sys.exit("run it from the repository's root as a module: python -m scripts.induction_timeline")
+from scripts.train_checkpoints import (
     HELD_OUT_SEED,
     HELD_OUT_SIZE,
     INDUCTION_TASK,
@@ -48,10 +55,6 @@ from train_checkpoints import (
     induction_setup,
     write_json,
 )
-
-from mha.lab.checkpoints import LAB_DIRECTORY, CheckpointError, checkpoint_names, load_checkpoint
-from mha.lab.timeline import REGENERATE_TIMELINE, TIMELINE_FILE, frame_steps, timeline_sequences
-from mha.lab.training import TrainingLog, steepest_drop, train
 
 SEED, N_LAYERS, MODEL_NAME = 0, 2, "induction_2layer_seed0"
 

@@ -2,7 +2,7 @@
 
 Run from the repository root:
 
-    python scripts/litbank_coreference.py
+    python -m scripts.litbank_coreference
 
 The 80 works of the book's LitBank extract (:func:`mha.corpora.litbank.load_litbank`) are cut into windows of
 consecutive sentences of at most 128 tokens

@@ -2,7 +2,7 @@
 
 Run from the repository root:
 
-    python scripts/litbank_entities.py
+    python -m scripts.litbank_entities
 
 The 80 works of the book's LitBank extract (:func:`mha.corpora.litbank.load_litbank` and
 :func:`mha.corpora.litbank_entities.load_litbank_entities`) are cut into the windows of 3.3's pronouns, at most 128

@@ -1,6 +1,6 @@
 """Write requirements.lock: the book's whole environment, every package pinned with the sha256 of its files.
 
-    python scripts/lock_requirements.py --torch-wheels DIR   # rewrite requirements.lock (needs uv: pip install uv)
+    python -m scripts.lock_requirements --torch-wheels DIR   # rewrite requirements.lock (needs uv: pip install uv)
 
 ``requirements.txt`` pins the book's direct dependencies; the lock pins those and everything they bring, for Python
 3.11 on x86-64 Linux (where ``make`` and ``.ci/run`` install it with ``pip install --require-hashes``), each with
@@ -25,13 +25,15 @@ import sys
 import tempfile
 from pathlib import Path
 
-from book_release import ROOT, torch_cpu_requirement
+if not __package__:  # run as a file, it could not import the other tools
+    sys.exit("run it from the repository's root as a module: python -m scripts.lock_requirements")
+from scripts.book_release import ROOT, torch_cpu_requirement
 
 LOCK = ROOT / "requirements.lock"
 PYTHON = "3.11"
 PLATFORM = "x86_64-manylinux_2_28"
 """The platform the lock is for: x86-64 Linux with glibc 2.28 or later (the tag torch's CPU wheel carries)."""
-COMMAND = "python scripts/lock_requirements.py --torch-wheels DIR"
+COMMAND = "python -m scripts.lock_requirements --torch-wheels DIR"
 
 
 def compile_command(uv: str, overrides: Path, torch_wheels: Path) -> list[str]:

@@ -13,8 +13,8 @@ It refuses (exit 1, saying which) an objective without an exercise, a label that
 section of the book missing from the file. ``tests/test_objectives_map.py`` fails when either page differs from what
 it writes.
 
-    python scripts/objectives_map.py            # rewrite both
-    python scripts/objectives_map.py --check    # exit 1 if either is out of date
+    python -m scripts.objectives_map            # rewrite both
+    python -m scripts.objectives_map --check    # exit 1 if either is out of date
 """
 
 from __future__ import annotations
@@ -27,8 +27,9 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-import exercise_index  # noqa: E402  (the same folder)
+if not __package__:  # run as a file, it could not import the other tools
+    sys.exit("run it from the repository's root as a module: python -m scripts.objectives_map")
+from scripts import exercise_index  # noqa: E402
 
 OBJECTIVES = ROOT / "chapters" / "objectives.yml"
 PAGE = ROOT / "chapters" / "objectives_map.md"
@@ -147,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
              if not path.exists() or path.read_text() != text]
     if args.check:
         for path in stale:
-            print(f"{path.relative_to(ROOT)} is out of date: run python scripts/objectives_map.py", file=sys.stderr)
+            print(f"{path.relative_to(ROOT)} is out of date: run python -m scripts.objectives_map", file=sys.stderr)
         return 1 if stale else 0
     for path, text in ((PAGE, page), (INSTRUCTORS, instructors)):
         if path in stale:

@@ -1,6 +1,6 @@
 """What each page of the built site weighs in a real browser (the heaviest page stays within 3 MB).
 
-    python scripts/page_weights.py [HTML_FOLDER]    # default _build/html (`make book` builds it)
+    python -m scripts.page_weights [HTML_FOLDER]    # default _build/html (`make book` builds it)
 
 serves the built site on 127.0.0.1, opens every page in headless Chromium (Debian's ``chromium``, driven by
 Playwright) as on a first visit (a fresh browser context: nothing cached, nothing stored), lets it load everything
@@ -23,7 +23,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from browser_harness import CHROMIUM_ARGS, find_chromium, served
+if not __package__:  # run as a file, it could not import the other tools
+    sys.exit("run it from the repository's root as a module: python -m scripts.page_weights")
+from scripts.browser_harness import CHROMIUM_ARGS, find_chromium, served
 
 ROOT = Path(__file__).resolve().parents[1]
 BUDGET = 3_000_000  # bytes: the heaviest page stays within 3 MB

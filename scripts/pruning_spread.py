@@ -2,7 +2,7 @@
 
 Run from the repository root (about 2 minutes on 2 idle cores):
 
-    python scripts/pruning_spread.py          # writes data/pruning_spread.json
+    python -m scripts.pruning_spread          # writes data/pruning_spread.json
 
 For each of several seeded splits of the paraphrase triples
 (:func:`mha.corpora.paraphrases.split_triples`), heads are pruned in steps of

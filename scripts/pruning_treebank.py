@@ -2,7 +2,7 @@
 
 Run from the repository root (about ten minutes on 2 idle cores):
 
-    python scripts/pruning_treebank.py          # writes data/pruning_treebank.json
+    python -m scripts.pruning_treebank          # writes data/pruning_treebank.json
 
 The sentences are UD English-EWT's development split (5 to 40 words each). For each of several seeded splits of
 them into a selection half and a report half (:func:`mha.corpora.treebank.split_sentences`), heads are pruned in

@@ -1,11 +1,11 @@
 """Execute the book's notebooks one at a time, timing each and measuring its kernel's peak memory.
 
-    python scripts/run_notebooks.py            # benchmark: print a table, change nothing
-    python scripts/run_notebooks.py --write    # also save the fresh outputs into the notebooks (to commit)
-    python scripts/run_notebooks.py chapters/1_mechanism/1_attention_from_scratch.ipynb --write
-    python scripts/run_notebooks.py --prose-only  # only rewrite and store the prose's glued numbers (no kernel)
-    python scripts/run_notebooks.py --record   # keep the measurements and rewrite the execution-statistics page
-    python scripts/run_notebooks.py --page     # only rewrite that page from the kept measurements
+    python -m scripts.run_notebooks            # benchmark: print a table, change nothing
+    python -m scripts.run_notebooks --write    # also save the fresh outputs into the notebooks (to commit)
+    python -m scripts.run_notebooks chapters/1_mechanism/1_attention_from_scratch.ipynb --write
+    python -m scripts.run_notebooks --prose-only  # only rewrite and store the prose's glued numbers (no kernel)
+    python -m scripts.run_notebooks --record   # keep the measurements and rewrite the execution-statistics page
+    python -m scripts.run_notebooks --page     # only rewrite that page from the kept measurements
 
 Saving a notebook also stores, in each markdown cell's ``user_expressions`` metadata, the text of every glued number
 its prose shows, which is what jupyterlab-myst displays in JupyterLab (``mha.book.prose_expression_results``). A number
@@ -139,7 +139,7 @@ def book_notebooks() -> list[Path]:
 def record_statistics(measured: dict[Path, tuple[float, float, float]]) -> None:
     """Keep ``measured`` (path -> (seconds, peak MB, CPU seconds)) in chapters/execution_statistics.json, then rewrite
     the page."""
-    from bench_head_cost import cpu_model
+    from scripts.bench_head_cost import cpu_model
 
     record = json.loads(STATISTICS.read_text()) if STATISTICS.exists() else {"notebooks": {}}
     day = datetime.date.today().isoformat()
@@ -172,7 +172,7 @@ def statistics_page(record: dict) -> str:
     return "\n".join([
         "# Execution statistics", "",
         "How long each notebook of the book takes to run from top to bottom in a fresh kernel, and the most memory "
-        "that kernel held, as `python scripts/run_notebooks.py --record` measured them, one notebook at a time. "
+        "that kernel held, as `python -m scripts.run_notebooks --record` measured them, one notebook at a time. "
         f"The budget is {TIME_BUDGET_S:.0f} s and {MEMORY_BUDGET_MB / 1024:.1f} GB per notebook on two CPU cores; "
         f"{over} of the measured notebooks {'is' if over == 1 else 'are'} over it. A notebook's time is judged by "
         "its kernel's CPU time, which each kernel spends on one thread: on two quiet cores that is about the time "
@@ -181,7 +181,7 @@ def statistics_page(record: dict) -> str:
         *rows, "",
         "Measured on: " + "; ".join(sorted(machines)) + "." if machines else "Nothing measured yet.", "",
         *other_budgets(record.get("other", [])),
-        "This page is written from `chapters/execution_statistics.json` by `python scripts/run_notebooks.py --page` "
+        "This page is written from `chapters/execution_statistics.json` by `python -m scripts.run_notebooks --page` "
         "(and by every `--record`); `tests/test_execution_statistics.py` fails when the two differ.", ""])
 
 

@@ -1,7 +1,7 @@
 """Write each notebook's Colab setup cell: the first code cell, which installs on Colab what that notebook imports.
 
-    python scripts/setup_cells.py            # rewrite the setup cell of every notebook under chapters/
-    python scripts/setup_cells.py --check    # exit 1, naming them, if a notebook's setup cell is not the generated one
+    python -m scripts.setup_cells            # rewrite the setup cell of every notebook under chapters/
+    python -m scripts.setup_cells --check    # exit 1, naming them, if a notebook's setup cell is not the generated one
 
 Colab opens a notebook from the repository alone: it has Python, numpy, pandas, torch, matplotlib and scipy, but not
 the book's package or bertviz. The setup cell installs, on Colab only, exactly what the notebook imports and Colab
@@ -26,7 +26,9 @@ import json
 import sys
 from pathlib import Path
 
-from book_release import ROOT, normalised, package_dependencies, pinned, release, release_requirement
+if not __package__:  # run as a file, it could not import the other tools
+    sys.exit("run it from the repository's root as a module: python -m scripts.setup_cells")
+from scripts.book_release import ROOT, normalised, package_dependencies, pinned, release, release_requirement
 
 NOTEBOOKS = sorted(path for path in (ROOT / "chapters").rglob("*.ipynb") if ".ipynb_checkpoints" not in path.parts)
 SETUP_TAG = "colab-setup"
@@ -169,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     stale = outdated(paths)
     if args.check:
         for path in stale:
-            print(f"{path.relative_to(ROOT)}: setup cell differs; run python scripts/setup_cells.py")
+            print(f"{path.relative_to(ROOT)}: setup cell differs; run python -m scripts.setup_cells")
         return 1 if stale else 0
     for path in stale:
         notebook = json.loads(path.read_text(encoding="utf-8"))

@@ -2,7 +2,7 @@
 
 Run from the repository root:
 
-    python scripts/single_removals.py
+    python -m scripts.single_removals
 
 Each of the 72 heads is removed on its own (its output set to 0 before W_O) on the 72 sentences of the 24 triples
 (:func:`mha.analysis.caveats.ablation.single_removal_effects`), and each changed model is scored against the full

@@ -44,7 +44,7 @@ and code, and what the check said of it, its glued numbers written in as in the 
 ``tests/test_student_edition.py`` proves that no solution line leaks into the student edition.
 scripts/exercise_index.py reads the same headers (:func:`exercises`) to write the exercise index.
 
-    python scripts/student_edition.py [--out _build/student]
+    python -m scripts.student_edition [--out _build/student]
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ After scripts/student_edition.py has written the student notebooks into ``<out>/
   commit (there is no package source on that branch). ``--commit`` records it as the local branch
   :data:`STUDENT_BRANCH` without touching the working tree; publish it with ``git push origin student``.
 
-    python scripts/student_site.py [--out _build/student] [--commit]
+    python -m scripts.student_site [--out _build/student] [--commit]
 """
 
 from __future__ import annotations
@@ -32,10 +32,9 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-import course  # noqa: E402  (the same folder)
-import hosting_files  # noqa: E402
-import student_edition  # noqa: E402
+if not __package__:  # run as a file, it could not import the other tools
+    sys.exit("run it from the repository's root as a module: python -m scripts.student_site")
+from scripts import course, hosting_files, student_edition  # noqa: E402
 
 STUDENT_BRANCH = "student"
 """The branch that holds the student edition: hosting links made with ``--student`` open it."""
@@ -147,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"record the student branch's files as the next commit of the branch {STUDENT_BRANCH}")
     args = parser.parse_args(argv)
     if not (args.out / "chapters").is_dir():
-        parser.error(f"{args.out} has no student notebooks yet: run python scripts/student_edition.py --out {args.out}")
+        parser.error(f"{args.out} has no student notebooks yet: run python -m scripts.student_edition --out {args.out}")
     weeks = course.write_weeks(args.out)
     site = write_site(args.out)
     branch = write_branch(args.out)

@@ -2,8 +2,8 @@
 
 Run from the repository root:
 
-    python scripts/train_checkpoints.py                          # everything
-    python scripts/train_checkpoints.py --only induction_2layer  # one group
+    python -m scripts.train_checkpoints                          # everything
+    python -m scripts.train_checkpoints --only induction_2layer  # one group
 
 Groups (each writes its own checkpoints and JSON files, recorded with their
 sha256 in data/lab/manifest.json):
@@ -68,7 +68,7 @@ from mha.lab.tasks import InductionTask
 from mha.lab.tiny_model import TinyTransformer, TinyTransformerConfig
 from mha.lab.training import TrainingConfig, TrainingLog, steepest_drop, train
 
-SCRIPT = "python scripts/train_checkpoints.py"
+SCRIPT = "python -m scripts.train_checkpoints"
 GROUPS = ("induction_2layer", "induction_1layer", "induction_seeds", "induction_spread")
 
 INDUCTION_TASK = InductionTask()  # vocab 64, 40 positions, periods 4..20 minus the held-out 7, 11, 14, 17, 19
@@ -284,7 +284,9 @@ def main(argv: list[str] | None = None) -> int:
         timed("induction", lambda: run_induction(induction_jobs, args.workers, args.threads, progress))
     # --- induction_spread (section 3.5): its own script, scripts/induction_phase_spread.py ---
     if "induction_spread" in groups:
-        from induction_phase_spread import main as induction_spread_main  # scripts/ is on sys.path when run as a script
+        if not __package__:  # run as a file, it could not import the other tool
+            sys.exit("induction_spread runs another tool: python -m scripts.train_checkpoints --only induction_spread")
+        from scripts.induction_phase_spread import main as induction_spread_main
 
         timed("induction_spread", lambda: induction_spread_main(["--workers", str(args.workers)]))
     # --- end induction_spread ---

@@ -2,8 +2,8 @@
 
 Run from the repository root (``make lab`` runs it after ``scripts/train_checkpoints.py``):
 
-    python scripts/train_head_count_study.py            # everything, 2 single-thread worker processes
-    python scripts/train_head_count_study.py --workers 1
+    python -m scripts.train_head_count_study            # everything, 2 single-thread worker processes
+    python -m scripts.train_head_count_study --workers 1
 
 Two parts:
 
@@ -58,7 +58,7 @@ from mha.lab.tasks import PairRecallTask, TwoRelationTask
 from mha.lab.tiny_model import TinyTransformer, TinyTransformerConfig
 from mha.lab.training import TrainingConfig, evaluate, train
 
-SCRIPT = "python scripts/train_head_count_study.py"
+SCRIPT = "python -m scripts.train_head_count_study"
 
 TASK = TwoRelationTask()
 D_MODEL = 32

@@ -3,7 +3,7 @@ share of attention on [CLS] (3.1).
 
 Run from the repository root (a few minutes on 2 idle cores):
 
-    python scripts/treebank_heads.py     # writes data/ewt_dev_heads.safetensors
+    python -m scripts.treebank_heads     # writes data/ewt_dev_heads.safetensors
 
 All 2,001 sentences are encoded from their gold words (:func:`mha.pretrained.corpus_encoding.encode_records`), and
 for every gold pair of the book's relation directions the offset of every head's guess is kept

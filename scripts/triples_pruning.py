@@ -2,7 +2,7 @@
 
 Run from the repository root (after scripts/single_removals.py, whose file gives two of the orders):
 
-    python scripts/triples_pruning.py
+    python -m scripts.triples_pruning
 
 The orders are chosen on the selection half of the seed-0 split of the paraphrase triples
 (:func:`mha.corpora.paraphrases.split_triples`): Michel et al.'s gradient importance of the contrastive loss

@@ -12,8 +12,8 @@ book's solution holds its model answer and a rubric with points. This script
   the outline of a Gradescope assignment graded by hand. scripts/grading.py writes it beside each autograder as
   ``manual_questions.md`` (instructors only: no student file holds a rubric).
 
-    python scripts/written_answers.py submissions/ --out written/ [--pdf]
-    python scripts/written_answers.py --outline chapters/1_mechanism/1_attention_from_scratch.ipynb
+    python -m scripts.written_answers submissions/ --out written/ [--pdf]
+    python -m scripts.written_answers --outline chapters/1_mechanism/1_attention_from_scratch.ipynb
 """
 
 from __future__ import annotations
@@ -29,8 +29,9 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-import student_edition  # noqa: E402  (the same folder)
+if not __package__:  # run as a file, it could not import the other tools
+    sys.exit("run it from the repository's root as a module: python -m scripts.written_answers")
+from scripts import student_edition  # noqa: E402
 
 RUBRIC = re.compile(r"^\*\*Rubric\*\* \((?P<points>\d+) points?\):\s*\n(?P<items>(?:\s*\n|- .*\n?|  .*\n?)+)", re.M)
 ITEM = re.compile(r"^- (?P<points>\d+) points?: ", re.M)

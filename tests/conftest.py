@@ -26,15 +26,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def load_script(name: str):
-    """A script of scripts/ as a module (scripts/<name>.py), for the tests of the tools it holds."""
-    sys.path.insert(0, str(ROOT / "scripts"))  # the scripts import each other
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up while it loads
-    spec.loader.exec_module(module)
-    return module
+    """A tool of scripts/ (``scripts.<name>``, the package that the repository's root holds; pyproject.toml puts the
+    root on the tests' path), for the tests of what it does."""
+    return importlib.import_module(f"scripts.{name}")
 
 
 # The browser, the quiet file server and the offline proxy, shared with the scripts that weigh and time the site

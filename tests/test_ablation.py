@@ -152,7 +152,7 @@ def test_stored_single_removals_match_heads_removed_from_scratch_and_refuse_a_ba
                 assert stored[part][name][flat] == pytest.approx(float(expected[name]), abs=2e-5), (flat, part, name)
     malformed = tmp_path / "removals.json"  # in a folder without a list of sha256s: read, then checked
     malformed.write_text('{"parts": {"all": {"loss change": [1.0]}}}')
-    with pytest.raises(ValueError, match="(?s)need 'parts', with 'all'.*single_removals.py"):
+    with pytest.raises(ValueError, match="(?s)need 'parts', with 'all'.*scripts.single_removals"):
         load_single_removals(malformed)
 
 
@@ -196,5 +196,5 @@ def test_stored_triples_pruning_matches_a_pruned_model_run_from_scratch(tmp_path
             assert stored["curves"][name][measure][point] == pytest.approx(float(value), abs=2e-5), (name, measure)
     malformed = tmp_path / "pruning.json"  # in a folder without a list of sha256s: read, then checked
     malformed.write_text('{"importance": [[1.0]], "counts": [0, 8], "orders": {"a": [0]}, "curves": {"a": {"x": [1]}}}')
-    with pytest.raises(ValueError, match="(?s)each curve one value per count.*triples_pruning.py"):
+    with pytest.raises(ValueError, match="(?s)each curve one value per count.*scripts.triples_pruning"):
         load_triples_pruning(malformed)

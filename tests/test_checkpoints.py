@@ -38,7 +38,7 @@ from mha.lab.tiny_model import TinyTransformer, TinyTransformerConfig
 
 torch.set_num_threads(1)
 
-COMMAND = "python scripts/train_checkpoints.py --only tiny"
+COMMAND = "python -m scripts.train_checkpoints --only tiny"
 
 
 def saved_model(directory, name="tiny", seed=3):
@@ -329,7 +329,7 @@ def test_malformed_manifests_are_described(tmp_path, change, words):
             read(tmp_path)
         message = str(raised.value)
         assert re.search(words, message), message
-        assert "python scripts/train_checkpoints.py" in message
+        assert "python -m scripts.train_checkpoints" in message
 
 
 @pytest.mark.parametrize("content, words", [(b"{not json", "cannot be read"), (b"\xff\xfe{}", "cannot be read"),
@@ -389,7 +389,7 @@ def test_canonical_bytes_are_safetensors_bytes_with_sorted_metadata():
 # ---- the checkpoints the book ships (skipped until scripts/train_checkpoints.py has been run) ----
 
 shipped = pytest.mark.skipif(not (LAB_DIRECTORY / MANIFEST_NAME).exists(),
-                             reason="data/lab has not been generated; run python scripts/train_checkpoints.py")
+                             reason="data/lab has not been generated; run python -m scripts.train_checkpoints")
 
 
 @shipped

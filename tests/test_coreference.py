@@ -206,5 +206,5 @@ def test_stored_lean_change_matches_heads_removed_from_scratch_and_refuses_a_bad
         assert stored[layer, head] == pytest.approx(removed - full, abs=2e-6), (layer, head)
     malformed = tmp_path / "removal.json"  # in a folder without a list of sha256s: read, then checked
     malformed.write_text('{"change": [1.0, 2.0]}')
-    with pytest.raises(ValueError, match="(?s)needs 'change', a \\(layers, heads\\) table.*coreference_removal.py"):
+    with pytest.raises(ValueError, match="(?s)needs 'change', a \\(layers, heads\\) table.*coreference_removal"):
         load_lean_change_without_each_head(malformed)

@@ -47,7 +47,7 @@ def page_block(name: str) -> str:
 
 def test_the_instructors_page_shows_the_syllabus_that_the_bundles_follow():
     page = (ROOT / "chapters" / "instructors.md").read_text()
-    assert course.page_text(page) == page, "the instructors' page is out of date: run python scripts/course.py"
+    assert course.page_text(page) == page, "the instructors' page is out of date: run python -m scripts.course"
     rows = [line.split("|")[1:-1] for line in page_block("syllabus").strip().splitlines()[2:]]
     listed = yaml.safe_load((ROOT / "chapters" / "syllabus.yml").read_text())["weeks"]
     assert [[cell.strip() for cell in row] for row in rows] == [
@@ -64,7 +64,7 @@ def test_the_measured_weekly_autograders_are_those_of_the_syllabus():
         book = course.week_book(week)
         exercises = grading.exercises_of(book)
         assert entry["exercises"] == len(exercises) and entry["points"] == sum(map(grading.points_of, exercises)), (
-            f"week {week.number}'s exercises changed since they were measured: run python scripts/grading.py "
+            f"week {week.number}'s exercises changed since they were measured: run python -m scripts.grading "
             "--all-weeks --record (and --check-week N --record for the time its key takes)")
         assert 0 < entry["zip_mib"] < 8
     assert "weekly-autograders" in course.page_text((ROOT / "chapters" / "instructors.md").read_text())
@@ -168,5 +168,5 @@ def test_make_release_solutions_runs_the_documented_command():
     environment = {key: value for key, value in os.environ.items() if not key.startswith("MAKE")}
     done = subprocess.run(["make", "-n", "release-solutions", "WEEK=3"], cwd=ROOT, capture_output=True, text=True,
                           env=environment, timeout=60)
-    assert "scripts/grading.py --release-solutions 3 --student-out _build/student" in done.stdout, done.stderr
+    assert "-m scripts.grading --release-solutions 3 --student-out _build/student" in done.stdout, done.stderr
     assert "make release-solutions WEEK=" in (ROOT / "chapters" / "instructors.md").read_text()

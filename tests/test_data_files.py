@@ -52,20 +52,22 @@ def test_read_verified_json_gives_the_files_json_and_how_to_restore_it(tmp_path)
     shutil.copy(DATA_DIRECTORY / name, tmp_path / name)
     (tmp_path / SHA256_LIST).write_text(next(line for line in (DATA_DIRECTORY / SHA256_LIST).read_text().splitlines()
                                              if line.endswith(f"  {name}")) + "\n")
-    content, how = read_verified_json(tmp_path / name, what="the removals", regenerate="python scripts/x.py",
-                                      limit=10**6)
-    assert content == json.loads((DATA_DIRECTORY / name).read_bytes()) and "python scripts/x.py" in how
+    regenerate = "python -m scripts.single_removals"
+    content, how = read_verified_json(tmp_path / name, what="the removals", regenerate=regenerate, limit=10**6)
+    assert content == json.loads((DATA_DIRECTORY / name).read_bytes()) and regenerate in how
     with open(tmp_path / name, "ab") as handle:
         handle.write(b" ")
-    with pytest.raises(ValueError, match=r"the removals .* tampered with(.|\n)*python scripts/x.py"):
-        read_verified_json(tmp_path / name, what="the removals", regenerate="python scripts/x.py", limit=10**6)
+    with pytest.raises(ValueError, match=r"the removals .* tampered with(.|\n)*python -m scripts\.single_removals"):
+        read_verified_json(tmp_path / name, what="the removals", regenerate=regenerate, limit=10**6)
 
 
 @pytest.mark.parametrize(("module", "loader", "name", "script"), [
     ("mha.analysis.coreference_and_content.coreference", "load_lean_change_without_each_head",
-     "coreference_removal.json", "scripts/coreference_removal.py"),
-    ("mha.analysis.caveats.ablation", "load_single_removals", "single_removals.json", "scripts/single_removals.py"),
-    ("mha.analysis.caveats.ablation", "load_triples_pruning", "triples_pruning.json", "scripts/triples_pruning.py"),
+     "coreference_removal.json", "python -m scripts.coreference_removal"),
+    ("mha.analysis.caveats.ablation", "load_single_removals", "single_removals.json",
+     "python -m scripts.single_removals"),
+    ("mha.analysis.caveats.ablation", "load_triples_pruning", "triples_pruning.json",
+     "python -m scripts.triples_pruning"),
 ])
 def test_a_stored_measurement_is_read_only_intact_and_its_error_names_its_script(tmp_path, module, loader, name,
                                                                                  script):

@@ -76,7 +76,7 @@ def test_bad_input_is_refused_in_plain_words(tmp_path):
         link_scores(MAPS[:3, :3], MentionLink((3, 4), "PER", ((0, 0),), (True,), (False,)))
     path = tmp_path / "scores.json"
     path.write_text('{"works": ["a"]}')
-    with pytest.raises(ValueError, match="python scripts/litbank_entities.py"):
+    with pytest.raises(ValueError, match="python -m scripts.litbank_entities"):
         load_entity_scores(path)
 
 

@@ -19,7 +19,7 @@ RECORD = json.loads(run_notebooks.STATISTICS.read_text())
 def test_the_page_is_what_the_kept_measurements_say():
     assert run_notebooks.STATISTICS_PAGE.read_text() == run_notebooks.statistics_page(RECORD), (
         "chapters/execution_statistics.md differs from chapters/execution_statistics.json: "
-        "run python scripts/run_notebooks.py --page")
+        "run python -m scripts.run_notebooks --page")
 
 
 def test_every_notebook_of_the_book_has_a_row_and_every_measurement_a_notebook():
@@ -32,7 +32,7 @@ def test_every_notebook_of_the_book_has_a_row_and_every_measurement_a_notebook()
 
 
 def test_the_measurements_are_plausible_and_judged_by_the_stated_budget():
-    assert RECORD["notebooks"], "nothing measured: run python scripts/run_notebooks.py --record"
+    assert RECORD["notebooks"], "nothing measured: run python -m scripts.run_notebooks --record"
     for name, entry in RECORD["notebooks"].items():
         assert 0 < entry["cpu_seconds"] and 0 < entry["seconds"] and 50 < entry["peak_mb"] < 64_000, (name, entry)
         assert re.fullmatch(r"\d{4}-\d\d-\d\d", entry["day"]) and entry["load"] >= 0, (name, entry)

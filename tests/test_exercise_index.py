@@ -21,12 +21,12 @@ BOOK_NOTEBOOKS = sorted(p for chapter in ("1_mechanism", "2_geometry", "3_head_r
 
 def test_the_committed_index_is_what_the_script_writes():
     assert index.PAGE.read_text() == index.render(), \
-        "chapters/exercise_index.md is out of date: run python scripts/exercise_index.py and commit the page"
+        "chapters/exercise_index.md is out of date: run python -m scripts.exercise_index and commit the page"
 
 
 def test_the_home_page_counts_the_exercises_and_their_automatic_checks_from_the_notebooks():
     home = index.HOME.read_text()
-    assert home == index.home_page(home), "chapters/index.md is out of date: run python scripts/exercise_index.py"
+    assert home == index.home_page(home), "chapters/index.md is out of date: run python -m scripts.exercise_index"
     every = [e for _, _, found in index.collect() for e in found]
     checked = sum(e.kind == "check" for e in every)
     assert f"The book has {len(every)} exercises. {checked} of them (*write and check*) have an automatic check" in home

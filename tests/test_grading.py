@@ -1,7 +1,7 @@
 """The autograder (scripts/grading.py, mha.exercises.grading): one otter test file per "Write and check"
 exercise (predictions, explanations and investigations are not graded automatically), with the
 check's own feedback, and the answer key as a submission. Grading real submissions with ``otter run`` takes a
-minute, so ``.ci/run`` does it after the main suite: ``python scripts/grading.py --check <notebook>`` gives the key
+minute, so ``.ci/run`` does it after the main suite: ``python -m scripts.grading --check <notebook>`` gives the key
 full marks, the untouched student edition zero, and a typical wrong answer partial credit with its check's feedback.
 """
 
@@ -95,7 +95,7 @@ def test_the_points_scheme_is_read_from_the_command_line_and_refuses_what_it_can
 
 def test_the_autograder_zip_carries_the_package_and_pins_what_grading_installs(tmp_path):
     """What Gradescope's image installs from the zip (``.ci/run``'s ``grading.py --clean-check`` installs it)."""
-    from book_release import TORCH_CPU_INDEX, package_dependencies, pins, version
+    from scripts.book_release import TORCH_CPU_INDEX, package_dependencies, pins, version
 
     wheel = grading.build_package(tmp_path)
     folder = grading.write_autograder(ROOT / "chapters" / "1_mechanism" / "1_attention_from_scratch.ipynb",

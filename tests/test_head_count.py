@@ -358,7 +358,7 @@ def test_a_run_without_its_stopping_reason_or_at_odds_with_the_header_is_refused
     change(content["runs"][0])
     with pytest.raises(ValueError, match=words) as error:
         study_from_content(content)
-    assert "run 0" in str(error.value) and "train_head_count_study.py" in str(error.value)
+    assert "run 0" in str(error.value) and "python -m scripts.train_head_count_study" in str(error.value)
 
 
 def test_a_report_seed_at_a_rate_that_was_not_chosen_is_refused():

@@ -24,18 +24,13 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 import yaml
 
+import mha.data_files
+from mha.core.low_rank_fitting import PATTERN_FITS_PATH
+from mha.corpora.treebank import SAMPLE_TREEBANK_PATH, read_conllu
+from mha.lab.checkpoints import LAB_DIRECTORY, MANIFEST_NAME, CheckpointError, read_manifest
+from scripts import book_release, hosting_files, hub_link, setup_cells
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-
-import book_release  # noqa: E402  (scripts/, put on the path above)
-import hosting_files  # noqa: E402
-import hub_link  # noqa: E402
-import setup_cells  # noqa: E402
-
-import mha.data_files  # noqa: E402
-from mha.core.low_rank_fitting import PATTERN_FITS_PATH  # noqa: E402
-from mha.corpora.treebank import SAMPLE_TREEBANK_PATH, read_conllu  # noqa: E402
-from mha.lab.checkpoints import LAB_DIRECTORY, MANIFEST_NAME, CheckpointError, read_manifest  # noqa: E402
 
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 TORCH_PIN = book_release.pins()["torch"].split("==")[1]
@@ -107,8 +102,8 @@ def test_a_built_wheel_carries_every_data_file(tmp_path):
 
 def test_an_installed_wheels_damaged_file_says_how_to_reinstall_the_package(tmp_path, monkeypatch):
     monkeypatch.setattr(mha.data_files, "repository_root", lambda: None)  # as from a wheel: no repository around
-    message = mha.data_files.how_to_restore("python scripts/train_checkpoints.py", LAB_DIRECTORY)
-    assert "pip install --force-reinstall --no-deps" in message and "python scripts/train_checkpoints.py" in message
+    message = mha.data_files.how_to_restore("python -m scripts.train_checkpoints", LAB_DIRECTORY)
+    assert "pip install --force-reinstall --no-deps" in message and "python -m scripts.train_checkpoints" in message
     assert "clone of the book's repository" in message
     # a folder of one's own (not the package's data) is regenerated, not reinstalled
     with pytest.raises(CheckpointError) as raised:
@@ -117,8 +112,8 @@ def test_an_installed_wheels_damaged_file_says_how_to_reinstall_the_package(tmp_
 
 
 def test_in_a_clone_the_message_names_the_repository_root():
-    message = mha.data_files.how_to_restore("python scripts/fit_head_patterns.py", PATTERN_FITS_PATH)
-    assert "python scripts/fit_head_patterns.py" in message and str(ROOT) in message
+    message = mha.data_files.how_to_restore("python -m scripts.fit_head_patterns", PATTERN_FITS_PATH)
+    assert "python -m scripts.fit_head_patterns" in message and str(ROOT) in message
 
 
 # ---- torch is the CPU-only build wherever the book installs it on Linux ----
@@ -220,7 +215,7 @@ def test_ci_installs_torch_from_what_pip_finds_and_runs_the_colab_like_check_aft
     makes = [line for line in script.splitlines() if line.startswith("make ")]
     assert makes and all("TORCH_INDEX=" in line and CPU_INDEX not in line for line in makes), makes
     lines = [line.strip() for line in script.splitlines()]
-    assert lines.index(".venv/bin/python scripts/colab_like_check.py") > lines.index(
+    assert lines.index(".venv/bin/python -m scripts.colab_like_check") > lines.index(
         'make test PYTHON="$PYTHON" TORCH_INDEX=')
 
 
@@ -228,7 +223,7 @@ def test_ci_installs_torch_from_what_pip_finds_and_runs_the_colab_like_check_aft
 
 def test_the_hosting_files_are_what_scripts_hosting_files_writes():
     stale = [str(path.relative_to(ROOT)) for path in hosting_files.outdated()]
-    assert not stale, f"{stale} differ from what they are generated from: run python scripts/hosting_files.py"
+    assert not stale, f"{stale} differ from what they are generated from: run python -m scripts.hosting_files"
 
 
 def test_the_hosting_files_pin_what_requirements_txt_pins():
@@ -278,7 +273,7 @@ def test_every_notebooks_setup_cell_is_the_generated_one(path):
     expected = setup_cells.setup_cell(notebook, first.get("id", "colab-setup"))
     assert ("".join(first["source"]), first["metadata"].get("tags")) == (
         "".join(expected["source"]), expected["metadata"]["tags"]), (
-        f"{path.relative_to(ROOT)}'s first code cell is not its generated setup cell: python scripts/setup_cells.py")
+        f"{path.relative_to(ROOT)}'s first code cell is not its generated setup cell: python -m scripts.setup_cells")
     assert not first.get("outputs"), "the setup cell prints nothing outside Colab"
 
 

@@ -49,12 +49,12 @@ def test_the_prose_uses_the_forms_jupyterlab_reads_and_stores_their_results(path
     prose = "\n".join(cell.source for cell in notebook.cells if cell.cell_type == "markdown")
     assert "{glue:text}" not in prose and not re.search(r"\{cite:[a-z]+\}", prose), (
         "write numbers as {eval}`glue.text(\"name:fmt\")` and citations as {eval}`glue.cite_t(\"key\")`: run "
-        f"python scripts/run_notebooks.py --prose-only {path.relative_to(ROOT)}")
+        f"python -m scripts.run_notebooks --prose-only {path.relative_to(ROOT)}")
     expected = prose_expression_results(notebook)
     stored = [cell.metadata.get("user_expressions") for cell in notebook.cells]
     stale = [index for index, (want, have) in enumerate(zip(expected, stored)) if want != have]
     assert not stale, (f"cells {stale} store other results than their glue records give: run "
-                       f"python scripts/run_notebooks.py --prose-only {path.relative_to(ROOT)}")
+                       f"python -m scripts.run_notebooks --prose-only {path.relative_to(ROOT)}")
     unknown = re.findall(r"\{eval\}`([^`]*)`", prose)
     known = {m[0][len("{eval}`"):-1] for m in [*PROSE_NUMBER.finditer(prose), *PROSE_CITATION.finditer(prose)]}
     assert set(unknown) <= known, f"expressions neither the site nor JupyterLab reads: {set(unknown) - known}"
@@ -89,7 +89,7 @@ def test_the_kernel_answers_what_the_notebook_stores(monkeypatch):
 
 def test_citation_labels_are_written_from_the_bibliography():
     stored = json.loads((DATA_DIRECTORY / "citations.json").read_text())
-    assert stored == run_notebooks.citation_labels(), "run python scripts/run_notebooks.py --prose-only"
+    assert stored == run_notebooks.citation_labels(), "run python -m scripts.run_notebooks --prose-only"
     assert stored["abnar2020quantifying"] == {"authors": "Abnar and Zuidema", "year": "2020"}
     assert stored["clark2019what"] == {"authors": "Clark et al.", "year": "2019"}
 

@@ -4,15 +4,14 @@ exists, and a broken file is refused in words that say what to fix."""
 
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
+from scripts import objectives_map
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-import objectives_map  # noqa: E402
 
 
 @pytest.fixture(scope="module")

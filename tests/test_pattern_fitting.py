@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 from pathlib import Path
 
 import pytest
 import torch
+from conftest import load_script
 
 from mha.core.low_rank_fitting import (
     PATTERN_FITS_PATH,
@@ -107,18 +107,9 @@ def test_fit_head_patterns_rejects_bad_inputs():
         fit_head_patterns(tokens, first_token_pattern(4)[None], d_heads=[1], score_cap=0.0)
 
 
-def _script():
-    """scripts/fit_head_patterns.py as a module, for its setup constants."""
-    path = Path(__file__).resolve().parents[1] / "scripts" / "fit_head_patterns.py"
-    spec = importlib.util.spec_from_file_location("fit_head_patterns_script", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_stored_fits_match_the_setup_they_declare_and_the_script():
     stored = load_pattern_fits()
-    script = _script()
+    script = load_script("fit_head_patterns")  # its setup constants
     assert stored.path == PATTERN_FITS_PATH and stored.regenerate == REGENERATE_PATTERN_FITS
     assert stored.targets == tuple(script.TARGET_RECIPES) and stored.target_recipes == script.TARGET_RECIPES
     assert stored.widths == script.WIDTHS and len(stored.seeds) >= 2

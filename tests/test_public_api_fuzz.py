@@ -9,16 +9,14 @@ become fewer: their count is held in ``tests/fuzz_ratchet.json``.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
+from scripts import fuzz_public_api
+
 ROOT = Path(__file__).resolve().parents[1]
 RATCHET = ROOT / "tests" / "fuzz_ratchet.json"
-sys.path.insert(0, str(ROOT / "scripts"))
-
-import fuzz_public_api  # noqa: E402  (scripts/, put on the path above)
 
 
 @pytest.fixture(scope="module")

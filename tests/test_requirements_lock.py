@@ -68,7 +68,7 @@ def test_every_pin_of_requirements_txt_is_the_locks():
                  for name, version in pins.items()
                  if name not in locked or locked[name][0].public != version.public}
     assert not differing, (f"requirements.txt and requirements.lock differ (pin, lock): {differing}; run "
-                           "python scripts/lock_requirements.py --torch-wheels DIR")
+                           "python -m scripts.lock_requirements --torch-wheels DIR")
 
 
 def test_torch_is_locked_as_its_cpu_build_of_the_pinned_version():

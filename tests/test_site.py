@@ -273,7 +273,7 @@ def test_page_opened_from_disk_typesets_its_formulas(visits, path):
 
 def test_every_page_weighs_at_most_3_mb(visits):
     """What each page loads on a first visit, in bytes of the files' bodies (printed with -s; by kind of file:
-    python scripts/page_weights.py): the heaviest page stays within 3 MB."""
+    python -m scripts.page_weights): the heaviest page stays within 3 MB."""
     weights = {path: visits[path].bytes_loaded for path in PAGES}
     print("\nbytes loaded by each page on a first visit:")
     for path, size in sorted(weights.items(), key=lambda item: -item[1]):

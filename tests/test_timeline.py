@@ -113,7 +113,7 @@ def copied(tmp_path):
     """A lab folder holding the timeline and a manifest that records it, to alter in a test."""
     shutil.copyfile(LAB_DIRECTORY / TIMELINE_FILE, tmp_path / TIMELINE_FILE)
     (tmp_path / "manifest.json").write_text(json.dumps({"checkpoints": {}, "files": {}}))
-    record_file(tmp_path / TIMELINE_FILE, regenerate="python scripts/induction_timeline.py", description="copy",
+    record_file(tmp_path / TIMELINE_FILE, regenerate="python -m scripts.induction_timeline", description="copy",
                 directory=tmp_path)
     return tmp_path
 
@@ -124,7 +124,7 @@ def rewrite(folder, change) -> None:
     content = json.loads(path.read_text())
     change(content)
     path.write_text(json.dumps(content))
-    record_file(path, regenerate="python scripts/induction_timeline.py", description="copy", directory=folder)
+    record_file(path, regenerate="python -m scripts.induction_timeline", description="copy", directory=folder)
 
 
 def test_an_unaltered_copy_loads(copied):
@@ -136,12 +136,12 @@ def test_a_tampered_file_is_refused_by_its_sha256(copied):
     path.write_text(path.read_text().replace('"seed":0', '"seed":1', 1))
     with pytest.raises(ValueError, match="sha256") as raised:
         load_induction_timeline(directory=copied)
-    assert str(path) in str(raised.value) and "python scripts/induction_timeline.py" in str(raised.value)
+    assert str(path) in str(raised.value) and "python -m scripts.induction_timeline" in str(raised.value)
 
 
 def test_a_missing_file_is_refused(copied):
     (copied / TIMELINE_FILE).unlink()
-    with pytest.raises(TimelineError, match="(?s)missing.*python scripts/induction_timeline.py"):
+    with pytest.raises(TimelineError, match="(?s)missing.*python -m scripts.induction_timeline"):
         load_induction_timeline(directory=copied)
 
 
@@ -158,7 +158,7 @@ def test_content_that_does_not_hold_together_is_refused(copied, change, complain
     with pytest.raises(TimelineError, match=complaint) as raised:
         load_induction_timeline(directory=copied)
     message = str(raised.value)
-    assert str(copied / TIMELINE_FILE) in message and "python scripts/induction_timeline.py" in message
+    assert str(copied / TIMELINE_FILE) in message and "python -m scripts.induction_timeline" in message
 
 
 def test_maps_that_are_not_attention_weights_are_refused(copied):

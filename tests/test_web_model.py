@@ -14,7 +14,6 @@ import random
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -24,11 +23,11 @@ from mha.corpora.treebank import EWT_DEV_PATH, read_ud_trees
 from mha.pretrained.encoder import MiniLMEncoder
 from mha.pretrained.tokenizer import check_no_lone_surrogates, load_tokenizer
 from mha.pretrained.web_export import export_web_model
+from scripts import site_module
 
 ROOT = Path(__file__).resolve().parents[1]
 WEB = ROOT / "src" / "mha" / "views" / "web"
-sys.path.insert(0, str(ROOT / "site"))  # the site build's runner of model.js under Node
-from model_in_node import run_model_in_node  # noqa: E402
+run_model_in_node = site_module("model_in_node").run_model_in_node  # the site build's runner of model.js under Node
 
 NODE = shutil.which("node")
 pytestmark = pytest.mark.skipif(NODE is None, reason="needs Node.js (apt install nodejs)")

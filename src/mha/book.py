@@ -224,7 +224,7 @@ def citation_text(keys: str, kind: str = "t", *, labels_path: str | Path | None 
     if not isinstance(keys, str) or kind not in ("t", "p"):
         raise ValueError(f"cite {keys!r} with kind 't' or 'p', keys as one comma-separated string.")
     path = DATA_DIRECTORY / CITATION_LABELS if labels_path is None else Path(labels_path)
-    how, what = how_to_restore("python scripts/run_notebooks.py --prose-only", path), "the citation labels"
+    how, what = how_to_restore("python -m scripts.run_notebooks --prose-only", path), "the citation labels"
     labels = parse_json(read_verified_file(path, what=what, how=how, limit=2**20), what=what, path=path, how=how)
     if not isinstance(labels, dict):
         raise ValueError(f"{what} {path} are not a JSON object of bibliography keys. {how}")

@@ -15,7 +15,7 @@ that regenerates the file in a clone of the repository, and for an installed pac
 Every file the book reads is verified before it is trusted, by one path: :func:`read_verified_file` reads the bytes
 once and compares their sha256 with the ``SHA256SUMS`` list of the folder that holds them (or of the folder above),
 so nothing can change between the check and the read; a file of :data:`DATA_DIRECTORY` must be listed there
-(``python scripts/record_data_sha256.py`` rewrites the list after a regeneration). :func:`parse_json` bounds the
+(``python -m scripts.record_data_sha256`` rewrites the list after a regeneration). :func:`parse_json` bounds the
 nesting of JSON before parsing it. The lab's checkpoints have their own manifest (:mod:`mha.lab.checkpoints`).
 """
 
@@ -50,7 +50,7 @@ BOOK_DATA_FILES = ("citations.json", "coreference_patching.json", "coreference_r
                    "ud_english_ewt/en_ewt-ud-dev.conllu")
 """The data files outside ``lab/`` that the book reads, each listed with its sha256 in ``data/SHA256SUMS``."""
 
-RECORD_SHA256 = "python scripts/record_data_sha256.py"
+RECORD_SHA256 = "python -m scripts.record_data_sha256"
 _MAX_LIST_BYTES = 2**20
 _LIST_LINE = re.compile(r"^([0-9a-f]{64})  ([A-Za-z0-9_][A-Za-z0-9_./-]*)$")
 

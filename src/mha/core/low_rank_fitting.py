@@ -69,7 +69,7 @@ __all__ = [
 PATTERN_FITS_PATH = DATA_DIRECTORY / "pattern_fits.json"
 """``pattern_fits.json`` in the package data (:mod:`mha.data`: the repository's ``data/``, or ``mha/data/``)."""
 
-REGENERATE_PATTERN_FITS = "python scripts/fit_head_patterns.py"
+REGENERATE_PATTERN_FITS = "python -m scripts.fit_head_patterns"
 """Run from the root of a clone of the repository, this rewrites its ``data/pattern_fits.json`` (about a minute)."""
 
 _PATTERN_FITS_FORMAT = 1

@@ -221,7 +221,7 @@ def load_litbank(path: str | Path = LITBANK_PATH) -> list[CorefDocument]:
     path = as_path("path", path)
     what = "the LitBank extract"
     content, how = read_verified_json(path, what=what,
-                                      regenerate="python scripts/extract_litbank.py", limit=MAX_EXTRACT_BYTES)
+                                      regenerate="python -m scripts.extract_litbank", limit=MAX_EXTRACT_BYTES)
     works = content.get("works") if isinstance(content, dict) else None
     if not isinstance(works, list) or not works:
         raise ValueError(f"{what} {path} has no list of 'works'. {how}")

@@ -190,7 +190,7 @@ def load_litbank_entities(path: str | Path = LITBANK_ENTITIES_PATH,
     words = {d.name: d for d in (load_litbank() if documents is None else documents)}
     what = "the LitBank entity extract"
     content, how = read_verified_json(path, what=what,
-                                      regenerate="python scripts/extract_litbank.py", limit=MAX_EXTRACT_BYTES)
+                                      regenerate="python -m scripts.extract_litbank", limit=MAX_EXTRACT_BYTES)
     works = content.get("works") if isinstance(content, dict) else None
     if not isinstance(works, list) or not works:
         raise ValueError(f"{what} {path} has no list of 'works'. {how}")

@@ -58,7 +58,7 @@ LAB_DIRECTORY = DATA_DIRECTORY / "lab"
 """The lab's folder in the package data: the repository's ``data/lab/`` (editable install) or ``mha/data/lab/``."""
 
 MANIFEST_NAME = "manifest.json"
-REGENERATE_ALL = "python scripts/train_checkpoints.py"
+REGENERATE_ALL = "python -m scripts.train_checkpoints"
 """Run from the root of a clone of the repository, this rebuilds everything in ``data/lab/``."""
 
 MAX_FILE_BYTES = 256 * 2**20

@@ -216,7 +216,7 @@ _STUDY_FIELDS = {"min_steps": int, "max_steps": int, "d_model": int, "controls":
 
 def _check_study_fields(content: object) -> None:
     """Raise ``ValueError`` naming the first field of ``head_count_study.json`` that is missing or of the wrong type."""
-    how = "Regenerate it with:\n    python scripts/train_head_count_study.py"
+    how = "Regenerate it with:\n    python -m scripts.train_head_count_study"
     if not isinstance(content, dict):
         raise ValueError(f"the head-count study holds {type(content).__name__}, not a JSON object. {how}")
     for name in _STUDY_LISTS:

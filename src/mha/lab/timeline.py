@@ -33,7 +33,7 @@ __all__ = ["TIMELINE_FILE", "REGENERATE_TIMELINE", "FRAME_EVERY", "DENSE_WINDOW"
 TIMELINE_FILE = "induction_timeline_seed0.json"
 """The recorded timeline of ``induction_2layer_seed0``, in the lab's folder."""
 
-REGENERATE_TIMELINE = "python scripts/induction_timeline.py"
+REGENERATE_TIMELINE = "python -m scripts.induction_timeline"
 """Run from the root of a clone of the repository, this records the timeline again."""
 
 FRAME_EVERY = 100

@@ -137,7 +137,7 @@ class InductionLabExplorer(Explorer):
         names = induction_model_names() if names is None else list(names)
         if not names:
             raise ValueError("no induction checkpoints to show; pass checkpoint names or regenerate data/lab with "
-                             "python scripts/train_checkpoints.py.")
+                             "python -m scripts.train_checkpoints.")
         self.batch = held_out_batch()
         available = len(self.batch.inputs)
         if isinstance(n_sequences, bool) or not isinstance(n_sequences, int) or not 1 <= n_sequences <= available:

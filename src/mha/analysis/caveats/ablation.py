@@ -217,7 +217,7 @@ def load_pruning_spread(path: str | Path = PRUNING_SPREAD_PATH) -> dict:
 
     path = as_path("path", path)
     what = "the stored pruning curves"
-    content, how = read_verified_json(path, what=what, regenerate="python scripts/pruning_spread.py", limit=10_000_000)
+    content, how = read_verified_json(path, what=what, regenerate="python -m scripts.pruning_spread", limit=10_000_000)
     counts = content.get("counts") if isinstance(content, dict) else None
     splits = content.get("splits") if isinstance(content, dict) else None
     if not (isinstance(counts, list) and counts and all(type(c) is int and c >= 0 for c in counts)
@@ -363,7 +363,7 @@ def load_single_removals(path: str | Path = SINGLE_REMOVALS_PATH) -> dict:
 
     path = as_path("path", path)
     what = "the stored single-head removals"
-    content, how = read_verified_json(path, what=what, regenerate="python scripts/single_removals.py", limit=1_000_000)
+    content, how = read_verified_json(path, what=what, regenerate="python -m scripts.single_removals", limit=1_000_000)
     parts = content.get("parts") if isinstance(content, dict) else None
     try:
         effects = {part: {name: np.asarray(measures[name], dtype=float) for name in REMOVAL_MEASURES}
@@ -419,7 +419,7 @@ def load_triples_pruning(path: str | Path = TRIPLES_PRUNING_PATH) -> dict:
 
     path = as_path("path", path)
     what = "the stored pruning curves on the held-out triples"
-    content, how = read_verified_json(path, what=what, regenerate="python scripts/triples_pruning.py", limit=1_000_000)
+    content, how = read_verified_json(path, what=what, regenerate="python -m scripts.triples_pruning", limit=1_000_000)
     try:
         counts = [int(k) for k in content["counts"]]
         result = {"importance": np.asarray(content["importance"], dtype=float), "counts": counts,

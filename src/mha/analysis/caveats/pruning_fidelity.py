@@ -223,7 +223,7 @@ def load_pruning_treebank(path: str | Path = PRUNING_TREEBANK_PATH) -> dict:
     path = as_path("path", path)
     what = "the pruning curves on treebank sentences"
     content, how = read_verified_json(path, what=what,
-                                      regenerate="python scripts/pruning_treebank.py", limit=10_000_000)
+                                      regenerate="python -m scripts.pruning_treebank", limit=10_000_000)
     counts = content.get("counts") if isinstance(content, dict) else None
     splits = content.get("splits") if isinstance(content, dict) else None
     good = (isinstance(counts, list) and counts and all(type(c) is int and c >= 0 for c in counts)

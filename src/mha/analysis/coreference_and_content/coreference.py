@@ -388,7 +388,7 @@ def load_pair_patching(path: str | Path = COREFERENCE_PATCHING_PATH) -> PairPatc
     path = as_path("path", path)
     what = "the stored patching of the pronoun pairs"
     content, how = read_verified_json(path, what=what,
-                                      regenerate="python scripts/coreference_patching.py", limit=1_000_000)
+                                      regenerate="python -m scripts.coreference_patching", limit=1_000_000)
     try:
         pair_ids = tuple(str(pair_id) for pair_id in content["pair_ids"])
         left_out = tuple(str(pair_id) for pair_id in content["left_out"])
@@ -449,7 +449,7 @@ def load_lean_change_without_each_head(path: str | Path = COREFERENCE_REMOVAL_PA
     path = as_path("path", path)
     what = "the stored change of the lean of 'it' with each head removed"
     content, how = read_verified_json(path, what=what,
-                                      regenerate="python scripts/coreference_removal.py", limit=100_000)
+                                      regenerate="python -m scripts.coreference_removal", limit=100_000)
     try:
         change = np.asarray(content["change"], dtype=float)
     except (KeyError, TypeError, ValueError):

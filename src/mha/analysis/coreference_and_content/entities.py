@@ -207,7 +207,7 @@ def load_entity_scores(path: str | Path = LITBANK_ENTITIES_SCORES_PATH, *, check
 
     path = as_path("path", path)
     what = "the stored LitBank entity scores"
-    content, how = read_verified_json(path, what=what, regenerate="python scripts/litbank_entities.py", limit=2_000_000)
+    content, how = read_verified_json(path, what=what, regenerate="python -m scripts.litbank_entities", limit=2_000_000)
     if check:
         if not isinstance(content, dict) or not isinstance(content.get("check"), dict):
             raise ValueError(f"{what} {path} is malformed: it has no 'check' scores. {how}")

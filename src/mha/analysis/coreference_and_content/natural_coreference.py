@@ -238,7 +238,7 @@ def load_natural_coreference(path: str | Path = LITBANK_COREFERENCE_PATH, *,
     path = as_path("path", path)
     what = "the stored LitBank coreference scores"
     content, how = read_verified_json(path, what=what,
-                                      regenerate="python scripts/litbank_coreference.py", limit=4_000_000)
+                                      regenerate="python -m scripts.litbank_coreference", limit=4_000_000)
     try:
         if check:
             return int(content["check"]["window"]), _from_content(content["check"], what, path, how)

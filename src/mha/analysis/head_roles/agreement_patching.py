@@ -193,7 +193,7 @@ def load_agreement(path: str | Path = AGREEMENT_PATH, *, check: bool = False) ->
 
     path = as_path("path", path)
     what = "the stored agreement scores"
-    content, how = read_verified_json(path, what=what, regenerate="python scripts/ewt_agreement.py", limit=8_000_000)
+    content, how = read_verified_json(path, what=what, regenerate="python -m scripts.ewt_agreement", limit=8_000_000)
     try:
         if check:
             return AgreementScores.from_dict(content["check"])

@@ -181,7 +181,7 @@ def _read_stored_heads(path: str | Path, what: str, read: Callable[[dict[str, np
     from mha.data_files import how_to_restore, read_verified_file
 
     path = as_path("path", path)
-    how = how_to_restore("python scripts/treebank_heads.py", path)
+    how = how_to_restore("python -m scripts.treebank_heads", path)
     data = read_verified_file(path, what=what, how=how, limit=64 * 2**20)
     try:
         header_length = int.from_bytes(data[:8], "little")
