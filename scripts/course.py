@@ -6,7 +6,7 @@
   grades one notebook per submission, so a week of three sections is one notebook of three sections;
 - :func:`syllabus_table` and :func:`write_page`: the instructors' page's syllabus table and its table of weekly
   autograders, written between markers from the syllabus and from what ``scripts/grading.py --all-weeks`` measured
-  (``chapters/grading_measurements.json``); ``tests/test_course.py`` fails when the page differs;
+  (``chapters/grading_measurements.json``); ``tests/tools/test_course.py`` fails when the page differs;
 - :func:`release_solutions`: the answer key of each week whose deadline has passed, into the student folder.
 
     python -m scripts.course            # rewrite the instructors' page's generated blocks

@@ -10,7 +10,7 @@ time its prose takes to read (:func:`reading_minutes`: the words of the student'
 It also writes the paragraph of the book's home page (chapters/index.md) that says how many exercises there are and
 how many of them have an automatic check, between two comment lines that mark it.
 
-The page is generated, never kept by hand: ``tests/test_exercise_index.py`` fails when the committed page (or that
+The page is generated, never kept by hand: ``tests/tools/test_exercise_index.py`` fails when the committed page (or that
 paragraph) differs from what this script writes, or when an exercise of chapters 1-4 lacks its title, header or hint.
 
     python -m scripts.exercise_index            # rewrite chapters/exercise_index.md and the home page's paragraph

@@ -18,7 +18,7 @@ Each call ends one of five ways:
 
 All calls run in one child process under an address-space cap and a per-call alarm, with the working folder a
 temporary one; if a call kills the child, a new child goes on from the next call and that call counts as
-``memory``. ``tests/test_public_api_fuzz.py`` runs a fixed, seeded sample and holds the count of raw tracebacks to
+``memory``. ``tests/tools/test_public_api_fuzz.py`` runs a fixed, seeded sample and holds the count of raw tracebacks to
 ``tests/fuzz_ratchet.json``.
 
     python -m scripts.fuzz_public_api                   # every call; the summary in fuzz_public_api.json

@@ -26,7 +26,7 @@ checkpoints, and on this project's 2-core machine, it retraces the whole series 
 ``train_checkpoints.py`` does. On another CPU the float rounding differs and the weights drift apart over
 thousands of steps, so the recorded maps and scores may differ a little from what the stored checkpoints give:
 the script prints how far its weights are from each stored checkpoint of the series, and
-``tests/test_timeline.py`` checks the stored timeline against them.
+``tests/lab/test_timeline.py`` checks the stored timeline against them.
 """
 
 from __future__ import annotations

@@ -10,8 +10,8 @@ reader, :func:`exercise_index.collect`) and writes
 * the "Learning objectives" table of chapters/instructors.md, between the two comment lines that mark it.
 
 It refuses (exit 1, saying which) an objective without an exercise, a label that names no exercise of the book, and a
-section of the book missing from the file. ``tests/test_objectives_map.py`` fails when either page differs from what
-it writes.
+section of the book missing from the file. ``tests/tools/test_objectives_map.py`` fails when either page differs
+from what it writes.
 
     python -m scripts.objectives_map            # rewrite both
     python -m scripts.objectives_map --check    # exit 1 if either is out of date

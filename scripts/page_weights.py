@@ -10,7 +10,7 @@ Timing counts them (the page's HTML, and the CSS, scripts, fonts and images it l
 `make serve` and this script send uncompressed), split by kind, heaviest page first. The site's index.html sends
 the reader on to chapters/index.html, so its row weighs that page. Requests to anywhere but the site are aborted
 and listed. Exits with status 1 when a page weighs more than BUDGET or asked for anything outside the site.
-tests/test_site.py runs the same measurement on the site the tests build.
+tests/site/test_site.py runs the same measurement on the site the tests build.
 """
 
 from __future__ import annotations

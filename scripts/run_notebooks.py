@@ -17,8 +17,8 @@ two busy processes each want both cores. The budget for each notebook is 60 s an
 
 With ``--record``, each notebook's time and peak memory go into ``chapters/execution_statistics.json`` (with the
 machine, its load and the day), and the page ``chapters/execution_statistics.md`` is written from that file;
-``tests/test_execution_statistics.py`` fails when the page differs from what the file says. The book's timings live
-there, measured, and nowhere in its prose.
+``tests/tools/test_execution_statistics.py`` fails when the page differs from what the file says. The book's
+timings live there, measured, and nowhere in its prose.
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ def run(path: Path, write: bool) -> tuple[float, float, float]:
             cell.metadata.pop("execution", None)  # execution timestamps: noise in every diff
         try:
             store_prose_numbers(notebook)
-        except ValueError as problem:  # the outputs are still saved; tests/test_jupyterlab.py names the cell
+        except ValueError as problem:  # the outputs are still saved; tests/site/test_jupyterlab.py names the cell
             print(f"{path.name}: the prose's numbers were not stored for JupyterLab: {problem}", file=sys.stderr)
         nbformat.write(notebook, path)
     return seconds, peak, cpu
@@ -182,7 +182,7 @@ def statistics_page(record: dict) -> str:
         "Measured on: " + "; ".join(sorted(machines)) + "." if machines else "Nothing measured yet.", "",
         *other_budgets(record.get("other", [])),
         "This page is written from `chapters/execution_statistics.json` by `python -m scripts.run_notebooks --page` "
-        "(and by every `--record`); `tests/test_execution_statistics.py` fails when the two differ.", ""])
+        "(and by every `--record`); `tests/tools/test_execution_statistics.py` fails when the two differ.", ""])
 
 
 def other_budgets(entries: list[dict]) -> list[str]:

@@ -41,7 +41,7 @@ plain links and words. The book's own notebooks and the website keep the MyST.
 
 The answer key is one markdown file per notebook: each exercise's title and statement, the solution's explanation
 and code, and what the check said of it, its glued numbers written in as in the student edition.
-``tests/test_student_edition.py`` proves that no solution line leaks into the student edition.
+``tests/tools/test_student_edition.py`` proves that no solution line leaks into the student edition.
 scripts/exercise_index.py reads the same headers (:func:`exercises`) to write the exercise index.
 
     python -m scripts.student_edition [--out _build/student]

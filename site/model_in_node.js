@@ -1,5 +1,5 @@
 // Runs src/mha/views/web/model.js under Node: for the site build (site/static_views.py measures the page model's
-// agreement with the package), tests/test_web_model.py and scripts/bench_web_model.py.
+// agreement with the package), tests/site/test_web_model.py and scripts/bench_web_model.py.
 // node site/model_in_node.js MODEL_FOLDER REQUEST.json OUT_FOLDER
 // REQUEST: {"simd": true|false, "sentences": [{"text": ..., "removed": [[layer, head], ...], "run": true}],
 //           "time_runs": 0}

@@ -1,5 +1,5 @@
 """Run the page's model (src/mha/views/web/model.js) under Node.js on the exported parts: the one way the site build,
-tests/test_web_model.py and scripts/bench_web_model.py call site/model_in_node.js (chapter 3, "A tour of all 72
+tests/site/test_web_model.py and scripts/bench_web_model.py call site/model_in_node.js (chapter 3, "A tour of all 72
 heads")."""
 
 from __future__ import annotations

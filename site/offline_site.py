@@ -20,7 +20,7 @@ A Sphinx extension, connected in _config.yml (``sphinx: local_extensions``). It:
    with a ``<script>`` tag, then d3 and jQuery through ``require.config``) to the vendored copies, relative to
    the page. A CDN address this table does not know fails the build with a warning that names it;
 5. writes each inline script once (see ``one_copy_of_each_inline_script``);
-6. mends what axe-core (``tests/test_site.py``, ``tests/page_audit.py``) finds wrong in the markup of the theme
+6. mends what axe-core (``tests/site/test_site.py``, ``tests/page_audit.py``) finds wrong in the markup of the theme
    and of the tools the book is built with (see ``accessible_markup`` and ``label_toctree_toggles``): each
    displayed formula is a tab stop, since it scrolls sideways when wider than the page; bertviz's views scroll in
    a labelled region a keyboard reaches, and their menus are labelled; ``site/theme.css`` (on every page) lets
@@ -30,7 +30,7 @@ A Sphinx extension, connected in _config.yml (``sphinx: local_extensions``). It:
    ``icon_for_the_root``): without one, a browser that shows it for a moment asks for /favicon.ico, which the site
    does not have, and logs a 404.
 
-``scripts/page_weights.py`` prints what each page weighs in Chromium; ``tests/test_site.py`` keeps every
+``scripts/page_weights.py`` prints what each page weighs in Chromium; ``tests/site/test_site.py`` keeps every
 page within the budget.
 
 myst-nb's ipywidgets manager, which it would load from CDNs, is switched off in _config.yml (``nb_ipywidgets_js: {}``;
@@ -192,7 +192,7 @@ def typeset_page(app, doctree, docname) -> None:
 
 def keep(node, tex: str, answer: dict) -> None:
     """Keep MathJax's SVG and MathML on the math node for the writer, or warn (-W fails the build) that TeX refused
-    the formula, which the page then shows as TeX (and tests/test_site.py fails on)."""
+    the formula, which the page then shows as TeX (and tests/site/test_site.py fails on)."""
     if "error" in answer:
         logger.warning(f"formula not typeset: {answer['error']}: {tex!r}", location=node)
     node[TYPESET] = answer.get("html")

@@ -100,7 +100,7 @@ LONGEST_FIRST = (
     "chapters/3_head_roles/1_tour_of_heads.ipynb", "chapters/4_caveats/2_redundancy_and_pruning.ipynb",
     "chapters/3_head_roles/3_coreference.ipynb", "chapters/3_head_roles/2_syntax.ipynb",
     "chapters/4_caveats/1_attention_is_not_explanation.ipynb", "chapters/4_caveats/4_limits_of_probing.ipynb",
-    "tests/test_site.py", "tests/test_site_views.py",
+    "tests/site/test_site.py", "tests/site/test_site_views.py",
 )
 
 

@@ -1,5 +1,5 @@
-"""What tests/test_site.py's accessibility checks run in each page: axe-core finds no serious or critical problem, in
-the light and in the dark colour mode, and no page is wider than a phone's screen.
+"""What tests/site/test_site.py's accessibility checks run in each page: axe-core finds no serious or critical
+problem, in the light and in the dark colour mode, and no page is wider than a phone's screen.
 
 Once a page has drawn its views, axe-core (the npm package, from package-lock.json, put into the page by the test
 only: the site does not ship it) checks it with its default rules (WCAG 2.0 and 2.1, A and AA, and best practices) at

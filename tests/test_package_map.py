@@ -101,3 +101,26 @@ def test_unquoted_citations_name_real_sections():
     # "(chapter 3, empirical head roles)": a lowercase phrase after "chapter N," in parentheses is a title too
     unknown = citations_not_in_the_book(re.compile(r"\([Cc]hapter \d, ([a-z][a-z0-9 ,'-]*?)\)"))
     assert not unknown, 'cite sections as (chapter N, "Title") with a real title:\n' + "\n".join(unknown)
+
+
+# tests/ beside the package: a folder per subpackage of mha (tests/<subpackage>/test_<module>.py), and two for what
+# is not the package, the website in a browser and the tools of scripts/
+NOT_THE_PACKAGE = {"site", "tools"}
+
+
+def test_the_tests_are_laid_out_as_the_package_is():
+    tests = ROOT / "tests"
+    folders = sorted(path.relative_to(tests) for path in tests.rglob("*")
+                     if path.is_dir() and path.name not in {"__pycache__", ".hypothesis"})
+    strays = [str(folder) for folder in folders
+              if folder.parts[0] not in NOT_THE_PACKAGE and not (SRC / folder / "__init__.py").is_file()]
+    assert not strays, f"test folders that mirror no subpackage of mha: {strays}"
+    # (the exercises' files say so in their names, test_exercises_<module>, since pytest needs each file's name unique)
+    named = {path.stem.removeprefix("test_").removeprefix("exercises_") for path in tests.rglob("test_*.py")
+             if path.parent != tests and path.parent.relative_to(tests).parts[0] not in NOT_THE_PACKAGE}
+    modules = {path.stem for path in SRC.rglob("*.py")}
+    in_subpackages = {path.stem for path in SRC.rglob("*.py") if path.parent != SRC}
+    at_the_top = [path.name for path in tests.glob("test_*.py") if path.stem.removeprefix("test_") in in_subpackages]
+    assert not at_the_top, f"tests of a subpackage's module belong in its folder of tests/: {at_the_top}"
+    # most files test one module and carry its name; the rest check a subpackage across modules
+    assert len(named & modules) >= 0.75 * len(named), sorted(named - modules)

@@ -4,8 +4,8 @@ the low-rank bottleneck.
 Each ``check_*`` takes the learner's function, runs it on small seeded numpy
 inputs whose answers are known, and compares with the package's own
 implementation (:mod:`mha.core.geometry`, :mod:`mha.core.low_rank_fitting`, tested on
-hand-made matrices in ``tests/test_geometry.py`` and
-``tests/test_pattern_fitting.py``). When an answer is wrong, the message also
+hand-made matrices in ``tests/core/test_geometry.py`` and
+``tests/core/test_low_rank_fitting.py``). When an answer is wrong, the message also
 names the common slip it matches (a bias term left out, singular values not
 squared, rows not centred ...).
 """

@@ -4,7 +4,7 @@ Each ``check_*`` runs the learner's function on small seeded inputs whose
 answers are known (random causal attention maps, hand-made loss curves, token
 ids of :class:`mha.lab.tasks.TwoRelationTask`), compares with the package's own
 implementation in :mod:`mha.lab.head_count_sweep` (tested in
-``tests/test_head_count.py``), and when the answer is wrong says which common
+``tests/lab/test_head_count_sweep.py``), and when the answer is wrong says which common
 slip it matches: averaging over every position instead of the ask positions,
 reading a column instead of a row, the next token instead of the previous
 one, an index instead of a step, value and modifier swapped, ...

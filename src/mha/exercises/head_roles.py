@@ -9,7 +9,7 @@ Each ``check_*`` takes the learner's function, runs it on small seeded
 attention maps whose answers are known, and compares with the package's own
 implementation (:func:`mha.analysis.head_roles.role_table.head_role_table`,
 :func:`mha.analysis.head_roles.role_table.fixed_offset_baseline`, :func:`mha.pretrained.word_maps.word_attention`),
-which ``tests/test_roles.py`` and ``tests/test_words.py`` test on hand-made
+which ``tests/analysis/head_roles/test_role_table.py`` and ``tests/pretrained/test_word_maps.py`` test on hand-made
 maps. When an answer is wrong the message also says which common slip it
 matches (the next token instead of the previous one, a row read instead of
 a column, a mean instead of a sum ...).

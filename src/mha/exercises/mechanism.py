@@ -2,7 +2,7 @@
 
 Each ``check_*`` takes the learner's function, runs it on seeded random
 inputs, and compares with the package's own implementation, which is itself
-tested against torch's reference implementations (``tests/test_attention.py``).
+tested against torch's reference implementations (``tests/core/test_attention.py``).
 The first input of each check is not square, so an answer with two axes the
 wrong way round cannot pass it. A wrong answer that matches a classic slip
 (the scale left out, dividing by d_k instead of its square root, a softmax over

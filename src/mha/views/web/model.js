@@ -478,7 +478,7 @@
   // Where the tokenizers library's Unicode tables (older than a browser's) class a character otherwise than the
   // regular expressions above: [first, last, kind] with kind 0 = an ordinary character (the library's tables do
   // not know it), 1 = punctuation, 2 = dropped. Found by running every code point through the package's tokenizer
-  // (tests/test_web_model.py runs them all again).
+  // (tests/site/test_web_model.py runs them all again).
   var TABLE_DIFFERENCES = [
     0x61d,0x61d,0, 0x7fd,0x7fd,0, 0x890,0x891,0, 0x897,0x89f,0, 0x8ca,0x8e2,0, 0x9fd,0x9fe,0, 0xa76,0xa76,0,
     0xafa,0xaff,0, 0xb55,0xb55,0, 0xc04,0xc04,0, 0xc3c,0xc3c,0, 0xc77,0xc77,0, 0xc84,0xc84,0, 0xd00,0xd00,0,

@@ -1,6 +1,6 @@
 ;; The matrix product that model.js runs with WebAssembly SIMD (f32x4); model.js embeds the compiled bytes.
 ;; Rebuild: wat2wasm src/mha/views/web/model_matmul.wat -o kernel.wasm && base64 -w0 kernel.wasm
-;; and paste the result into KERNEL_WASM_BASE64 in model.js (tests/test_web_model.py checks that they agree).
+;; and paste the result into KERNEL_WASM_BASE64 in model.js (tests/site/test_web_model.py checks that they agree).
 ;;
 ;; matmul(x, w, b, out, n, d_in, d_out) writes out (n, d_out) = x (n, d_in) @ W (d_in, d_out) + b (d_out,).
 ;; Arguments are byte offsets into the imported memory, all float32; d_out is a multiple of 8.

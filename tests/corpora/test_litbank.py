@@ -184,7 +184,7 @@ def test_the_shipped_extract_is_the_recorded_one_with_its_licence():
 
 
 def test_the_extract_keeps_the_words_and_chains_of_the_source_files():
-    source = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "litbank" / "coref"
+    source = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "litbank" / "coref"
     if not source.is_dir():
         pytest.skip("LitBank's own files are not beside the repository")
     name = "1023_bleak_house"

@@ -20,7 +20,7 @@ from mha.views.widget import PAYLOAD_SCHEMA, check_payload
 
 torch.set_num_threads(1)
 
-VIEWS_JS = Path(__file__).resolve().parents[1] / "src" / "mha" / "views" / "web" / "views.js"
+VIEWS_JS = Path(__file__).resolve().parents[2] / "src" / "mha" / "views" / "web" / "views.js"
 
 # Node runs views.js as the page does (it sets globalThis.mhaViews), then checks each payload read from stdin
 JS_VERDICTS = """

@@ -11,7 +11,7 @@ from pathlib import Path
 import yaml
 from conftest import load_script
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 run_notebooks = load_script("run_notebooks")
 RECORD = json.loads(run_notebooks.STATISTICS.read_text())
 

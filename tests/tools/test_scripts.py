@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = sorted(path for path in (ROOT / "scripts").glob("*.py") if path.name != "__init__.py")
 # what is not the book's own text: installed packages, built output, the version control's store
 NOT_OURS = {".git", ".venv", "node_modules", "_build", ".hypothesis", "__pycache__", ".ipynb_checkpoints"}

@@ -184,12 +184,12 @@ SOLUTIONS = {  # check -> (test module, its reference solution)
     "check_phase_change_step": ("test_exercises_on_real_models", "phase_change_solution"),
     "check_attention_without_head": ("test_exercises_on_real_models", "without_head_solution"),
     "check_selection_inflation": ("test_exercises_on_real_models", "inflation_solution"),
-    "check_stream_after_each_layer": ("test_background", "stream_solution"),
-    "check_words_from_wordpieces": ("test_background", "words_solution"),
-    "check_cross_entropy": ("test_background", "cross_entropy_solution"),
-    "check_sign_flip_p_value": ("test_background", "p_value_solution"),
-    "check_holm_adjusted": ("test_background", "holm_solution"),
-    "check_bootstrap_interval": ("test_background", "interval_solution"),
+    "check_stream_after_each_layer": ("test_exercises_background", "stream_solution"),
+    "check_words_from_wordpieces": ("test_exercises_background", "words_solution"),
+    "check_cross_entropy": ("test_exercises_background", "cross_entropy_solution"),
+    "check_sign_flip_p_value": ("test_exercises_background", "p_value_solution"),
+    "check_holm_adjusted": ("test_exercises_background", "holm_solution"),
+    "check_bootstrap_interval": ("test_exercises_background", "interval_solution"),
 }
 
 

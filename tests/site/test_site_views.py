@@ -31,7 +31,7 @@ from mha.views.head_explorer import head_attention_maps
 from mha.views.heatmaps import weight_hundredths
 from mha.views.static_form import view_from_recipe
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SECONDS = 1000  # Playwright counts milliseconds
 HOSTILE = ["<img src=x onerror=alert(1)>", "</script><script>alert(1)</script>"]
 # sentences for the in-page computation: the default, contractions, punctuation, accents, digits, one word

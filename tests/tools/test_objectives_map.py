@@ -11,7 +11,7 @@ import yaml
 
 from scripts import objectives_map
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ from conftest import load_script
 
 from mha.exercises.checking import PredictionMissing, require_prediction
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted(p for p in (ROOT / "chapters").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
 ATTENTION = ROOT / "chapters" / "1_mechanism" / "1_attention_from_scratch.ipynb"
 

@@ -8,7 +8,7 @@ from mha.corpora import treebank
 from mha.corpora.templates import relation_counts
 from mha.corpora.treebank import parse_conllu, read_conllu, read_ud_trees
 
-SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample.conllu"
+SAMPLE = Path(__file__).resolve().parents[2] / "data" / "sample.conllu"
 
 
 @pytest.fixture(scope="module")

@@ -25,7 +25,7 @@ from mha.pretrained.tokenizer import check_no_lone_surrogates, load_tokenizer
 from mha.pretrained.web_export import export_web_model
 from scripts import site_module
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 WEB = ROOT / "src" / "mha" / "views" / "web"
 run_model_in_node = site_module("model_in_node").run_model_in_node  # the site build's runner of model.js under Node
 

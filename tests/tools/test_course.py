@@ -23,7 +23,7 @@ from conftest import load_script
 from mha.exercises.otter_plugin import grade_test
 from mha.exercises.submission import read_submission
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 course = load_script("course")
 grading = load_script("grading")
 SECTION_NOTEBOOKS = sorted(p.relative_to(ROOT) for p in (ROOT / "chapters").glob("[0-9]_*/[0-9]_*.ipynb"))

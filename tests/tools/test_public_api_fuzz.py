@@ -15,7 +15,7 @@ import pytest
 
 from scripts import fuzz_public_api
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RATCHET = ROOT / "tests" / "fuzz_ratchet.json"
 
 

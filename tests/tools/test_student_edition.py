@@ -21,7 +21,7 @@ from conftest import load_script
 
 from mha.exercises.grading import modules_of_checks
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "chapters").rglob("*.ipynb")
                    if ".ipynb_checkpoints" not in p.parts)
 

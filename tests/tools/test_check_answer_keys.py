@@ -14,7 +14,7 @@ import mha.exercises.mechanism as mechanism
 from mha.exercises.checking import CheckResult
 from mha.lab.tasks import TwoRelationTask
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ATTENTION = ROOT / "chapters" / "1_mechanism" / "1_attention_from_scratch.ipynb"
 
 keys = load_script("check_answer_keys")

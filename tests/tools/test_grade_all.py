@@ -1,7 +1,7 @@
 """scripts/grade_all.py: a folder of submissions graded through the otter plugin's path into a gradebook CSV.
 
 The autograder is 1.1's, as scripts/grading.py writes its tests and configuration (points by difficulty), zipped
-here without ``otter generate``; the submissions are the small numpy-only notebooks of test_grading_integrity, so
+here without ``otter generate``; the submissions are the small numpy-only notebooks of tests/submissions.py, so
 each isolated process starts in a fraction of a second, and the time limit is cut to a few seconds.
 """
 
@@ -12,7 +12,7 @@ import json
 import zipfile
 
 from conftest import load_script
-from test_grading_integrity import RIGHT, SECTION, notebook
+from submissions import RIGHT, SECTION, notebook
 
 grading = load_script("grading")
 grade_all = load_script("grade_all")

@@ -14,36 +14,16 @@ from pathlib import Path
 
 import pytest
 from conftest import load_script
+from submissions import EXERCISES, RIGHT, SECTION, notebook
 
 import mha.exercises.grading
 import mha.exercises.mechanism
 from mha.exercises.grading import grade_exercise
 from mha.exercises.sandbox import Limits
 
-ROOT = Path(__file__).resolve().parents[1]
-SECTION = ROOT / "chapters" / "1_mechanism" / "1_attention_from_scratch.ipynb"
+ROOT = Path(__file__).resolve().parents[2]
 LIMITS = Limits(seconds=20, memory_bytes=512 * 1024**2)  # ample for a right answer on a busy machine
 HANG_LIMITS = Limits(seconds=1.5, memory_bytes=512 * 1024**2)  # short, for the cases meant to run into it
-EXERCISES = {"my_softmax": "check_softmax", "my_attention": "check_attention", "my_causal_mask": "check_causal_mask"}
-IMPORTS = ("import numpy as np\nfrom mha.core import attention_numpy\n"
-           "from mha.exercises import check_attention, check_causal_mask, check_softmax\n")
-RIGHT = {
-    "my_softmax": "def my_softmax(scores):\n    e = np.exp(scores - scores.max(axis=-1, keepdims=True))\n"
-                  "    return e / e.sum(axis=-1, keepdims=True)\n",
-    "my_attention": "def my_attention(q, k, v, mask=None):\n    s = q @ k.T / np.sqrt(q.shape[-1])\n"
-                    "    if mask is not None:\n        s = np.where(mask, s, -np.inf)\n    w = my_softmax(s)\n"
-                    "    return w @ v, w\n",
-    "my_causal_mask": "def my_causal_mask(n):\n    return np.tril(np.ones((n, n), dtype=bool))\n",
-}
-
-
-def notebook(tmp_path: Path, answers: dict[str, str], extra: tuple[str, ...] = (), name: str = "submission") -> Path:
-    """A submission: the imports cell, one cell per exercise (its answer and its check call), then ``extra`` cells."""
-    cells = [IMPORTS] + [f"{answers[f]}\n\n{check}({f})\n" for f, check in EXERCISES.items()] + list(extra)
-    path = tmp_path / f"{name}.ipynb"
-    path.write_text(json.dumps({"cells": [{"cell_type": "code", "source": text, "metadata": {}, "outputs": []}
-                                          for text in cells], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
-    return path
 
 
 def grade(path, function, **options):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from conftest import load_script
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 index = load_script("exercise_index")

@@ -28,7 +28,7 @@ from mha import book
 from mha.book import PROSE_CITATION, PROSE_NUMBER, citation_text, glue, prose_expression_results
 from mha.data_files import DATA_DIRECTORY
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted(p for p in (ROOT / "chapters").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
 SHOWN_IN_THE_BROWSER = ROOT / "chapters" / "1_mechanism" / "1_attention_from_scratch.ipynb"
 run_notebooks = load_script("run_notebooks")

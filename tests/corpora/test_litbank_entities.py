@@ -99,7 +99,7 @@ def test_the_shipped_extract_is_recorded_and_holds_every_tag_of_the_source_files
     assert hashlib.sha256(LITBANK_ENTITIES_PATH.read_bytes()).hexdigest() == recorded
     documents = load_litbank_entities()
     assert len(documents) == 80
-    source = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "litbank" / "entities"
+    source = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "litbank" / "entities"
     if source.is_dir():  # an independent count: every mention opens with one B- tag in LitBank's own files
         for document in documents[:5]:
             text = (source / f"{document.name}.tsv").read_text(encoding="utf-8")

@@ -18,7 +18,7 @@ from mha.corpora.treebank import EWT_DEV_PATH, read_conllu
 from mha.pretrained.tokenizer import tokenize
 from mha.pretrained.word_maps import word_attention, word_strings
 
-VIEWS_JS = Path(__file__).resolve().parents[1] / "src" / "mha" / "views" / "web" / "views.js"
+VIEWS_JS = Path(__file__).resolve().parents[2] / "src" / "mha" / "views" / "web" / "views.js"
 
 NODE_SCRIPT = """
 require(process.argv[1]);

@@ -15,7 +15,7 @@ import pytest
 import yaml
 from conftest import load_script
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 site_script = load_script("student_site")
 course = load_script("course")
 book_release = load_script("book_release")
