@@ -7,7 +7,7 @@ thread (below), so two busy processes share two cores instead of fighting over t
 same at one thread and at two (README, "The same verdict on every CPU").
 """
 
-import importlib.util
+import importlib
 import os
 
 # one thread per worker and per notebook kernel (kernels inherit the environment); set before torch is imported
@@ -203,3 +203,20 @@ def site_address(built_site):
     with served(built_site) as address:
         yield address
 
+
+# What is not the book's own text: installed packages, built output, caches, the version control's store, and the
+# temporary folders of scripts/colab_like_check.py
+NOT_THE_BOOKS_OWN = {".git", ".venv", "node_modules", "_build", "build", ".hypothesis", ".pytest_cache", "__pycache__",
+                     ".ipynb_checkpoints", "bench-results"}
+TEXT_SUFFIXES = {".md", ".yml", ".yaml", ".py", ".txt", ".toml", ".cfg", ".lock", ".ipynb", ".sh", ".js", ".html",
+                 ".json", ""}
+
+
+def book_text_files():
+    """Every text file of the book itself (sources, prose, configuration, data records, the Makefile, CI), its
+    folders walked once and the others never entered."""
+    for folder, folders, files in os.walk(ROOT):
+        folders[:] = [name for name in folders if name not in NOT_THE_BOOKS_OWN and not name.startswith("colab-like-")]
+        for name in files:
+            if Path(name).suffix in TEXT_SUFFIXES:
+                yield Path(folder) / name

@@ -23,6 +23,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 import yaml
+from conftest import book_text_files
 
 import mha.data_files
 from mha.core.low_rank_fitting import PATTERN_FITS_PATH
@@ -241,25 +242,19 @@ def test_the_repository_address_is_written_once():
     """_config.yml holds it; generated files may repeat it (their tests check them); nothing else spells it out."""
     address = urlparse(book_release.repository_url()).netloc + urlparse(book_release.repository_url()).path
     generated = {ROOT / "_config.yml", ROOT / "environment.yml"}
-    skip = {".git", ".venv", "node_modules", "_build", ".hypothesis", ".pytest_cache", "__pycache__", "bench-results",
-            ".ipynb_checkpoints", "build"}
     found = []
-    for folder, folders, files in os.walk(ROOT):
-        folders[:] = [name for name in folders if name not in skip and not name.startswith("colab-like-")]
-        for name in files:
-            path = Path(folder) / name
-            if path in generated or path.suffix not in {".md", ".yml", ".yaml", ".py", ".txt", ".toml", ".cfg",
-                                                        ".ipynb", ".sh", ".js", ".html", ".json", ""}:
-                continue
-            try:
-                text = path.read_text(encoding="utf-8")
-            except (UnicodeDecodeError, OSError):
-                continue
-            if path.suffix == ".ipynb":
-                cells = json.loads(text)["cells"]
-                text = "\n".join("".join(cell["source"]) for cell in cells if not setup_cells.is_setup_cell(cell))
-            if address in text:
-                found.append(str(path.relative_to(ROOT)))
+    for path in book_text_files():
+        if path in generated:
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        if path.suffix == ".ipynb":
+            cells = json.loads(text)["cells"]
+            text = "\n".join("".join(cell["source"]) for cell in cells if not setup_cells.is_setup_cell(cell))
+        if address in text:
+            found.append(str(path.relative_to(ROOT)))
     assert not found, (f"{found} spell out the repository's address {address}; keep it in _config.yml only and "
                        "derive it (scripts/book_release.py), so that publishing elsewhere is a one-line change")
 

@@ -3,31 +3,18 @@ import each other by the package's name and never edit ``sys.path``; every comma
 data records name is one that exists, in that form."""
 
 import ast
-import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from conftest import book_text_files
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = sorted(path for path in (ROOT / "scripts").glob("*.py") if path.name != "__init__.py")
-# what is not the book's own text: installed packages, built output, the version control's store
-NOT_OURS = {".git", ".venv", "node_modules", "_build", ".hypothesis", "__pycache__", ".ipynb_checkpoints"}
-TEXT = {".py", ".md", ".json", ".toml", ".yml", ".yaml", ".ipynb", ".cfg", ".txt", ".lock", ".html", ".js", ""}
 AS_A_MODULE = re.compile(r"-m scripts\.(\w+)")
 AS_A_FILE = re.compile(r"\bpython[0-9.]*\s+scripts/\w+\.py|bin/python[0-9.]*\s+scripts/")
-
-
-def book_text_files():
-    """Every text file of the book itself: sources, docs, configuration, data records, the Makefile, CI."""
-    for folder, subfolders, files in os.walk(ROOT):
-        subfolders[:] = [name for name in subfolders if name not in NOT_OURS]  # not walked at all
-        for name in files:
-            path = Path(folder) / name
-            if path.suffix in TEXT and path.stat().st_size < 5_000_000:
-                yield path
 
 
 def module_tree(path: Path) -> ast.Module:
