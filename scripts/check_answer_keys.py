@@ -2,8 +2,8 @@
 (instructors' page, "Grading"; ``.ci/run`` runs it).
 
 The book's own notebooks run each check in the learner's kernel, where the package is importable; the grade comes
-from a fresh process that cannot import it (:mod:`mha.exercises.sandbox`). A check that sends the learner's function
-an object of the package's (a task, a model) passes in the notebook and scores 0 when graded, and nothing else
+from a fresh process that cannot import it (:mod:`mha.exercises.grading.sandbox`). A check that sends the learner's
+function an object of the package's (a task, a model) passes in the notebook and scores 0 when graded, and nothing else
 would notice. So every "Write and check" exercise of every section is graded here as an autograder grades it:
 its function read from the answer key (scripts/grading.py's ``key_submission``), run by
 :func:`mha.exercises.grading.grade_exercise` on the check's public inputs and two hidden seeds drawn afresh (printed,

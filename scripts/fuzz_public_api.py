@@ -107,10 +107,10 @@ SKIPPED: dict[str, str] = {
     "mha.lab.checkpoints.record_file": "writes the lab's manifest in data/lab",
     "mha.data_files.write_recorded_json": "writes a data file and data/SHA256SUMS",
     "mha.pretrained.web_export.export_web_model": "writes the site's model files to a folder",
-    "mha.exercises.sandbox": "starts a sandboxed child process with limits of its own",
-    "mha.exercises.grading": "grades through the sandbox's child process",
-    "mha.exercises.otter_plugin": "grades through the sandbox's child process",
-    "mha.exercises.submission": "reads and writes submission files",
+    "mha.exercises.grading.sandbox": "starts a sandboxed child process with limits of its own",
+    "mha.exercises.grading.autograder": "grades through the sandbox's child process",
+    "mha.exercises.grading.otter_plugin": "grades through the sandbox's child process",
+    "mha.exercises.grading.submission": "reads and writes submission files",
 }
 """Callables (or whole modules) left out, each with the reason: they train, write files or start processes."""
 

@@ -7,9 +7,9 @@
 Each file in the folder is one student's submission, named by the file's name without its suffix (``ada.ipynb`` ->
 ``ada``). Every exercise of the autograder gets one row: ``student``, ``exercise``, ``points``, ``max_points``,
 ``message`` (what the failing cases said, or the check's success line). Grading takes the path an ``otter run`` of
-the zip takes (:func:`mha.exercises.otter_plugin.grade_test`, with the zip's own seeds, limits and points), without
-starting a kernel: each exercise's function runs in a fresh process. A file that is not a notebook, or a notebook for
-another section, gets rows with a message saying so, and the other students are graded.
+the zip takes (:func:`mha.exercises.grading.otter_plugin.grade_test`, with the zip's own seeds, limits and points),
+without starting a kernel: each exercise's function runs in a fresh process. A file that is not a notebook, or a
+notebook for another section, gets rows with a message saying so, and the other students are graded.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from mha.exercises.otter_plugin import grade_test
-from mha.exercises.submission import read_submission
+from mha.exercises.grading.otter_plugin import grade_test
+from mha.exercises.grading.submission import read_submission
 
-PLUGIN = "mha.exercises.otter_plugin.IsolatedGrading"
+PLUGIN = "mha.exercises.grading.otter_plugin.IsolatedGrading"
 COLUMNS = ("student", "exercise", "points", "max_points", "message")
 
 

@@ -6,7 +6,7 @@ For every notebook under chapters/, in ``<out>/<notebook>/``:
 - ``tests/<exercise>.py``: one otter test file per check-kind exercise ("Write and check"), worth its difficulty's
   points (:data:`POINTS_BY_DIFFICULTY`, or ``--points``). Its public case runs the book's check on the student's
   function as the notebook does; where the check takes ``seed=``, two hidden cases run it on other random inputs.
-  The otter plugin (:mod:`mha.exercises.otter_plugin`) grades each case outside the student's kernel;
+  The otter plugin (:mod:`mha.exercises.grading.otter_plugin`) grades each case outside the student's kernel;
 - ``autograder.zip``: what ``otter generate`` makes of them, for ``otter run -a autograder.zip submission.ipynb`` or
   Gradescope. It carries a wheel of the book's package (built from this tree) and installs, on Python
   :data:`PYTHON_VERSION`, what grading needs (:func:`grading_requirements`, also written beside it as
@@ -122,10 +122,10 @@ def test_file(exercise: dict, points: float) -> str:
         cases += [(f"hidden_seed_{seed}", True, (points - min(1, points)) / len(HIDDEN_SEEDS), body)
                   for seed in HIDDEN_SEEDS]
     lines = [f'"""{exercise["label"]}: {exercise["check"]}({exercise["function"]}), written by scripts/grading.py.',
-             "", "The kernel runs none of the submission's code: mha.exercises.otter_plugin grades each case in a",
-             'fresh process and replaces these results; without the plugin every case fails."""', "",
+             "", "The kernel runs none of the submission's code: mha.exercises.grading.otter_plugin grades each case",
+             'in a fresh process and replaces these results; without the plugin every case fails."""', "",
              "from otter.test_files import test_case", "",
-             "from mha.exercises.otter_plugin import LEFT_TO_THE_KERNEL", "",
+             "from mha.exercises.grading.otter_plugin import LEFT_TO_THE_KERNEL", "",
              "OK_FORMAT = False", "", f'name = "{exercise["label"]}"', f"points = {points:.10g}", ""]
     for case, hidden, share, body in cases:
         lines += ["", f"@test_case(points={share:.10g}, hidden={hidden})", f"def {case}(env):", f"    {body}", ""]
@@ -137,7 +137,7 @@ def otter_config(exercises: list[dict]) -> dict:
     table = {e["label"]: {key: e[key] for key in ("module", "check", "function")} for e in exercises}
     # the seeds the hidden cases really use, drawn afresh for each autograder: the repository's are public
     seeds = {f"hidden_seed_{seed}": 3 + secrets.randbelow(2**31) for seed in HIDDEN_SEEDS}
-    return {"plugins": [{"mha.exercises.otter_plugin.IsolatedGrading": {
+    return {"plugins": [{"mha.exercises.grading.otter_plugin.IsolatedGrading": {
         "exercises": table, "seeds": seeds, "seconds": TIME_LIMIT, "memory_mb": MEMORY_MB}}]}
 
 

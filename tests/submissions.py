@@ -1,4 +1,4 @@
-"""Small 1.1 submissions for the grading tests (tests/exercises/test_grading_integrity.py and
+"""Small 1.1 submissions for the grading tests (tests/exercises/grading/test_grading_integrity.py and
 tests/tools/test_grade_all.py): the section's three "Write and check" exercises, each answered in a notebook file
 that imports numpy only, so that each isolated grading process starts in a fraction of a second."""
 

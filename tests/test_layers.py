@@ -67,18 +67,10 @@ def test_no_module_is_over_500_lines():
     assert not long, f"split these along a seam into modules of at most 500 lines: {long}"
 
 
-# subpackages over the limit, each with the count it may not exceed until it is split (exercises: one module per
-# notebook, grouped in subpackages by chapter); remove an entry once its subpackage holds 12 modules or fewer (the
-# test below fails on an entry that is no longer needed)
-OVER_THE_LIMIT_WHILE_SPLIT = {"mha.exercises": 17}
-
-
 def test_no_subpackage_holds_more_than_12_modules():
     packages = [mha] + [__import__(m.name, fromlist=["_"]) for m in pkgutil.walk_packages(mha.__path__, "mha.")
                         if m.ispkg and m.name != "mha.data" and not m.name.startswith("mha.data.")]
     counts = {p.__name__: sum(1 for _ in pkgutil.iter_modules(p.__path__)) for p in packages}
     assert counts["mha.analysis"] >= 3  # the walk found the subpackages
-    over = {name: n for name, n in counts.items() if n > OVER_THE_LIMIT_WHILE_SPLIT.get(name, 12)}
+    over = {name: n for name, n in counts.items() if n > 12}
     assert not over, f"split these by the book's sections into subpackages of at most 12 modules each: {over}"
-    settled = sorted(name for name in OVER_THE_LIMIT_WHILE_SPLIT if counts.get(name, 0) <= 12)
-    assert not settled, f"these hold 12 modules or fewer now: remove them from OVER_THE_LIMIT_WHILE_SPLIT: {settled}"

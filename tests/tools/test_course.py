@@ -20,8 +20,8 @@ import pytest
 import yaml
 from conftest import load_script
 
-from mha.exercises.otter_plugin import grade_test
-from mha.exercises.submission import read_submission
+from mha.exercises.grading.otter_plugin import grade_test
+from mha.exercises.grading.submission import read_submission
 
 ROOT = Path(__file__).resolve().parents[2]
 course = load_script("course")
@@ -117,7 +117,7 @@ def test_a_weekly_autograder_grades_its_key_at_full_marks_and_the_student_editio
     week = course.week(1)
     book = course.week_book(week)
     exercises = grading.exercises_of(book)
-    config = grading.otter_config(exercises)["plugins"][0]["mha.exercises.otter_plugin.IsolatedGrading"]
+    config = grading.otter_config(exercises)["plugins"][0]["mha.exercises.grading.otter_plugin.IsolatedGrading"]
     tests = tmp_path / "tests"
     tests.mkdir()
     for exercise in exercises:

@@ -24,7 +24,7 @@ def autograder(tmp_path):
     """1.1's autograder.zip: its test files and its otter_config.json (3 s a call, 512 MB)."""
     exercises = grading.exercises_of(json.loads(SECTION.read_text()))
     config = grading.otter_config(exercises)
-    config["plugins"][0]["mha.exercises.otter_plugin.IsolatedGrading"] |= {"seconds": 3, "memory_mb": 512}
+    config["plugins"][0]["mha.exercises.grading.otter_plugin.IsolatedGrading"] |= {"seconds": 3, "memory_mb": 512}
     path = tmp_path / "autograder.zip"
     with zipfile.ZipFile(path, "w") as archive:
         archive.writestr("otter_config.json", json.dumps(config))

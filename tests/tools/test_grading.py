@@ -115,7 +115,7 @@ def test_the_autograder_zip_carries_the_package_and_pins_what_grading_installs(t
     assert listed[-1] == f"/autograder/source/files/{wheel.name}" and f"files/{wheel.name}" in names
     assert not [name for name in names if "torch" in name.lower()]
     inside = inner.namelist()
-    for module in ("otter_plugin", "sandbox_worker", "submission", "mechanism"):
+    for module in ("grading/otter_plugin", "grading/sandbox_worker", "grading/submission", "mechanism"):
         assert f"mha/exercises/{module}.py" in inside, module
     assert f"mha-{version()}.dist-info/METADATA" in inside
     source = tmp_path / "unpacked"

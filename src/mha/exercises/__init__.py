@@ -7,11 +7,9 @@ Checks are grouped by chapter: :mod:`~mha.exercises.mechanism` (chapter 1, "The 
 :mod:`~mha.exercises.layers_and_probing` (chapter 4), and
 :mod:`~mha.exercises.background` (the two background pages, the transformer primer and the statistics toolkit).
 The machinery they share is in :mod:`mha.exercises.checking`, which reports an error in the learner's own code
-(a name not defined, a cell that does not parse) through :mod:`mha.exercises.learner_errors`;
-:mod:`mha.exercises.grading` runs the same checks
-for an autograder (the instructors' page, "Grading"), on the function read from the submitted notebook
-(:mod:`mha.exercises.submission`) and run in a process of its own (:mod:`mha.exercises.sandbox`, which starts
-:mod:`mha.exercises.sandbox_worker`), through otter (:mod:`mha.exercises.otter_plugin`).
+(a name not defined, a cell that does not parse) through :mod:`mha.exercises.learner_errors`. The subpackage
+:mod:`mha.exercises.grading` runs the same checks for an autograder (the instructors' page, "Grading"), on the
+function read from the submitted notebook and run in a process of its own, through otter-grader.
 """
 
 from .checking import CheckResult

@@ -404,7 +404,7 @@ def run_check(function: Callable, cases: Iterable[tuple[str, tuple, dict, Any]],
         except NotImplementedError:
             return CheckResult(False, f"✗ Not attempted yet: {name} raises NotImplementedError. "
                                       "Replace that line with your code and run the cell again.")
-        except AnswerError as error:  # an answer the grader's isolated run could not read (mha.exercises.sandbox)
+        except AnswerError as error:  # an answer the grader's isolated run could not read (grading.sandbox)
             return CheckResult(False, f"✗ Case {count} ({label}): {error}")
         except Exception as error:  # the learner's bug, reported rather than raised
             if isinstance(error, NameError) and not isinstance(error, UnboundLocalError) and \

@@ -1,6 +1,6 @@
 """What to say when the learner's code fails before it answers: where it failed, a name that is not defined, a cell
 that does not parse. :func:`mha.exercises.checking.run_check` uses these for every check, in the notebook and in the
-grader (:mod:`mha.exercises.submission`, :mod:`mha.exercises.sandbox`), so both say the same thing.
+grader (:mod:`mha.exercises.grading.submission`, :mod:`mha.exercises.grading.sandbox`), so both say the same thing.
 
 * :func:`where_it_failed`: the line of the learner's own code an error came from;
 * :func:`undefined_name_feedback`: "`name` is not defined: run the cell that defines it", with the spelling the learner
@@ -28,8 +28,8 @@ __all__ = ["UndefinedName", "newer_cell_that_does_not_parse", "syntax_error_feed
 class UndefinedName(NameError):
     """A name the learner's function reads is not defined where it ran; ``why`` says why, where that is known.
 
-    Raised by the grader's stand-in for a function run in another process (:mod:`mha.exercises.sandbox`), where a
-    name can be missing for a reason the notebook does not show (a line the grader does not run)."""
+    Raised by the grader's stand-in for a function run in another process (:mod:`mha.exercises.grading.sandbox`), where
+    a name can be missing for a reason the notebook does not show (a line the grader does not run)."""
 
     def __init__(self, name: str, why: str | None = None, where: str = ""):
         super().__init__(f"name {name!r} is not defined", name=name)

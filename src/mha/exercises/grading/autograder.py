@@ -7,10 +7,10 @@ says why in the check's own words (the :class:`~mha.exercises.checking.CheckResu
 gives the student the feedback the notebook would.
 
 That is live feedback only. The grade comes from :func:`grade_exercise`, which runs outside the student's kernel:
-it reads the submitted notebook by :mod:`mha.exercises.submission`'s rule, refuses what the rule refuses, and runs the
-check here on a stand-in for the function (:class:`mha.exercises.sandbox.IsolatedFunction`) that calls the real one
-in a fresh process, with a time and a memory limit. otter's interface stays: :mod:`mha.exercises.otter_plugin`
-replaces each otter test's result with this one.
+it reads the submitted notebook by :mod:`~mha.exercises.grading.submission`'s rule, refuses what the rule refuses, and
+runs the check here on a stand-in for the function (:class:`~mha.exercises.grading.sandbox.IsolatedFunction`) that
+calls the real one in a fresh process, with a time and a memory limit. otter's interface stays:
+:mod:`~mha.exercises.grading.otter_plugin` replaces each otter test's result with this one.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from .checking import CheckResult
+from ..checking import CheckResult
 from .sandbox import IsolatedFunction, Limits, Stopped
 from .submission import Submission, problem_with, read_submission, why_undefined
 
@@ -78,8 +78,8 @@ def grade_exercise(submission: Submission | dict | str | Path, module: str, chec
     """Grade one exercise of a submitted notebook outside the student's kernel: one :class:`CheckResult` per seed
     (``None``: the check's public inputs).
 
-    The function runs in its own process (:class:`~mha.exercises.sandbox.IsolatedFunction`), which holds only the
-    submission's definitions; the check computes its expected answers here. A function that is missing, is the
+    The function runs in its own process (:class:`~mha.exercises.grading.sandbox.IsolatedFunction`), which holds only
+    the submission's definitions; the check computes its expected answers here. A function that is missing, is the
     book's reference or uses it, or whose process hangs, dies or runs out of memory, fails every seed with one message.
     """
     if not isinstance(submission, Submission):

@@ -18,14 +18,14 @@ import dataclasses
 import re
 from pathlib import Path
 
-from .checking import CheckResult
-from .grading import grade_exercise
+from ..checking import CheckResult
+from .autograder import grade_exercise
 from .sandbox import Limits
 from .submission import Submission, read_submission
 
 __all__ = ["IsolatedGrading", "LEFT_TO_THE_KERNEL", "grade_test"]
 
-LEFT_TO_THE_KERNEL = "graded outside the notebook by mha.exercises.otter_plugin, which did not run"
+LEFT_TO_THE_KERNEL = "graded outside the notebook by mha.exercises.grading.otter_plugin, which did not run"
 
 
 def _seed(case: str) -> int | None:

@@ -1,12 +1,12 @@
 """A submitted function run in a process of its own, for grading (instructors' page, "Grading").
 
 :class:`IsolatedFunction` runs the function in a fresh process, forked from a plain Python (``python -I``, not the
-student's kernel) running :mod:`mha.exercises.sandbox_worker` that has imported the submission's modules once for
-every function graded. It hands that process the submission's definitions and stands in for the function: calling
-it sends the inputs to that process and reads back the answer as plain data (numbers, text, arrays), so the book's
-checks run unchanged in the grader, with the expected answers computed here and never sent. The process has a time
-limit for each call and a memory limit (:class:`Limits`); when it hangs, dies or runs out of memory the check ends
-with :class:`Stopped`, whose message says so.
+student's kernel) running :mod:`~mha.exercises.grading.sandbox_worker` that has imported the submission's modules
+once for every function graded. It hands that process the submission's definitions and stands in for the function:
+calling it sends the inputs to that process and reads back the answer as plain data (numbers, text, arrays), so the
+book's checks run unchanged in the grader, with the expected answers computed here and never sent. The process has a
+time limit for each call and a memory limit (:class:`Limits`); when it hangs, dies or runs out of memory the check
+ends with :class:`Stopped`, whose message says so.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .checking import AnswerError
-from .learner_errors import UndefinedName
+from ..checking import AnswerError
+from ..learner_errors import UndefinedName
 
 __all__ = ["IsolatedFunction", "Limits", "Stopped", "WORKER"]
 

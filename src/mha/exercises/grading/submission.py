@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .learner_errors import syntax_error_feedback
+from ..learner_errors import syntax_error_feedback
 
 __all__ = ["ALLOWED_MODULES", "REFERENCE_MODULES", "Submission", "read_submission", "problem_with", "why_undefined"]
 

@@ -19,9 +19,9 @@ from submissions import EXERCISES, RIGHT, SECTION, notebook
 import mha.exercises.grading
 import mha.exercises.mechanism
 from mha.exercises.grading import grade_exercise
-from mha.exercises.sandbox import Limits
+from mha.exercises.grading.sandbox import Limits
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 LIMITS = Limits(seconds=20, memory_bytes=512 * 1024**2)  # ample for a right answer on a busy machine
 HANG_LIMITS = Limits(seconds=1.5, memory_bytes=512 * 1024**2)  # short, for the cases meant to run into it
 
@@ -182,8 +182,8 @@ def test_a_file_that_is_not_a_notebook_or_another_sections_notebook_gets_a_clear
 
 
 def test_the_autograders_own_folder_with_its_hidden_seeds_is_not_readable_through_the_plugin(tmp_path):
-    from mha.exercises.otter_plugin import IsolatedGrading, grade_test
-    from mha.exercises.submission import read_submission
+    from mha.exercises.grading.otter_plugin import IsolatedGrading, grade_test
+    from mha.exercises.grading.submission import read_submission
 
     source, graded_in = tmp_path / "autograder" / "source", tmp_path / "autograder" / "submission"
     source.mkdir(parents=True)

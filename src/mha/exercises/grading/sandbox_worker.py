@@ -1,5 +1,5 @@
 """The process a submitted function runs in at grading time (instructors' page, "Grading"): started by
-:mod:`mha.exercises.sandbox` as ``python -I sandbox_worker.py --zygote``, never imported by the grader itself.
+:mod:`mha.exercises.grading.sandbox` as ``python -I sandbox_worker.py --zygote``, never imported by the grader itself.
 
 That process (:func:`serve`) imports only what the submissions' allowed imports name (numpy, torch, math...), never
 the book's package, and forks a fresh worker (:func:`main`) for each function graded, so that each one starts with
