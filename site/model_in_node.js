@@ -1,4 +1,4 @@
-// Runs src/mha/views/web/model.js under Node: for the site build (site/static_views.py measures the page model's
+// Runs src/mha/views/web/model.js under Node: for the site build (site/view_payloads.py measures the page model's
 // agreement with the package), tests/site/test_web_model.py and scripts/bench_web_model.py.
 // node site/model_in_node.js MODEL_FOLDER REQUEST.json OUT_FOLDER
 // REQUEST: {"simd": true|false, "sentences": [{"text": ..., "removed": [[layer, head], ...], "run": true}],

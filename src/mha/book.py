@@ -4,8 +4,8 @@ A notebook is committed with its outputs, and the test suite (nbval) re-executes
 with what was stored. Float32 arithmetic agrees between CPUs only to about six significant digits: a laptop with
 AVX-512 and one with AVX2 run different SIMD kernels and sum in a different order. So a number is stored the way
 the reader sees it, rounded to the decimals the prose or the table shows, and never with the noise digits that
-follow. One function does the rounding (:func:`shown`), and one glues a number for the prose (:func:`glue`), with
-the same format the prose uses: ``glue("best_accuracy", accuracy, ".1%")`` pairs with
+follow. One function does the rounding (:func:`shown`), and one object glues a number for the prose (:data:`glue`),
+with the same format the prose uses: ``glue("best_accuracy", accuracy, ".1%")`` pairs with
 ``{eval}`glue.text("best_accuracy:.1%")``` in the text. ``tests/test_stored_numbers.py`` checks both ends.
 
 That inline form is MyST's ``{eval}`` role, so the number reads properly in two places from one source. In
@@ -136,7 +136,7 @@ def shown(value, decimals: int):
     raise TypeError(f"shown() rounds numbers, arrays, tensors and pandas tables, not {type(value).__name__}.")
 
 
-def glue(name: str, value, fmt: str | None = None) -> None:
+def _store_glued(name: str, value, fmt: str | None = None) -> None:
     """Store ``value`` for the prose under ``name``, rounded to what ``fmt`` shows (the format the prose uses).
 
     A float needs ``fmt`` (``".2f"``, ``".1%"``, ...), and is stored rounded to it; an integer or a string is stored
@@ -244,9 +244,35 @@ def citation_text(keys: str, kind: str = "t", *, labels_path: str | Path | None 
     return "[" + ", ".join(f"{authors}, {year}" for authors, year in parts) + "]"
 
 
-glue.text = glued_text
-glue.cite_t = lambda keys: citation_text(keys, "t")
-glue.cite_p = lambda keys: citation_text(keys, "p")
+class Glue:
+    """What the notebooks glue with, one object (:data:`glue`) that every notebook imports: ``glue(name, value, fmt)``
+    stores a number for the prose (rounded to ``fmt``), and the prose's ``{eval}`` roles read it back with
+    ``glue.text("name:fmt")`` and cite the bibliography with ``glue.cite_t("key")`` and ``glue.cite_p("key")``."""
+
+    def __call__(self, name: str, value, fmt: str | None = None) -> None:
+        """Store ``value`` for the prose under ``name`` (:func:`_store_glued`); nothing is printed."""
+        _store_glued(name, value, fmt)
+
+    @staticmethod
+    def text(spec: str) -> str:
+        """The glued number as the prose shows it (:func:`glued_text`): ``glue.text("best_accuracy:.1%")``."""
+        return glued_text(spec)
+
+    @staticmethod
+    def cite_t(keys: str) -> str:
+        """A textual citation, "Clark et al. [2019]" (:func:`citation_text`)."""
+        return citation_text(keys, "t")
+
+    @staticmethod
+    def cite_p(keys: str) -> str:
+        """A parenthetical citation, "[Clark et al., 2019]" (:func:`citation_text`)."""
+        return citation_text(keys, "p")
+
+    def __repr__(self) -> str:
+        return "glue"
+
+
+glue = Glue()
 
 
 def glued_records(notebook) -> dict[str, str]:

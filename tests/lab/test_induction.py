@@ -13,8 +13,8 @@ from mha.lab.induction import (
     head_ablation_losses,
     heads_with_role,
     held_out_batch,
+    induction_role_table,
     role_labels,
-    role_table,
     uniform_causal_weights,
 )
 from mha.lab.tasks import INDUCTION_HELD_OUT_PERIODS, InductionTask
@@ -100,7 +100,7 @@ def seed0():
 
 def test_role_table_reproduces_the_stored_roles(seed0):
     stored = json.loads((LAB_DIRECTORY / "induction_roles.json").read_text())["models"]["induction_2layer_seed0"]
-    table = role_table({"seed 0": seed0}, held_out_batch())
+    table = induction_role_table({"seed 0": seed0}, held_out_batch())
     assert list(table.columns) == ["model", "layer", "head", "previous_token", "prefix_matching", "copying", "role"]
     layer0 = table[table.layer == 0]
     layer1 = table[table.layer == 1]

@@ -27,11 +27,11 @@ from mha.lab.timeline import (
     timeline_sequences,
 )
 from mha.lab.training import TrainingLog, steepest_drop
-from mha.views import static_form
+from mha.views import payloads
 from mha.views.training_timeline import TrainingTimelineView
 
 MODEL = "induction_2layer_seed0"
-PLACEHOLDER = re.compile(r"""<div class=['"]mha-view['"] data-mha-recipe="([^"]*)">""")  # as site/static_views.py
+PLACEHOLDER = re.compile(r"""<div class=['"]mha-view['"] data-mha-recipe="([^"]*)">""")  # as site/view_payloads.py
 
 
 @pytest.fixture(scope="module")
@@ -178,7 +178,7 @@ def test_maps_that_are_not_attention_weights_are_refused(copied):
 def test_the_payload_round_trips_with_every_frame(timeline):
     view = TrainingTimelineView()
     payload = view.site_payload()
-    decoded = static_form.decode_payload(static_form.encode_payload(payload))
+    decoded = payloads.decode_payload(payloads.encode_payload(payload))
     assert decoded["kind"] == "timeline" and decoded["n_layers"] == 2 and decoded["n_heads"] == 4
     n_steps = len(timeline.steps)
     assert decoded["steps"] == timeline.steps.tolist() and len(decoded["loss"]) == n_steps
@@ -196,7 +196,7 @@ def test_the_payload_round_trips_with_every_frame(timeline):
 
 
 def test_the_page_gets_the_payload_within_its_budget():
-    encoded = static_form.encode_payload(static_form.site_payload(TrainingTimelineView()))
+    encoded = payloads.encode_payload(payloads.site_payload(TrainingTimelineView()))
     assert len(encoded) < 1_000_000  # characters of base64 in the page, of its 3 MB
 
 

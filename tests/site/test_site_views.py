@@ -7,7 +7,7 @@ The site that ``built_site`` (conftest.py) builds is served on 127.0.0.1, every 
 - each view is drawn, from files of the site alone, with no console or page error;
 - moving each control, with the mouse's events or the keyboard, changes what is drawn, and what is drawn equals
   what the package itself gives for that setting: the view is rebuilt here from the recipe the page carries
-  (``mha.views.static_form.view_from_recipe``) and its message, map title, labels and every number of its table
+  (``mha.views.payloads.view_from_recipe``) and its message, map title, labels and every number of its table
   are compared;
 - the chapter-1 head explorer computes its maps in the page: for several sentences (typed ones included) and head
   counts, the browser's weights equal ``mha.views.head_explorer.head_attention_maps`` to 1e-5;
@@ -29,7 +29,7 @@ from conftest import CHROMIUM_ARGS, POLL, offline_proxy, served
 
 from mha.views.head_explorer import head_attention_maps
 from mha.views.heatmaps import weight_hundredths
-from mha.views.static_form import view_from_recipe
+from mha.views.payloads import view_from_recipe
 
 ROOT = Path(__file__).resolve().parents[2]
 SECONDS = 1000  # Playwright counts milliseconds
@@ -693,7 +693,7 @@ def test_the_map_exports_as_svg_png_and_csv(open_page):
 
 
 def test_a_payload_that_fails_its_schema_gets_a_message(open_page):
-    from mha.views.static_form import encode_payload
+    from mha.views.payloads import encode_payload
 
     page = open_page(TOUR)
 
@@ -727,7 +727,7 @@ INLINE_HANDLER_BLOCKED = re.compile(r"^console error: Executing inline event han
 
 def test_a_tampered_payload_runs_nothing_and_loads_nothing(open_page, built_site):
     """A payload edited to carry markup in its messages: the view keeps the package's elements, drops the rest."""
-    from mha.views.static_form import decode_payload, encode_payload
+    from mha.views.payloads import decode_payload, encode_payload
 
     page = open_page(TOUR)
 

@@ -14,7 +14,7 @@ from matplotlib.figure import Figure
 
 from mha.views.explorer import Explorer, ExplorerView, problem_html
 from mha.views.heatmaps import AttentionMap, draw_attention, weight_hundredths
-from mha.views.static_form import decode_payload, site_payload, stored_weights
+from mha.views.payloads import decode_payload, site_payload, stored_weights
 from mha.views.widget import ViewWidget, check_payload
 
 torch.set_num_threads(1)

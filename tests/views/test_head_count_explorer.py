@@ -16,7 +16,7 @@ from mha.views.head_count_explorer import (
     shares_table_html,
 )
 from mha.views.heatmaps import weight_hundredths
-from mha.views.static_form import decode_payload, stored_weights
+from mha.views.payloads import decode_payload, stored_weights
 
 torch.set_num_threads(1)
 

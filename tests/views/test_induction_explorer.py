@@ -14,7 +14,7 @@ from mha.views.induction_explorer import (
     parse_token_ids,
     prefix_matching_keys,
 )
-from mha.views.static_form import decode_payload, stored_weights
+from mha.views.payloads import decode_payload, stored_weights
 
 torch.set_num_threads(1)
 

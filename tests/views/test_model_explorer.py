@@ -14,7 +14,7 @@ from mha.views.model_explorer import (
     sentence_attention,
     strongest_link,
 )
-from mha.views.static_form import decode_payload, stored_weights
+from mha.views.payloads import decode_payload, stored_weights
 
 SENTENCES = [
     "The keys to the cabinet are on the table .",

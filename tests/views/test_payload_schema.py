@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from mha.views.static_form import site_payload
+from mha.views.payloads import site_payload
 from mha.views.widget import PAYLOAD_SCHEMA, check_payload
 
 torch.set_num_threads(1)
@@ -165,7 +165,7 @@ def test_the_weights_travel_beside_the_json_and_are_not_checked(real):
 def test_checking_a_payload_imports_no_format_grammar_and_leaves_it_importable():
     """jsonschema's optional "iri" format grammar (rfc3987_syntax, a second of CPU to import) stays out of a kernel
     that shows a view, since the schema checks no string format; another library can still import it afterwards."""
-    probe = ("import sys\nfrom mha.views.widget import check_payload\nfrom mha.views.static_form import site_payload\n"
+    probe = ("import sys\nfrom mha.views.widget import check_payload\nfrom mha.views.payloads import site_payload\n"
              "from mha.views.head_explorer import HeadExplorer\n"
              "check_payload(site_payload(HeadExplorer('a cat', n_heads=2)))\n"
              "import jsonschema\nprint('rfc3987_syntax' in sys.modules)\n"

@@ -23,7 +23,7 @@ from .checking import (
     CheckResult,
     answer_number,
     answer_tuple,
-    as_array,
+    array_or_none,
     compare_array,
     compare_number,
     describe_value,
@@ -145,7 +145,7 @@ def check_cross_entropy(cross_entropy_fn: Callable, seed: int = 0) -> CheckResul
             "no log": (float(-picked.mean()), "Take the log of the probability of the target."),
             "base 2": (want / np.log(2), "That is in bits (log base 2); use the natural log, as torch does."),
         }
-        value = as_array(got)
+        value = array_or_none(got)
         if value is not None and value.size == 1 and not np.isfinite(value.astype(float)).all():
             return (f"the loss is {value.reshape(()).item()}, not a finite number. With logits in the thousands exp "
                     "overflows: subtract each row's largest logit before exponentiating (it cancels in the "

@@ -35,7 +35,7 @@ from mha.pretrained.sentence_embedding import sentence_embeddings
 from .checking import (
     CheckResult,
     answer_number,
-    as_array,
+    array_or_none,
     compare_array,
     describe_difference,
     matches,
@@ -188,7 +188,7 @@ def check_sentence_embedding(embedding_fn: Callable, seed: int = 0) -> CheckResu
         problem = describe_difference("the embeddings", got, expected, atol=1e-5)
         if problem is None:
             return None
-        got_array = as_array(got)
+        got_array = array_or_none(got)
         if got_array is not None and got_array.shape == expected.shape:
             norms = np.linalg.norm(got_array, axis=-1)
             if not np.allclose(norms, 1.0, atol=1e-4):

@@ -35,7 +35,7 @@ from mha.core.validation import check_items, check_whole_number
 
 from .learner_errors import newer_cell_that_does_not_parse, undefined_name_feedback, where_it_failed
 
-__all__ = ["AnswerError", "CheckBug", "CheckResult", "answer_array", "answer_number", "answer_tuple", "as_array",
+__all__ = ["AnswerError", "CheckBug", "CheckResult", "answer_array", "answer_number", "answer_tuple", "array_or_none",
            "compare_array", "compare_number", "describe_difference", "describe_value", "expected_array",
            "matches", "one_hot_attention", "random_attention_maps", "PredictionMissing", "require_prediction",
            "run_check", "scalar_difference"]
@@ -162,7 +162,7 @@ def _numeric(value: Any) -> np.ndarray | None:
     return value if value.dtype.kind in "biuf" else None
 
 
-def as_array(value: Any) -> np.ndarray | None:
+def array_or_none(value: Any) -> np.ndarray | None:
     """The learner's answer as a numpy array of numbers or booleans (torch tensors and numbers too), or None if it is
     something else. Never raises: for hints; use :func:`answer_array` to read an answer that must be an array."""
     return _numeric(value)
@@ -304,7 +304,7 @@ def matches(got: Any, expected: Any, atol: float = 1e-6) -> bool:
     """Whether ``got`` has ``expected``'s shape and values; False (never an error) for an unreadable or NaN answer.
 
     For naming a slip, not for passing an answer: that is :func:`describe_difference`'s job."""
-    got = as_array(got)
+    got = array_or_none(got)
     if got is None or (got.dtype == np.bool_) != (np.asarray(expected).dtype == np.bool_):  # True is no number here
         return False
     return _within(got, expected, atol, rtol=1e-5)

@@ -22,7 +22,7 @@ from .checking import (
     CheckResult,
     answer_number,
     answer_tuple,
-    as_array,
+    array_or_none,
     compare_number,
     describe_difference,
     matches,
@@ -61,7 +61,7 @@ def check_candidate_picks(candidate_picks_fn: Callable, seed: int = 0) -> CheckR
         problem = describe_difference("the picks", got, expected)
         if problem is None:
             return None
-        got_array = as_array(got)
+        got_array = array_or_none(got)
         if got_array is not None and got_array.shape == expected.shape:
             if np.array_equal(got_array, np.asarray(candidates)[expected]):
                 return problem + " These are word indices: return the position in `candidates` (0 = first candidate)."

@@ -38,7 +38,7 @@ from .checking import (
     CheckResult,
     answer_number,
     answer_tuple,
-    as_array,
+    array_or_none,
     compare_array,
     compare_number,
     describe_difference,
@@ -227,7 +227,7 @@ def check_k_composition(k_composition_fn: Callable[..., float], seed: int = 0) -
 
 def _as_pairs(got) -> list[tuple[int, int]]:
     """The learner's list of (layer, head) pairs (a list of tuples, or np.argwhere's array) as Python int pairs."""
-    array = as_array(got)
+    array = array_or_none(got)
     flat = " A flat index would hide the layer: give each head as (layer, head)."
     if array is not None and array.ndim == 2 and array.shape[1] == 2:  # np.argwhere / torch.nonzero
         got = list(array)
@@ -238,7 +238,7 @@ def _as_pairs(got) -> list[tuple[int, int]]:
     for entry in got:
         if (not isinstance(entry, (tuple, list, np.ndarray, torch.Tensor)) or getattr(entry, "ndim", 1) != 1
                 or len(entry) != 2):
-            hint = flat if as_array(entry) is not None and as_array(entry).size == 1 else ""
+            hint = flat if array_or_none(entry) is not None and array_or_none(entry).size == 1 else ""
             raise AnswerError(f"each entry should be a (layer, head) pair, e.g. (0, 3); one is "
                               f"{describe_value(entry)}.{hint}")
         pairs.append(tuple(answer_number(v, "a layer or head index", whole=True) for v in entry))

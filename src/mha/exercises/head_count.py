@@ -29,7 +29,7 @@ from .checking import (
     CheckResult,
     answer_number,
     answer_tuple,
-    as_array,
+    array_or_none,
     compare_array,
     compare_number,
     describe_difference,
@@ -218,12 +218,12 @@ def check_answer_parts(function: Callable) -> CheckResult:
         reference = answer_parts(torch.as_tensor(predicted), torch.as_tensor(target), task)
         expected = np.array([reference["value"], reference["modifier"]])
         names = ("value_accuracy", "modifier_accuracy")
-        if as_array(got) is None:  # not already an array of two numbers: a pair of numbers
+        if array_or_none(got) is None:  # not already an array of two numbers: a pair of numbers
             got = np.array([answer_number(part, name) for part, name in zip(answer_tuple(got, names), names)])
         problem = describe_difference("your (value, modifier) accuracy", got, expected, atol=1e-6)
         if problem is None:
             return None
-        got_array = as_array(got).astype(float)
+        got_array = array_or_none(got).astype(float)
         if got_array.shape == (2,):
             if matches(got_array, expected[::-1]):
                 return (f"{problem} Value and modifier are swapped: v = (token - first_answer) // n_modifiers, "

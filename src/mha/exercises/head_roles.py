@@ -39,7 +39,7 @@ from .checking import (
     CheckResult,
     answer_number,
     answer_tuple,
-    as_array,
+    array_or_none,
     compare_array,
     compare_number,
     describe_value,
@@ -355,7 +355,7 @@ def check_word_attention(merge: Callable[[np.ndarray, Sequence[int | None]], np.
     def compare(got, want) -> str | None:
         expected, slips = want
         problem = compare_array(got, expected, slips, "the word map")
-        got_array = as_array(got)
+        got_array = array_or_none(got)
         if (problem is not None and got_array is not None and got_array.ndim == 2
                 and got_array.shape[0] > expected.shape[0]):
             problem += " Drop the special tokens ([CLS], [SEP]: word id None)."

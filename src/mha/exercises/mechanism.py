@@ -20,7 +20,15 @@ import torch
 from mha.core import attention_numpy
 from mha.core.attention import MultiHeadAttention, head_contributions, split_heads
 
-from .checking import CheckResult, answer_number, answer_tuple, as_array, compare_array, describe_difference, run_check
+from .checking import (
+    CheckResult,
+    answer_number,
+    answer_tuple,
+    array_or_none,
+    compare_array,
+    describe_difference,
+    run_check,
+)
 
 __all__ = [
     "check_softmax",
@@ -46,7 +54,7 @@ def check_softmax(softmax: Callable[[np.ndarray], np.ndarray], seed: int = 0) ->
             yield label, (scores.copy(),), {}, (attention_numpy.softmax(scores), _softmax_slips(scores), scale >= 1000)
 
     def compare(got, want) -> str | None:
-        answer, (expected, slips, overflows) = as_array(got), want
+        answer, (expected, slips, overflows) = array_or_none(got), want
         problem = compare_array(got, expected, slips, "the result")
         if problem and overflows and answer is not None and answer.dtype.kind == "f" and not np.isfinite(answer).all():
             problem += (" Here exp overflowed: np.exp of a score above about 709 is inf, and inf / inf is NaN. "

@@ -10,7 +10,7 @@ them into role assignments and the checks around them:
   measured on (the same one ``scripts/train_checkpoints.py`` logs with);
 * :func:`uniform_causal_weights` - the chance level: a head that spreads its
   weight evenly over every position it may see;
-* :func:`heads_with_role` and :func:`role_table` - which heads score above a
+* :func:`heads_with_role` and :func:`induction_role_table` - which heads score above a
   threshold, by score and never by index;
 * :func:`head_ablation_losses` - the held-out loss with each head removed in
   turn, the causal check behind a role;
@@ -51,7 +51,7 @@ __all__ = [
     "uniform_causal_weights",
     "heads_with_role",
     "role_labels",
-    "role_table",
+    "induction_role_table",
     "head_ablation_losses",
     "attention_by_offset",
     "FAST_INDUCTION_MODEL",
@@ -128,7 +128,7 @@ def role_labels(scores: Mapping[str, Tensor], threshold: float = ROLE_SCORE_THRE
     return [[" + ".join(roles) or "-" for roles in layer] for layer in labels]
 
 
-def role_table(models: Mapping[str, object], batch: TaskBatch, threshold: float = ROLE_SCORE_THRESHOLD):
+def induction_role_table(models: Mapping[str, object], batch: TaskBatch, threshold: float = ROLE_SCORE_THRESHOLD):
     """One row per (model, layer, head): its scores on ``batch`` and its role by ``threshold`` (chapter 3).
 
     ``models`` maps a label (e.g. ``"seed 0"``) to a

@@ -17,7 +17,7 @@
   (3.7 "One big head or many").
 - :mod:`~mha.views.block_diagram`: the transformer layer box by box, and the residual stream that its heads read
   and write (the background page "The transformer in brief").
-- :mod:`~mha.views.static_form`: a view as a payload (its controls and every map they reach), and the placeholder
+- :mod:`~mha.views.payloads`: a view as a payload (its controls and every map they reach), and the placeholder
   the website fills with it when the book is built (1.2 "Multi-head attention", 3.1-3.7).
 - :mod:`~mha.views.widget`: the one module that draws every payload, ``web/views.js``: in Jupyter through
   anywidget, on the website as the same file; the payload's schema, checked on both sides (1.2, 3.1-3.7).

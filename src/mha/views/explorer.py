@@ -8,7 +8,7 @@ they stand (timed: ``last_refresh_seconds``); bad input, or any unexpected error
 (:attr:`Explorer.current`) stays.
 
 Python never draws a view's map. Displayed in Jupyter, an explorer is a :class:`~mha.views.widget.ViewWidget`:
-the payload of every setting its controls reach (:mod:`mha.views.static_form`), drawn by ``views.js``, the same
+the payload of every setting its controls reach (:mod:`mha.views.payloads`), drawn by ``views.js``, the same
 module that draws the website's views, with below it the few things only a kernel can do (typing a sentence,
 training a model: :meth:`Explorer.kernel_widgets`), which send the view a new payload. The same output carries a
 placeholder that the website's build fills with that payload (``_config.yml`` tells myst-nb to prefer it). Used in
@@ -27,7 +27,7 @@ from functools import partial
 from ipywidgets import HTML, Checkbox, Dropdown, IntSlider, VBox, Widget
 
 from mha.core.validation import check_type
-from mha.views import static_form
+from mha.views import payloads
 from mha.views.heatmaps import AttentionMap
 from mha.views.widget import ViewWidget
 
@@ -146,7 +146,7 @@ class Explorer:
                 found[name] = [False, True]
         return found
 
-    # --- the website's form (mha.views.static_form) ----------------------------------------------------
+    # --- the website's form (mha.views.payloads) ----------------------------------------------------
 
     def recipe_arguments(self) -> dict | None:
         """The keyword arguments that rebuild this view, as JSON values; ``None`` if it cannot be rebuilt."""
@@ -175,8 +175,8 @@ class Explorer:
         return self.view_data(**self.site_arguments(values))
 
     def site_payload(self) -> dict:
-        """What the website's form needs (default: every reachable view, :func:`static_form.table_payload`)."""
-        return static_form.table_payload(self)
+        """What the website's form needs (default: every reachable view, :func:`payloads.table_payload`)."""
+        return payloads.table_payload(self)
 
     def page_model(self) -> dict | None:
         """What the website needs to run a model in the reader's page for this view, or None (the default): only
@@ -239,7 +239,7 @@ class Explorer:
 
     def payload(self) -> str:
         """The encoded payload of this view as it stands, for :class:`~mha.views.widget.ViewWidget`."""
-        return static_form.encode_payload(static_form.site_payload(self, hosted=True))
+        return payloads.encode_payload(payloads.site_payload(self, hosted=True))
 
     @property
     def widget(self) -> Widget:
@@ -255,4 +255,4 @@ class Explorer:
             self.view_widget.payload = self.payload()
 
     def _repr_mimebundle_(self, **kwargs):
-        return static_form.notebook_bundle(self, self.widget, **kwargs)
+        return payloads.notebook_bundle(self, self.widget, **kwargs)

@@ -16,7 +16,7 @@ import numpy as np
 from mha.book import head_label
 from mha.lab.induction import ROLE_SCORE_THRESHOLD
 from mha.lab.timeline import TIMELINE_FILE, load_induction_timeline
-from mha.views import static_form
+from mha.views import payloads
 from mha.views.induction_explorer import prefix_matching_keys
 from mha.views.widget import ViewWidget
 
@@ -68,11 +68,11 @@ class TrainingTimelineView:
         return f"TrainingTimelineView({self.describe()})"
 
     def _repr_mimebundle_(self, **kwargs) -> dict:
-        payload = static_form.encode_payload(static_form.site_payload(self, hosted=True))
-        return static_form.notebook_bundle(self, ViewWidget(payload=payload), **kwargs)
+        payload = payloads.encode_payload(payloads.site_payload(self, hosted=True))
+        return payloads.notebook_bundle(self, ViewWidget(payload=payload), **kwargs)
 
     def site_payload(self) -> dict:
-        """Everything the page needs to draw every frame, as ``static_form.encode_payload`` packs it.
+        """Everything the page needs to draw every frame, as ``payloads.encode_payload`` packs it.
 
         Per frame (``n_steps``): ``steps``; ``loss`` (repeat loss on the evaluation batch of training periods),
         ``train_loss`` and ``held_out_loss``, nats (None where not defined); ``previous_token`` and

@@ -8,7 +8,7 @@ schema (:data:`PAYLOAD_SCHEMA`) and checks every payload against it before it le
 - :class:`ViewWidget` is the anywidget that shows a payload in JupyterLab, Notebook 7, VS Code or Colab: its ES
   module is ``views.js`` itself, with the ``render({model, el})`` entry point that anywidget calls.
 - :func:`web_file` gives the text of ``views.js`` and ``views.css``, which the website's build
-  (``site/static_views.py``) copies into the site, so that the page draws with the very same code.
+  (``site/view_payloads.py``) copies into the site, so that the page draws with the very same code.
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ def check_payload(payload: dict) -> dict:
 
 
 class ViewWidget(anywidget.AnyWidget):
-    """A view in Jupyter: ``payload`` is the encoded payload (:func:`mha.views.static_form.encode_payload`), drawn
+    """A view in Jupyter: ``payload`` is the encoded payload (:func:`mha.views.payloads.encode_payload`), drawn
     by ``views.js``, the module that also draws the website's views."""
 
     _esm = "globalThis.mhaViewsHostedByWidget = true;\n" + web_file("views.js") + _ESM_ENTRY

@@ -2,7 +2,7 @@
 
    A view is a plain description sent by the package (src/mha/views/payloads.py): its controls, its data, and what
    it draws. This file draws it, wherever it runs:
-   - on the website, the book's build (site/static_views.py) embeds each view's payload in its placeholder,
+   - on the website, the book's build (site/view_payloads.py) embeds each view's payload in its placeholder,
      <div class="mha-view">, as base64 text of gzip-compressed bytes, inflated here with the browser's own
      DecompressionStream; nothing is fetched, so a page works opened from disk (file://);
    - in Jupyter (JupyterLab, Notebook 7, VS Code, Colab), anywidget loads this same file as an ES module

@@ -1,11 +1,11 @@
 """Every interactive view of the book works on the website, without a kernel.
 
 A Sphinx extension, connected in _config.yml (``sphinx: local_extensions``). A notebook's view stores, beside its
-live ipywidgets form, a placeholder ``<div class="mha-view" data-mha-recipe="...">`` (``mha.views.static_form``).
+live ipywidgets form, a placeholder ``<div class="mha-view" data-mha-recipe="...">`` (``mha.views.payloads``).
 For each page that holds one, this extension
 
 1. rebuilds the view from its recipe with the book's own package, and embeds what the page needs to draw it
-   (``static_form.site_payload``: every view the menus reach, or the chapter-1 layer itself) in the placeholder, as
+   (``payloads.site_payload``: every view the menus reach, or the chapter-1 layer itself) in the placeholder, as
    base64 text of gzip-compressed bytes inside ``<script type="application/octet-stream">``, which the browser
    never runs;
 2. adds ``views.js`` and ``views.css`` (the package's ``mha/views/web/``, the same module Jupyter runs, copied to
@@ -88,7 +88,7 @@ def page_fidelity(app, sentences: list[str]) -> dict:
 def _payload(app, recipe_text: str) -> str:
     """The encoded payload of one view, computed once per build."""
     if recipe_text not in _PAYLOADS:
-        from mha.views.static_form import encode_payload, site_payload, view_from_recipe
+        from mha.views.payloads import encode_payload, site_payload, view_from_recipe
 
         explorer = view_from_recipe(json.loads(recipe_text))
         payload = site_payload(explorer)

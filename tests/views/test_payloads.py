@@ -1,4 +1,4 @@
-"""The website's form of the views (mha.views.static_form): what a notebook stores is stable text, a recipe rebuilds
+"""The website's form of the views (mha.views.payloads): what a notebook stores is stable text, a recipe rebuilds
 the same view, every stored view equals the package's, and the payload is compact and round-trips exactly.
 The browser's side is tested in test_site_views.py."""
 
@@ -18,7 +18,7 @@ from mha.views.head_count_explorer import HeadCountExplorer
 from mha.views.head_explorer import HeadExplorer, head_attention_maps
 from mha.views.heatmaps import weight_hundredths, weight_texts
 from mha.views.induction_explorer import InductionLabExplorer
-from mha.views.static_form import (
+from mha.views.payloads import (
     SITE_VIEWS,
     decode_payload,
     encode_payload,

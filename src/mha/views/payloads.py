@@ -3,7 +3,7 @@
 In Jupyter an :class:`~mha.views.explorer.Explorer` is a live ipywidgets view. On the website there is no kernel,
 so each view also gives a placeholder (:func:`placeholder_html`): a ``<div class="mha-view">`` that names the view
 and the arguments it was built with (its *recipe*), with a line of text for anywhere scripts cannot run. When the
-book is built, ``site/static_views.py`` rebuilds the view from its recipe (:func:`view_from_recipe`), asks it for
+book is built, ``site/view_payloads.py`` rebuilds the view from its recipe (:func:`view_from_recipe`), asks it for
 :func:`site_payload`, and embeds that in the page (:func:`encode_payload`), where ``views.js`` (:mod:`mha.views.widget`)
 draws it and answers every control without a kernel:
 
