@@ -10,8 +10,6 @@ from pathlib import Path
 import pytest
 from conftest import CHROMIUM_ARGS
 
-from mha.book import head_label, head_labels, label_heads, parse_head_label
-
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted(p for p in (ROOT / "chapters").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
 PAGES = sorted(p for p in (ROOT / "chapters").rglob("*.md") if p.name != "notation.md")  # notation.md shows the others
@@ -204,31 +202,6 @@ def test_the_spelling_check_catches_the_old_spellings():
         assert OTHER_HEAD_SPELLINGS.search(text) or HAND_MADE_LABEL.search(text), text
     for text in ("L0H2", "L11H10", "layer 0", "head 3", "f\"{head_label(l, h)}\"", "8-11"):
         assert not (OTHER_HEAD_SPELLINGS.search(text) or HAND_MADE_LABEL.search(text)), text
-
-
-def test_head_labels_round_trip_and_refuse_other_spellings():
-    import numpy as np
-    import pandas as pd
-    import torch
-
-    assert head_label(3, 1) == "L3H1" and head_label(np.int64(0), torch.tensor(11)) == "L0H11"
-    assert parse_head_label("L12H10") == (12, 10)
-    assert head_labels(2, 3) == ["L0H0", "L0H1", "L0H2", "L1H0", "L1H1", "L1H2"]
-    assert all(parse_head_label(label) == divmod(i, 3) for i, label in enumerate(head_labels(2, 3)))
-    for layer, head in ((-1, 0), (1.0, 2), (True, 1), (0, "1")):
-        with pytest.raises(ValueError, match="whole number"):
-            head_label(layer, head)
-    for label in ("L3 H1", "l3h1", "L3H", "3-1", 31):
-        with pytest.raises(ValueError, match="not a head label"):
-            parse_head_label(label)
-    table = pd.DataFrame({"relation": ["det", "aux"], "layer": [3, 1], "head": [1, 4], "acc": [0.9, 0.97]})
-    labelled = label_heads(table)
-    assert list(labelled.columns) == ["relation", "head", "acc"] and labelled["head"].tolist() == ["L3H1", "L1H4"]
-    assert table["head"].tolist() == [1, 4], "the table passed in is left unchanged"
-    indexed = label_heads(table.set_index(["layer", "head"]))
-    assert indexed.index.name == "head" and indexed.index.tolist() == ["L3H1", "L1H4"]
-    with pytest.raises(ValueError, match="needs a 'layer' and a 'head' column"):
-        label_heads(table.drop(columns="layer"))
 
 
 def test_the_notation_page_is_in_the_book_and_linked_from_the_landing_page():

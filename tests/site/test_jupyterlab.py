@@ -24,8 +24,8 @@ import nbformat
 import pytest
 from conftest import CHROMIUM_ARGS, POLL, load_script
 
-from mha import book
-from mha.book import PROSE_CITATION, PROSE_NUMBER, citation_text, glue, prose_expression_results
+import mha.book.prose
+from mha.book import GLUE_RECORD, PROSE_CITATION, PROSE_NUMBER, citation_text, glue, prose_expression_results
 from mha.data_files import DATA_DIRECTORY
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,7 +63,7 @@ def test_the_prose_uses_the_forms_jupyterlab_reads_and_stores_their_results(path
 def test_the_stored_results_are_the_glued_values_as_the_site_formats_them():
     texts = stored_results(SHOWN_IN_THE_BROWSER)
     notebook = nbformat.read(SHOWN_IN_THE_BROWSER, as_version=4)
-    record = next(output["data"][book.GLUE_RECORD] for cell in notebook.cells for output in cell.get("outputs", [])
+    record = next(output["data"][GLUE_RECORD] for cell in notebook.cells for output in cell.get("outputs", [])
                   if output.get("metadata", {}).get("scrapbook", {}).get("name") == "std_unscaled_1024")
     assert texts['glue.text("std_unscaled_1024:.1f")'] == format(float(record), ".1f")
     assert texts['glue.cite_p("bahdanau2015neural,vaswani2017attention")'] == \
@@ -71,7 +71,7 @@ def test_the_stored_results_are_the_glued_values_as_the_site_formats_them():
 
 
 def test_the_kernel_answers_what_the_notebook_stores(monkeypatch):
-    monkeypatch.setattr(book, "_GLUED", {})
+    monkeypatch.setattr(mha.book.prose, "_GLUED", {})
     assert glue.text("never_glued:.2f") == "(run the cell that computes never_glued first)"
     glue("share", 0.73259, ".1%")
     glue("count", 12)
@@ -101,7 +101,7 @@ def test_the_rewrite_turns_myst_nb_markup_into_the_forms_both_read(tmp_path):
                 "",
                 outputs=[
                     nbformat.v4.new_output(
-                        "display_data", data={book.GLUE_RECORD: "0.25"}, metadata={"scrapbook": {"name": "share"}}
+                        "display_data", data={GLUE_RECORD: "0.25"}, metadata={"scrapbook": {"name": "share"}}
                     )
                 ],
             ),
