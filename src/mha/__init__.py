@@ -15,8 +15,10 @@ and each module's docstring cites its section (``tests/test_package_map.py`` kee
 - :mod:`mha.lab`: tiny transformers trained here: model, tasks, training, checkpoints, circuit scores, induction,
   permutation, head-count sweep (sections 3.5 to 3.7).
 - :mod:`mha.views`: the interactive views and the heatmaps (chapters 1 and 3).
-- :mod:`mha.exercises`: one module of checks per chapter, built on :mod:`mha.exercises.checking`.
-- :mod:`mha.book`: what every notebook shares: numbers stored at the precision the text shows, glue, head labels.
+- :mod:`mha.exercises`: the exercises' checks, a module per pair of sections, built on :mod:`mha.exercises.checking`;
+  and the grader that runs them on a submitted notebook (:mod:`mha.exercises.grading`).
+- :mod:`mha.book`: what every notebook shares: numbers stored at the precision the text shows, the prose's glued
+  numbers and citations, head labels, the CPU threads a notebook uses.
 - :mod:`mha.data_files`: where the stored results live, read without trusting them (sections 2.2, 3.5-3.7).
 - :mod:`mha.data`: the stored results themselves, package data: the repository's ``data/`` folder, which
   ``pyproject.toml`` installs as this subpackage (sections 2.2, 3.2, 3.5-3.7).
