@@ -9,6 +9,7 @@ from mha.analysis.caveats.probing import (
     control_labels,
     correct_per_sentence,
     fit_probe,
+    fitted_probe,
     majority_accuracy,
     most_frequent_labels,
     probe_every_head,
@@ -58,7 +59,7 @@ def test_a_probe_reads_the_head_that_carries_the_label_and_not_the_others():
     features[:, 1, 1, 0] += 4.0 * labels  # only head (1, 1) carries the label, in one feature
     features[:, 1, 1, 1] *= 1000.0  # a feature on another scale: standardisation keeps the probe working
     train, test = np.arange(200), np.arange(200, n_words)
-    correct = probe_every_head(features, labels, train, test, max_iter=50)
+    correct = probe_every_head(features, labels, train, test)
     accuracy = correct.mean(axis=-1)
     assert correct.shape == (2, 2, 100) and accuracy[1, 1] > 0.9
     assert accuracy.ravel()[:3].max() < 0.5
@@ -67,6 +68,46 @@ def test_a_probe_reads_the_head_that_carries_the_label_and_not_the_others():
         probe_every_head(features, labels, train, train)
     with pytest.raises(ValueError, match="single label"):
         fit_probe(features[:10, 0, 0], np.zeros(10), features[10:20, 0, 0], np.zeros(10))
+
+
+def test_the_probe_is_the_optimum_that_an_independent_solver_finds():
+    """The probe's class probabilities are those of the penalised multinomial likelihood's optimum, found here by
+    scipy's BFGS on the objective written out by hand: 0.5 |W|^2 + C * sum_i -log softmax(W x_i + b)_{y_i}, with the
+    intercepts b unpenalised, on standardised features."""
+    from scipy.optimize import minimize
+    from scipy.special import log_softmax
+
+    rng = np.random.default_rng(3)
+    n_words, n_features, n_classes, C = 150, 4, 3, 0.5
+    labels = rng.integers(0, n_classes, size=n_words)
+    features = rng.normal(size=(n_words, n_features)) + 0.8 * np.eye(n_classes, n_features)[labels]
+    features[:, 2] *= 50.0  # another scale: the probe standardises
+    x = (features - features.mean(axis=0)) / features.std(axis=0)
+    onehot = np.eye(n_classes)[labels]
+
+    def objective(flat):
+        W, b = flat[:n_classes * n_features].reshape(n_classes, n_features), flat[n_classes * n_features:]
+        log_p = log_softmax(x @ W.T + b, axis=1)
+        residual = C * (np.exp(log_p) - onehot)  # d(loss)/d(logits)
+        value = 0.5 * np.sum(W ** 2) - C * np.sum(onehot * log_p)
+        return value, np.concatenate([(W + residual.T @ x).ravel(), residual.sum(axis=0)])
+
+    best = minimize(objective, np.zeros(n_classes * (n_features + 1)), jac=True, method="BFGS",
+                    options={"gtol": 1e-10, "maxiter": 10_000})
+    W, b = best.x[:n_classes * n_features].reshape(n_classes, n_features), best.x[n_classes * n_features:]
+    scaler, probe = fitted_probe(features, labels, C=C)
+    grid = rng.normal(size=(500, n_features)) * features.std(axis=0) + features.mean(axis=0)
+    expected = np.exp(log_softmax(((grid - features.mean(axis=0)) / features.std(axis=0)) @ W.T + b, axis=1))
+    np.testing.assert_allclose(probe.predict_proba(scaler.transform(grid)), expected, atol=1e-7)
+
+
+def test_a_probe_that_has_not_converged_is_refused_naming_the_fix():
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 3, size=200)
+    features = rng.normal(size=(200, 5)) + labels[:, None]
+    with pytest.raises(RuntimeError, match="raise max_iter"):
+        fitted_probe(features, labels, max_iter=1)
+    assert fitted_probe(features, labels)[1].n_iter_.max() < 100
 
 
 def test_correct_answers_are_counted_per_sentence():
