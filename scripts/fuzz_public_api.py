@@ -13,10 +13,10 @@ Each call ends one of five ways:
   that the package defines, whose message says what was wrong;
 * ``raw``: any other exception, raised inside numpy, torch or Python (an ``AttributeError`` on ``None``, an
   ``IndexError`` from numpy): a traceback that does not tell the reader what to change;
-* ``timeout``: it ran past :data:`SECONDS_PER_CALL`;
+* ``timeout``: it ran past :data:`SECONDS_PER_CALL` of CPU time, or waited :data:`WAITING_TIMES_CPU` times as long;
 * ``memory``: it ran out of the address space the calls share (:data:`ADDRESS_SPACE_CAP`), or killed the process.
 
-All calls run in one child process under an address-space cap and a per-call alarm, with the working folder a
+All calls run in one child process under an address-space cap and per-call alarms, with the working folder a
 temporary one; if a call kills the child, a new child goes on from the next call and that call counts as
 ``memory``. ``tests/tools/test_public_api_fuzz.py`` runs a fixed, seeded sample and holds the count of raw tracebacks to
 ``tests/fuzz_ratchet.json``.
@@ -28,10 +28,12 @@ temporary one; if a call kills the child, a new child goes on from the next call
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -43,14 +45,20 @@ ROOT = Path(__file__).resolve().parents[1]
 SUBPACKAGES = ("mha.core", "mha.corpora", "mha.pretrained", "mha.analysis", "mha.lab", "mha.views", "mha.exercises")
 ADDRESS_SPACE_CAP = 4 * 2**30
 """Bytes of address space the child may map: torch, the pretrained encoder and room for honest work."""
-SECONDS_PER_CALL = 2
-"""A call's time limit; a call that runs past it is tried once more (its first try may have paid for importing a
-library such as scikit-learn) and counts as a timeout only if it runs past it again."""
+SECONDS_PER_CALL = 10
+"""A call's limit in CPU-seconds, the child's own CPU time, which a busy machine does not advance: a call stopped
+there runs for ever, not slowly. A call that runs past it is tried once more (its first try may have paid for
+importing a library such as scikit-learn, or for data a check caches) and counts as a timeout only if it runs past it
+again."""
+WAITING_TIMES_CPU = 6
+"""A call's wall-clock limit, as a multiple of its CPU limit: for a call that waits without computing (on a lock, on
+input), which uses no CPU time; a busy machine stretches a call's wall time far less."""
 SLOW: dict[str, tuple[int, str]] = {
     "mha.views.induction_explorer.InductionLabExplorer": (30, "None asks for every stored model, each loaded and "
                                                                "measured"),
 }
-"""Callables whose plausible calls take longer than :data:`SECONDS_PER_CALL`: their own limit, and why."""
+"""Callables whose plausible calls take longer than :data:`SECONDS_PER_CALL`: their own limit (CPU-seconds), and
+why."""
 OUTCOMES = ("returned", "suspicious", "clear", "raw", "timeout", "memory")
 
 BAD_VALUES: dict[str, str] = {
@@ -126,9 +134,33 @@ def in_sample(qualified: str, bad: str, fraction: float | None, seed: int) -> bo
     return int.from_bytes(digest[:4], "big") < fraction * 2**32
 
 
+class Timeout(BaseException):
+    """A call ran past its limit (:func:`limited`); a BaseException, so that no ``except Exception`` of the call's
+    own catches it."""
+
+
+@contextlib.contextmanager
+def limited(cpu_seconds: int):
+    """Raise :class:`Timeout` in the block once it has used ``cpu_seconds`` of the process's CPU time (ITIMER_PROF),
+    or waited :data:`WAITING_TIMES_CPU` times as long by the wall clock. The main thread only, as any signal handler."""
+
+    def stop(signum, frame):
+        raise Timeout
+
+    handlers = signal.signal(signal.SIGPROF, stop), signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_PROF, cpu_seconds)
+    signal.setitimer(signal.ITIMER_REAL, WAITING_TIMES_CPU * cpu_seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGPROF, handlers[0])
+        signal.signal(signal.SIGALRM, handlers[1])
+
+
 def _child(first: int, sample: float | None, seed: int) -> None:
     import resource
-    import signal
     import traceback
     import warnings
 
@@ -141,14 +173,6 @@ def _child(first: int, sample: float | None, seed: int) -> None:
     plan, skipped = build_plan()
     if first == 0:
         print(json.dumps({"plan": len(plan), "callables": len({c for c, _ in plan}), "skipped": skipped}), flush=True)
-
-    class Timeout(BaseException):
-        pass
-
-    def alarm(signum, frame):
-        raise Timeout
-
-    signal.signal(signal.SIGALRM, alarm)
     from mha.pretrained.tokenizer import load_tokenizer
 
     _encoder(), load_tokenizer()  # loaded once here, so that no call's time limit pays for it
@@ -163,17 +187,15 @@ def _child(first: int, sample: float | None, seed: int) -> None:
         record = {"index": index, "callable": qualified, "bad": bad}
         try:
             for attempt in (1, 2):
-                signal.alarm(SLOW.get(qualified, (SECONDS_PER_CALL,))[0])
                 try:
-                    args, kwargs = arguments(callables[qualified], eval(BAD_VALUES[bad]))
-                    result = callables[qualified](*args, **kwargs)
-                    record["outcome"] = "suspicious" if holds_bad_numbers(result) else "returned"
+                    with limited(SLOW.get(qualified, (SECONDS_PER_CALL,))[0]):
+                        args, kwargs = arguments(callables[qualified], eval(BAD_VALUES[bad]))
+                        result = callables[qualified](*args, **kwargs)
+                        record["outcome"] = "suspicious" if holds_bad_numbers(result) else "returned"
                     break
                 except Timeout:
                     if attempt == 2:
                         raise
-                finally:
-                    signal.alarm(0)
         except Timeout:
             record["outcome"] = "timeout"
         except MemoryError:

@@ -114,7 +114,7 @@ def test_solutions_open_in_a_real_browser(built_site, chromium):
         body = solution.locator("pre").first
         assert not body.is_visible(), "solutions start closed"
         solution.locator("summary, .summary-title, p.admonition-title").first.click()
-        body.wait_for(state="visible", timeout=5000)
+        body.wait_for(state="visible", timeout=30_000)
         assert "solution_softmax" in body.inner_text()
         browser.close()
 

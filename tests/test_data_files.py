@@ -105,6 +105,7 @@ HOSTILE_TREEBANKS = {  # name: (text, message fragment); each comes after one go
 }
 
 
+@pytest.mark.slow
 def test_hostile_files_are_refused_in_a_capped_process(tmp_path):
     from safetensors.torch import save_file
 
@@ -200,7 +201,7 @@ def test_hostile_files_are_refused_in_a_capped_process(tmp_path):
           for name, words in {"utf16": "UTF-16 byte-order mark", "latin1": "line 1 holds a byte"}.items()
           for reader in ("read_conllu", "read_ud_trees", "read_labelled_sentences")],
     ]
-    assert run_cases(setup, cases, timeout=120) == []
+    assert run_cases(setup, cases) == []
 
 
 @pytest.mark.parametrize("change, words", [({"head_counts": "1248"}, "'head_counts' is '1248', but it must be a list"),

@@ -57,25 +57,64 @@ def test_the_early_count_never_exceeds_the_real_number_of_wordpieces():
     assert _fewest_tokens("a " * 10**6, 2048) == 2048  # it stops counting at the stop
 
 
-def test_a_pasted_document_is_refused_at_once_in_a_capped_process():
+TOO_LONG = "more than 2,048 tokens long"
+PASTED_DOCUMENTS = [  # name, call, the error, what it must say
+    ("a million words", "tokenize('a ' * 10**6)", "ValueError", TOO_LONG),
+    ("a million marks", "tokenize('!' * 10**6)", "ValueError", TOO_LONG),
+    ("a document second in a batch", "tokenize(['fine', 'word. ' * 10**5])", "ValueError",
+     "sentence 1 is more than 2,048"),
+    ("a million pre-split words", "tokenize([['w'] * 10**6], is_split_into_words=True)", "ValueError", TOO_LONG),
+    # the character check is mha.core.validation's, whose errors are InputError (a ValueError)
+    ("a surrogate at the end of a long text", "tokenize('a' * 10**6 + '\\ud800')", "InputError", "position 1000000"),
+]
+
+
+def tokens_produced(monkeypatch) -> list[int]:
+    """A spy on the wordpiece tokenizer, the work that grows with the text: the tokens it produces for each sentence
+    it is given, appended to the list returned."""
+    from mha.pretrained.tokenizer import Wordpieces
+
+    produced, encode = [], Wordpieces.encode
+
+    def counting_encode(self, sentences, is_split_into_words):
+        encodings = encode(self, sentences, is_split_into_words)
+        produced.extend(len(encoding.ids) for encoding in encodings)
+        return encodings
+
+    monkeypatch.setattr(Wordpieces, "encode", counting_encode)
+    return produced
+
+
+@pytest.mark.parametrize("call, error, words", [row[1:] for row in PASTED_DOCUMENTS],
+                         ids=[row[0] for row in PASTED_DOCUMENTS])
+def test_a_pasted_document_is_refused_before_the_tokenizer_reads_it(monkeypatch, call, error, words):
+    """"At once" is the work skipped, not a time: the length check counts at most 4 x 512 tokens' worth of text and
+    refuses, so the tokenizer produces no token at all, whatever the document's size."""
+    produced = tokens_produced(monkeypatch)
+    with pytest.raises(ValueError, match=words) as refused:
+        eval(call, {"tokenize": tokenize})
+    assert type(refused.value).__name__ == error
+    assert produced == [], f"the tokenizer read the document ({sum(produced):,} tokens) before it was refused"
+
+
+def test_text_just_too_long_is_tokenised_once_to_give_its_exact_length(monkeypatch):
+    """Under 4 x 512 counted tokens, the text is tokenised, once, for the exact length the message gives."""
+    produced = tokens_produced(monkeypatch)
+    with pytest.raises(ValueError, match="602 tokens long"):
+        tokenize("word " * 600)
+    assert produced == [602]
+
+
+def test_a_pasted_document_is_refused_within_a_memory_cap():
+    """The same documents in a child whose address space is capped (tests/hostile.py): refused without allocating
+    what the document's tokens would take."""
     setup = """
         import torch
         from mha.pretrained.tokenizer import tokenize
-        tokenize("warm up")  # the tokenizer loads once, outside the timed cases
+        tokenize("warm up")  # the tokenizer loads once, before the cases
     """
-    too_long = "more than 2,048 tokens long"
-    rows = [  # name, call, what it must say
-        ("a million words", "tokenize('a ' * 10**6)", too_long),
-        ("a million marks", "tokenize('!' * 10**6)", too_long),
-        ("a document second in a batch", "tokenize(['fine', 'word. ' * 10**5])", "sentence 1 is more than 2,048"),
-        ("a million pre-split words", "tokenize([['w'] * 10**6], is_split_into_words=True)", too_long),
-        ("just too long, counted exactly", "tokenize('word ' * 600)", "602 tokens long"),
-    ]
-    cases = [Case(name, call, "ValueError", words) for name, call, words in rows]
-    # the character check is mha.core.validation's, whose errors are InputError (a ValueError)
-    cases.append(Case("a surrogate at the end of a long text", "tokenize('a' * 10**6 + '\\ud800')", "InputError",
-                      "position 1000000"))
-    assert run_cases(setup, cases, per_case_seconds=1.0) == []
+    cases = [Case(*row) for row in PASTED_DOCUMENTS]
+    assert run_cases(setup, cases) == []
 
 
 # ---------------------------------------------------------------- the tokenizer without transformers

@@ -178,7 +178,7 @@ def jupyterlab(tmp_path: Path, notebooks: dict[str, str]):
         while True:
             assert server.poll() is None, (tmp_path / "server.log").read_text()[-3000:]
             try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                socket.create_connection(("127.0.0.1", port), timeout=10).close()
                 break
             except OSError:
                 assert time.monotonic() < deadline, "JupyterLab did not start within 60 s"

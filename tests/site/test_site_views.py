@@ -128,10 +128,10 @@ class Page:
 
     def address(self, index: int = 0) -> str:
         """The page's address once it holds view ``index``'s state: a view writes it just after its new frame is
-        drawn, and its "Link to this view" at once; they must agree within a few frames."""
+        drawn, and its "Link to this view" at once; they must come to agree (within 30 s, for a busy machine)."""
         link = self.views.nth(index).locator("a.mha-link")
         self.page.wait_for_function("(link) => location.hash === link.getAttribute('href')",
-                                    arg=link.element_handle(), timeout=5 * SECONDS, polling=POLL)
+                                    arg=link.element_handle(), timeout=30 * SECONDS, polling=POLL)
         return self.page.evaluate("location.hash")
 
     def screenshot_views(self) -> list[str]:
