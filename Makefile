@@ -2,6 +2,7 @@
 #   make book      build the website into _build/html (executing every notebook); its scripts (MathJax at build time, ...) come
 #                  from npm: package-lock.json, installed into node_modules by `npm ci`
 #   make test      run every test: unit tests and every notebook through nbval
+#   make test-quick   the unit tests alone (no notebook, browser or slow test), for the edit-and-test loop
 #   make jupyter   open the notebooks in JupyterLab, with their MyST markup (exercises, math, citations) rendered
 #   make lab       retrain everything in data/lab: the induction models and section 3.5's phase-change spread, the
 #                  seed-0 model's training timeline for 3.5 and 3.6, then section 3.7's head-count study (the
@@ -45,7 +46,7 @@ COMMA := ,
 # JupyterLab's address and the folder it opens (make jupyter JUPYTER_PORT=8890)
 JUPYTER_PORT ?= 8888
 
-.PHONY: book serve test jupyter bench notebooks lab student student-site release-solutions clean
+.PHONY: book serve test test-quick jupyter bench notebooks lab student student-site release-solutions clean
 
 $(STAMP): requirements.txt $(LOCK) pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Need $(PYTHON) (Python 3.11) on PATH, or run: make PYTHON=/path/to/python3.11"; exit 1; }
@@ -82,6 +83,13 @@ serve: book
 # builds the site
 test: $(STAMP) $(NODE_STAMP)
 	$(BIN)/python -m pytest
+
+# The unit tests alone, for the edit-and-test loop (its budget: 60 s on 2 cores): --quick (tests/conftest.py) leaves
+# out every notebook, every test of the built site or in Chromium, and the slow ones (sandboxed grading, fresh
+# processes, training); tests/startup.py spares each process a grammar it does not need. `make test` runs them all
+# before a commit.
+test-quick: $(STAMP)
+	$(BIN)/python -m pytest -p tests.startup --quick tests
 
 # JupyterLab with jupyterlab-myst, which renders the notebooks' MyST markup ({exercise}, math, and the glued numbers and
 # citations written as {eval} roles: see the README's "JupyterLab")

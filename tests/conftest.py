@@ -7,6 +7,7 @@ thread (below), so two busy processes share two cores instead of fighting over t
 same at one thread and at two (README, "The same verdict on every CPU").
 """
 
+import functools
 import importlib
 import os
 
@@ -84,7 +85,8 @@ def pytest_sessionstart(session):
     if os.environ.get("PYTEST_XDIST_WORKER") and hasattr(os, "nice"):
         os.nice(WORKER_NICENESS)
     config = session.config
-    whole_run = config.args_source == pytest.Config.ArgsSource.TESTPATHS  # `pytest` with no paths: the whole suite
+    # `pytest` with no paths (and not --quick): the whole suite
+    whole_run = config.args_source == pytest.Config.ArgsSource.TESTPATHS and not config.getoption("quick")
     if os.environ.get("PYTEST_XDIST_WORKER") or not getattr(config.option, "numprocesses", None) or not whole_run \
             or os.environ.get("MHA_BUILT_SITE") and os.environ.get("CI") != "true":
         return
@@ -104,9 +106,89 @@ LONGEST_FIRST = (
 )
 
 
+BROWSER_FIXTURES = frozenset({"built_site", "site_address", "chromium"})
+"""The fixtures of the built site and the browser: a test that uses one, even through another fixture, is marked
+``browser``."""
+BROWSER_PATHS = ("tests/site",)
+"""The website's own tests, in Chromium or under Node.js: every one is marked ``browser``."""
+SLOW_PATHS = (
+    "tests/exercises/grading",  # grading in sandboxed processes
+    "tests/tools/test_public_api_fuzz.py",  # the fuzz's sample, in a capped child process
+    "tests/exercises/test_exercises_on_real_models.py",  # checks on the real model and real training runs
+    # a capped child process, and a fresh Python that imports the encoder
+    "tests/pretrained/test_tokenizer.py::test_a_pasted_document_is_refused_within_a_memory_cap",
+    "tests/pretrained/test_tokenizer.py::test_tokenizing_with_the_encoder_leaves_transformers_unimported",
+)
+"""Folders, files and tests (``file::name``) marked ``slow`` here; a test may instead carry ``@pytest.mark.slow``."""
+SPEED_MARKERS = {
+    "notebook": "a notebook's cell, executed by nbval",
+    "browser": "needs the built site, Chromium, or Node.js for the site's scripts",
+    "slow": "seconds of work: sandboxed grading, wheels, capped or fresh processes, training, the real model "
+            "against its reference, fuzzing",
+}
+"""What ``--quick`` (``make test-quick``) leaves out, and why."""
+QUICK = "not (" + " or ".join(SPEED_MARKERS) + ")"
+"""The selection of ``--quick``: the unit tests alone."""
+
+
+def pytest_addoption(parser):
+    parser.addoption("--quick", action="store_true",
+                     help=f"the unit tests alone, for the edit-and-test loop (make test-quick): -m '{QUICK}'")
+
+
+def pytest_configure(config):
+    """Name the speed markers; under ``--quick``, select the tests that carry none (with any ``-m`` given too)."""
+    for name, meaning in SPEED_MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: {meaning}")
+    if config.getoption("quick"):
+        given = config.option.markexpr
+        config.option.markexpr = f"({QUICK}) and ({given})" if given else QUICK
+
+
+def pytest_ignore_collect(collection_path, config):
+    """Under ``--quick``, the folders and files of tests/ that hold no quick test are not even imported."""
+    if not config.getoption("quick"):
+        return None
+    whole = [entry for entry in BROWSER_PATHS + SLOW_PATHS if "::" not in entry]
+    return any(collection_path == ROOT / entry for entry in whole) or None
+
+
+def speed_marker(item) -> str | None:
+    """The marker that keeps ``item`` out of ``make test-quick``, or None for a unit test that it runs.
+
+    ``notebook`` for a notebook's cell (nbval), ``browser`` for a test of the built site or in Chromium (its
+    fixtures, :data:`BROWSER_FIXTURES`, or :data:`BROWSER_PATHS`), ``slow`` for :data:`SLOW_PATHS`. Given from what
+    a test uses and where it lives, so that a new notebook or test of the site is never quick by mistake.
+    """
+    if Path(item.path).suffix == ".ipynb":
+        return "notebook"
+    if BROWSER_FIXTURES & set(getattr(item, "fixturenames", ())) or is_listed(item, BROWSER_PATHS):
+        return "browser"
+    return "slow" if is_listed(item, SLOW_PATHS) else None
+
+
+def is_listed(item, entries: tuple[str, ...]) -> bool:
+    """Whether ``item`` lies in one of ``entries``: a folder, a file, or one test of a file (``file::name``, with
+    every parametrisation of it)."""
+    where = _relative(item.path)
+    for entry in entries:
+        file, _, name = entry.partition("::")
+        if (where == file or where.startswith(file + "/")) and name in ("", getattr(item, "originalname", None)):
+            return True
+    return False
+
+
+@functools.cache
+def _relative(path: Path) -> str:
+    """``path`` from the repository's root, as the entries of :data:`SLOW_PATHS` write it (once per file)."""
+    return Path(path).relative_to(ROOT).as_posix() if Path(path).is_relative_to(ROOT) else ""
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by these markers
 def pytest_collection_modifyitems(session, config, items):
-    """Run the longest files first (:data:`LONGEST_FIRST`), then the other notebooks, then the other files that test
-    the built site, and last the tests that need no site.
+    """Mark the tests that ``make test-quick`` leaves out (:func:`speed_marker`), then order the files: the longest
+    first (:data:`LONGEST_FIRST`), then the other notebooks, then the other files that test the built site, and last
+    the tests that need no site.
 
     The workers take whole files in this order (``--dist loadfile``), so while the site builds (started at session
     start, above) they execute notebooks instead of waiting for it, the long checks of the site start early enough to
@@ -114,6 +196,10 @@ def pytest_collection_modifyitems(session, config, items):
     instead of one of them finishing a long file alone. Every worker collects the same items and sorts them the same
     way, as pytest-xdist requires.
     """
+    for item in items:
+        if marker := speed_marker(item):
+            item.add_marker(marker)
+
     def needs_site(item) -> bool:
         return "built_site" in getattr(item, "fixturenames", ())
 

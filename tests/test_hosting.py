@@ -48,6 +48,7 @@ def test_data_is_found_through_the_package_and_is_the_repositorys_data_folder():
         assert path.is_relative_to(mha.data_files.DATA_DIRECTORY) and path.exists(), path
 
 
+@pytest.mark.slow
 def test_data_files_are_read_from_any_working_directory(tmp_path):
     code = ("from mha.corpora.treebank import SAMPLE_TREEBANK_PATH, read_conllu\n"
             "from mha.lab.checkpoints import load_checkpoint\n"
@@ -82,6 +83,7 @@ def _data_files() -> list[str]:
         [f"lab/{name}" for name in lab]
 
 
+@pytest.mark.slow
 def test_a_built_wheel_carries_every_data_file(tmp_path):
     source = tmp_path / "source"
     source.mkdir()
@@ -262,6 +264,7 @@ def test_the_repository_address_is_written_once():
 # ---- Colab: each notebook's setup cell installs what it imports, from the release, on Colab only ----
 
 @pytest.mark.parametrize("path", setup_cells.NOTEBOOKS, ids=lambda path: path.stem)
+@pytest.mark.slow
 def test_every_notebooks_setup_cell_is_the_generated_one(path):
     notebook = json.loads(path.read_text(encoding="utf-8"))
     first = setup_cells.first_code_cell(notebook)
@@ -349,6 +352,7 @@ def test_recording_a_release_takes_the_commit_checked_out_and_refuses_an_uncommi
         book_release.release(tmp_path)
 
 
+@pytest.mark.slow
 def test_notebooks_that_show_bertviz_install_it_and_the_others_do_not():
     for path in setup_cells.NOTEBOOKS:
         notebook = json.loads(path.read_text(encoding="utf-8"))
@@ -386,6 +390,7 @@ def test_the_hub_link_script_prints_one_link_per_notebook(capsys):
 
 # ---- JupyterLab renders the notebooks' MyST markup ----
 
+@pytest.mark.slow
 def test_jupyterlab_loads_jupyterlab_myst():
     jupyter = Path(sys.executable).parent / "jupyter"
     if not jupyter.exists():

@@ -90,6 +90,7 @@ def citations_not_in_the_book(cited: re.Pattern) -> list[str]:
             if title.casefold() not in TITLES]
 
 
+@pytest.mark.slow
 def test_every_quoted_section_title_in_a_docstring_exists():
     # a quoted phrase right after "chapter N," / "section" / a section number is a title, and must be the book's
     unknown = citations_not_in_the_book(
@@ -97,6 +98,7 @@ def test_every_quoted_section_title_in_a_docstring_exists():
     assert not unknown, "docstrings cite sections the table of contents does not have:\n" + "\n".join(unknown)
 
 
+@pytest.mark.slow
 def test_unquoted_citations_name_real_sections():
     # "(chapter 3, empirical head roles)": a lowercase phrase after "chapter N," in parentheses is a title too
     unknown = citations_not_in_the_book(re.compile(r"\([Cc]hapter \d, ([a-z][a-z0-9 ,'-]*?)\)"))

@@ -67,6 +67,7 @@ def pinned_requirements() -> dict[str, str]:
     return pins
 
 
+@pytest.mark.slow
 def test_every_third_party_module_imported_by_mha_is_declared_in_pyproject():
     distributions = importlib.metadata.packages_distributions()
     declared = declared_dependencies()
@@ -80,6 +81,7 @@ def test_every_third_party_module_imported_by_mha_is_declared_in_pyproject():
                          + ". Add the distribution to [project] dependencies and pin it in requirements.txt.")
 
 
+@pytest.mark.slow
 def test_every_declared_dependency_is_imported_by_mha():
     distributions = importlib.metadata.packages_distributions()
     providing = {normalised(name) for module in third_party_modules() for name in distributions.get(module, [])}

@@ -39,6 +39,7 @@ def test_glue_displays_the_record_that_myst_nb_glue_displays(monkeypatch):
         "scrapbook": {"name": "share", "mime_prefix": "application/papermill.record/"}}})
 
 
+@pytest.mark.slow
 def test_glue_leaves_myst_nb_and_nbformat_unloaded():
     """The kernel of every notebook glues; myst-nb's glue module would load nbformat and jsonschema with it."""
     code = ("import sys; from mha.book import glue; glue('share', 0.25, '.2f'); "

@@ -55,6 +55,7 @@ def attention_problems(draw):
 
 
 @given(attention_problems())
+@pytest.mark.slow
 def test_module_equals_torch_multihead_attention(problem):
     reference, query, key, mask, n_heads = problem
     ours = MultiHeadAttention.from_torch(reference)
@@ -67,6 +68,7 @@ def test_module_equals_torch_multihead_attention(problem):
 
 
 @given(attention_problems())
+@pytest.mark.slow
 def test_each_head_equals_torch_scaled_dot_product_attention(problem):
     reference, query, key, mask, n_heads = problem
     ours = MultiHeadAttention.from_torch(reference)
@@ -82,6 +84,7 @@ def test_each_head_equals_torch_scaled_dot_product_attention(problem):
 
 
 @given(attention_problems())
+@pytest.mark.slow
 def test_numpy_and_torch_agree(problem):
     reference, query, key, mask, n_heads = problem
     if query is not key:
@@ -97,6 +100,7 @@ def test_numpy_and_torch_agree(problem):
 
 
 @given(attention_problems())
+@pytest.mark.slow
 def test_concat_then_project_equals_sum_of_head_contributions(problem):
     reference, query, key, mask, n_heads = problem
     ours = MultiHeadAttention.from_torch(reference)
@@ -108,6 +112,7 @@ def test_concat_then_project_equals_sum_of_head_contributions(problem):
         torch.testing.assert_close(result.head_outputs[:, head] @ W_O_head, per_head[:, head], atol=TOLERANCE, rtol=0)
 
 
+@pytest.mark.slow
 def test_split_and_merge_are_inverse_and_slice_features_in_order():
     x = torch.arange(2 * 3 * 6, dtype=torch.float64).view(2, 3, 6)
     heads = split_heads(x, 3)  # (batch, heads, seq, d_head)

@@ -154,6 +154,7 @@ def attention_problems(draw):
 
 @FUZZ
 @given(attention_problems(), st.sampled_from(["torch", "numpy"]))
+@pytest.mark.slow
 def test_attention_functions_work_or_raise_input_error(problem, flavour):
     q, k, v, mask, well_formed = problem
     attention = mha.scaled_dot_product_attention if flavour == "torch" else attention_numpy.scaled_dot_product_attention
@@ -192,6 +193,7 @@ def module_problems(draw):
 
 @FUZZ
 @given(module_problems())
+@pytest.mark.slow
 def test_multi_head_attention_works_or_raises_input_error(problem):
     layer, query, key, mask, head_mask, well_formed = problem
     result, error, warned = outcome(lambda: layer(query, key, mask=mask, head_mask=head_mask))
@@ -217,6 +219,7 @@ def test_multi_head_attention_works_or_raises_input_error(problem):
 
 @FUZZ
 @given(st.data(), head_counts, st.integers(1, 6))
+@pytest.mark.slow
 def test_split_merge_and_head_contributions_work_or_raise_input_error(data, n_heads, d_model):
     wrong = data.draw(st.integers(0, 4)) == 0
     x = data.draw(arrays(data.draw(shapes_near((2, 3, d_model), wrong)), special=False))
@@ -245,6 +248,7 @@ def test_split_merge_and_head_contributions_work_or_raise_input_error(data, n_he
 
 @FUZZ
 @given(st.data())
+@pytest.mark.slow
 def test_softmax_and_numpy_multi_head_attention_work_or_raise_input_error(data):
     scores = data.draw(arrays(tuple(data.draw(st.lists(st.integers(0, 3), max_size=3)))))
     axis = data.draw(st.sampled_from([-1, 0, 1, 2, np.int64(-1), 1.0]))
@@ -273,6 +277,7 @@ def test_softmax_and_numpy_multi_head_attention_work_or_raise_input_error(data):
 @given(st.sampled_from([3, np.int64(2), 0, -1, 2.0, True, "3", None]),
        st.lists(st.one_of(st.integers(1, 3), st.sampled_from([0, 2.5, True])), max_size=3),
        st.sampled_from(CONTAINERS), st.sampled_from([None, 3, 1, np.int32(4), 3.0]))
+@pytest.mark.slow
 def test_mask_builders_work_or_raise_input_error(seq_len, lengths, container, padded_to):
     causal, error, _ = outcome(lambda: mha.causal_mask(seq_len))
     if error is None:

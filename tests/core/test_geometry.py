@@ -211,6 +211,7 @@ def test_share_in_subspace_by_hand():
 
 # --- the real model ------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_minilm_circuits_have_rank_d_head_and_the_layer_output_is_a_sum_over_heads():
     from mha.pretrained.encoder import MiniLMEncoder
 

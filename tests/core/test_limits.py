@@ -37,6 +37,7 @@ def test_parameter_count_is_the_number_of_weights_built(fields):
     assert config.parameter_count == sum(p.numel() for p in TinyTransformer(config).parameters())
 
 
+@pytest.mark.slow
 def test_size_limits_refuse_before_allocating_in_a_capped_process():
     setup = """
         import numpy as np, torch, mha

@@ -73,6 +73,7 @@ def test_pattern_error_is_the_mean_total_variation_distance():
         pattern_error(fitted, torch.ones(3, 3))
 
 
+@pytest.mark.slow
 def test_fits_are_exact_where_the_width_allows_and_not_below():
     n = 6
     tokens = torch.randn(n, 12, generator=torch.Generator().manual_seed(0), dtype=f64)
@@ -87,6 +88,7 @@ def test_fits_are_exact_where_the_width_allows_and_not_below():
     assert torch.equal(fit.error, again.error), "fits are deterministic for a given seed"
 
 
+@pytest.mark.slow
 def test_score_cap_bounds_the_scores():
     n = 5
     tokens = torch.randn(n, 8, generator=torch.Generator().manual_seed(1), dtype=f64)

@@ -80,6 +80,7 @@ def test_a_statistic_of_resampled_units_agrees_with_scipy():
     assert_close_to_scipy(ours, scipy_interval((scores,), lambda x, axis: x.mean(axis=axis)))
 
 
+@pytest.mark.slow
 def test_a_count_of_heads_agrees_with_scipy_to_one_head():
     per_sentence = np.random.default_rng(3).normal(np.linspace(0.2, 0.6, 30), 0.5, size=(50, 30))
     table = heads_above_thresholds(per_sentence, [0.3, 0.45], n_resamples=RESAMPLES, seed=4)

@@ -93,6 +93,7 @@ def test_an_extract_that_does_not_fit_its_words_is_refused(tmp_path):
         entity_windows(parse_entity_tsv("a\tO\n"), coreference)
 
 
+@pytest.mark.slow
 def test_the_shipped_extract_is_recorded_and_holds_every_tag_of_the_source_files():
     lines = (DATA_DIRECTORY / SHA256_LIST).read_text().splitlines()
     recorded = next(line.split()[0] for line in lines if line.split()[1] == "litbank/litbank_entities.json")

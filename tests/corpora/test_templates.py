@@ -34,6 +34,7 @@ def corpus():
     return generate_corpus()
 
 
+@pytest.mark.slow
 def test_same_seed_same_corpus_and_different_seed_differs(corpus):
     assert generate_corpus(seed=0) == corpus
     other = generate_corpus(seed=1)

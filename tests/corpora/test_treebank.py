@@ -127,6 +127,7 @@ def test_text_that_is_not_a_string_is_explained():
         parse_conllu(None)
 
 
+@pytest.mark.slow
 def test_the_ewt_dev_split_ships_with_its_licence_and_attribution():
     """The real treebank the book measures on (UD English-EWT, dev split; CC BY-SA 4.0, ShareAlike) is package data,
     with its licence and attribution beside it, and reads as 2,001 annotated sentences."""
@@ -175,6 +176,7 @@ def test_a_file_read_twice_is_parsed_once_and_a_changed_file_again(tmp_path, mon
     assert read_ud_trees(copy)[0].words[0] == "Changed" and len(parses) == 3
 
 
+@pytest.mark.slow
 def test_the_columns_read_are_conllus_own_reading_of_them():
     """The short way for plain numbers and the three columns kept as text (treebank._FIELD_PARSERS) change nothing
     the book reads: conllu's default parsers are the oracle, on every word of the EWT dev split and the sample, and

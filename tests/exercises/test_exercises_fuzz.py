@@ -122,6 +122,7 @@ def feedback_problem(check, answer, words) -> str | None:
 
 
 @pytest.mark.parametrize("check", CHECKS.values(), ids=CHECKS.keys())
+@pytest.mark.slow
 def test_a_wrong_kind_of_answer_gets_the_checks_feedback(check):
     problems = [f"{label}: {problem}" for label, answer, words in WRONG_KINDS
                 if (problem := feedback_problem(check, answer, words))]
@@ -255,6 +256,7 @@ def _same(a, b) -> bool:
 
 
 @pytest.mark.parametrize("check_name", sorted(SOLUTIONS))
+@pytest.mark.slow
 def test_a_spoiled_right_answer_gets_the_checks_feedback(check_name):
     problems = []
     for label, (spoil, words) in SPOILERS.items():
@@ -266,6 +268,7 @@ def test_a_spoiled_right_answer_gets_the_checks_feedback(check_name):
 
 
 @pytest.mark.parametrize("check_name", sorted(SOLUTIONS))
+@pytest.mark.slow
 def test_the_right_answer_in_a_tensor_requiring_grad_is_read_as_its_values(check_name):
     learner_function = spoiled(solution_for(check_name), _as_grad_tensor)
     assert CHECKS[check_name](learner_function).passed

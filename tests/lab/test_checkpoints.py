@@ -49,6 +49,7 @@ def saved_model(directory, name="tiny", seed=3):
     return model, path
 
 
+@pytest.mark.slow
 def test_round_trip_gives_the_same_model_and_manifest_entry(tmp_path):
     model, path = saved_model(tmp_path)
     loaded, info = load_checkpoint("tiny", tmp_path)
@@ -68,6 +69,7 @@ def test_saving_again_updates_one_entry_and_keeps_the_others(tmp_path):
     assert manifest["checkpoints"]["second"]["seed"] == 4
 
 
+@pytest.mark.slow
 def test_processes_saving_at_once_lose_no_manifest_entry(tmp_path):
     # the training scripts save from two worker processes; the manifest's read-modify-write is locked
     script = textwrap.dedent(f"""
@@ -360,6 +362,7 @@ SAVE_IN_A_FRESH_PROCESS = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_saving_the_same_weights_gives_the_same_bytes_in_any_process(tmp_path):
     _, first = saved_model(tmp_path / "first")
     _, second = saved_model(tmp_path / "second")
@@ -393,6 +396,7 @@ shipped = pytest.mark.skipif(not (LAB_DIRECTORY / MANIFEST_NAME).exists(),
 
 
 @shipped
+@pytest.mark.slow
 def test_every_shipped_file_matches_the_manifest():
     manifest = read_manifest()
     for name in manifest["checkpoints"]:

@@ -168,6 +168,7 @@ def test_analysis_batch_is_fixed_by_the_seed():
     assert not torch.equal(a.inputs, analysis_batch(TASK, 2).inputs)
 
 
+@pytest.mark.slow
 def test_train_two_relation_model_reports_progress():
     sweep_task = TwoRelationTask()
     from mha.lab.tiny_model import TinyTransformerConfig

@@ -167,6 +167,7 @@ def test_first_step_above_reads_the_first_crossing():
     assert first_step_above(rows, "score", 0.9) is None
 
 
+@pytest.mark.slow
 def test_train_until_induction_stops_after_the_phase_change():
     from mha.lab.induction import train_until_induction
     from mha.lab.tiny_model import TinyTransformer, TinyTransformerConfig

@@ -62,6 +62,7 @@ def test_shapes_follow_the_model_and_the_frames(timeline):
 
 
 @pytest.mark.parametrize("step, name", stored_series())
+@pytest.mark.slow
 def test_maps_and_scores_agree_with_the_stored_checkpoint_of_that_step(timeline, step, name):
     model, _ = load_checkpoint(name)
     frame = timeline.frame_at(step)
@@ -161,6 +162,7 @@ def test_content_that_does_not_hold_together_is_refused(copied, change, complain
     assert str(copied / TIMELINE_FILE) in message and "python -m scripts.induction_timeline" in message
 
 
+@pytest.mark.slow
 def test_maps_that_are_not_attention_weights_are_refused(copied):
     import base64
     import gzip
@@ -175,6 +177,7 @@ def test_maps_that_are_not_attention_weights_are_refused(copied):
         load_induction_timeline(directory=copied)
 
 
+@pytest.mark.slow
 def test_the_payload_round_trips_with_every_frame(timeline):
     view = TrainingTimelineView()
     payload = view.site_payload()
@@ -195,11 +198,13 @@ def test_the_payload_round_trips_with_every_frame(timeline):
     assert all(sequence["tokens"][key - 1] == sequence["tokens"][query] for query, key in sequence["marked"])
 
 
+@pytest.mark.slow
 def test_the_page_gets_the_payload_within_its_budget():
     encoded = payloads.encode_payload(payloads.site_payload(TrainingTimelineView()))
     assert len(encoded) < 1_000_000  # characters of base64 in the page, of its 3 MB
 
 
+@pytest.mark.slow
 def test_the_notebook_placeholder_carries_a_recipe_that_rebuilds_the_view():
     view = TrainingTimelineView(step=2860)
     bundle, _ = view._repr_mimebundle_()

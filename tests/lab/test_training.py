@@ -29,6 +29,7 @@ def short_run(seed: int = 0, **changes) -> TrainingLog:
     return train(fresh_model(seed), TASK, TrainingConfig(**settings), progress=False)
 
 
+@pytest.mark.slow
 def test_same_seed_gives_an_identical_loss_curve():
     first, second = short_run(seed=1), short_run(seed=1)
     for column in ("step", "train_loss", "loss", "repeat_loss", "repeat_accuracy"):
@@ -67,6 +68,7 @@ def test_thread_count_is_set_during_training_and_restored():
     assert seen == [1] and torch.get_num_threads() == before
 
 
+@pytest.mark.slow
 def test_training_learns_a_positional_task():
     task = CopyBackTask(vocab_size=8, seq_len=8, distance=2)
     model = TinyTransformer(

@@ -28,6 +28,7 @@ def sentences():
     return generate_corpus(sentences_per_template=2, seed=3, include_pronoun_pairs=False)
 
 
+@pytest.mark.slow
 def test_batched_records_equal_one_sentence_at_a_time_and_keep_the_order(encoder, sentences):
     records = encode_records(encoder, sentences, batch_size=5)  # several batches of mixed lengths
     assert len(records) == len(sentences)
@@ -89,6 +90,7 @@ def test_batches_follow_the_token_budget():
     assert [4] in batches  # 300 tokens: alone
 
 
+@pytest.mark.slow
 def test_a_treebank_of_long_sentences_is_encoded_within_the_budget(encoder):
     """Real web text, batched by tokens: each record equals its sentence encoded alone."""
     from mha.corpora.treebank import EWT_DEV_PATH, read_conllu

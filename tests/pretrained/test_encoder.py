@@ -88,6 +88,7 @@ def assert_within_tolerance(ours: torch.Tensor, theirs: torch.Tensor, what: str)
 
 
 @pytest.mark.parametrize("sentence", SENTENCES, ids=[f"sentence{i}" for i in range(len(SENTENCES))])
+@pytest.mark.slow
 def test_single_sentence_matches_transformers(encoder, reference, sentence):
     trace = encoder.trace(sentence)
     hidden, weights = reference_outputs(reference, trace.inputs)
@@ -95,6 +96,7 @@ def test_single_sentence_matches_transformers(encoder, reference, sentence):
     assert_within_tolerance(trace.attention_weights, weights, "attention weights")
 
 
+@pytest.mark.slow
 def test_padded_batch_matches_transformers(encoder, reference):
     trace = encoder.trace(BATCH)
     hidden, weights = reference_outputs(reference, trace.inputs)
@@ -170,6 +172,7 @@ def test_load_is_cached_and_frozen(encoder):
 # ---------------------------------------------------------------- interventions
 
 
+@pytest.mark.slow
 def test_head_mask_removes_exactly_one_head(encoder, reference):
     inputs = encoder.tokenize(BATCH[:4])
     layer, head, d_head = 2, 5, 32

@@ -75,6 +75,7 @@ def assert_close_at_real_tokens(ours, theirs, real, tolerance=TOLERANCE):
 
 
 @pytest.mark.parametrize("head", [(0, 3), (2, 8), (5, 11)])
+@pytest.mark.slow
 def test_one_head_patched_equals_transformers_with_a_hook(encoder, reference, target, source, head):
     ours = final_states_with_each_head_patched(encoder, target, source, heads=[head])[head]
     theirs = reference_patched(reference, target, source, [head])
@@ -83,6 +84,7 @@ def test_one_head_patched_equals_transformers_with_a_hook(encoder, reference, ta
     assert (ours[target.real_tokens] - target.hidden_states[-1][target.real_tokens]).abs().max() > 1e-3
 
 
+@pytest.mark.slow
 def test_heads_of_several_layers_patched_together_equal_transformers(encoder, reference, target, source):
     heads = [(1, 4), (3, 0), (3, 9), (4, 2)]
     ours = final_states_with_heads_patched(encoder, target, source, heads)
@@ -113,6 +115,7 @@ def test_patching_in_a_removed_heads_zero_output_equals_removing_it(encoder, tar
     assert_close_at_real_tokens(patched, removed.hidden_states[-1], target.real_tokens, tolerance=1e-5)
 
 
+@pytest.mark.slow
 def test_effects_are_the_readout_of_each_patched_run_minus_the_target_run(encoder, reference, target, source):
     def readout(states):  # the first token's first feature, one number per sentence
         return states[:, 1, 0].numpy()
@@ -126,6 +129,7 @@ def test_effects_are_the_readout_of_each_patched_run_minus_the_target_run(encode
     assert np.abs(effects).max() > 1e-3
 
 
+@pytest.mark.slow
 def test_bad_input_gets_an_error_that_says_how_to_fix_it(encoder, target, source):
     shorter = encoder.trace(["The trophy does not fit .", "The cat chased the dog ."])
     with pytest.raises(ValueError, match="sentence 0 has 16 tokens in target but 8 in source"):

@@ -25,6 +25,7 @@ def test_sentence_embeddings_have_unit_length():
     assert torch.allclose(vectors.norm(dim=-1), torch.ones(3))
 
 
+@pytest.mark.slow
 def test_embed_matches_one_sentence_at_a_time_and_sentence_transformers():
     encoder = MiniLMEncoder.load()
     sentences = ["A short one.", "The train to Boston was delayed by two hours this morning.", "Hello."]

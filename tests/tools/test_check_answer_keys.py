@@ -24,11 +24,13 @@ def softmax_exercise() -> tuple[str, dict, dict]:
     return next(item for item in keys.graded_exercises([ATTENTION]) if item[1]["function"] == "my_softmax")
 
 
+@pytest.mark.slow
 def test_a_key_that_the_grader_passes_is_not_reported():
     section, exercise, key = softmax_exercise()
     assert keys.grade_key(section, exercise, key, (5,), ["my_softmax"]) is None
 
 
+@pytest.mark.slow
 def test_a_check_that_sends_an_object_of_the_package_is_caught(monkeypatch):
     """The bug this script exists for: the key is right, the check passes in the kernel, the graded run dies."""
     section, exercise, key = softmax_exercise()

@@ -112,6 +112,7 @@ def test_the_students_week_notebook_has_no_solution_and_links_that_resolve(tmp_p
         assert (ROOT / os.path.normpath(Path("weeks") / target)).is_file(), target
 
 
+@pytest.mark.slow
 def test_a_weekly_autograder_grades_its_key_at_full_marks_and_the_student_edition_at_zero(tmp_path):
     """Week 1 covers two notebooks: every exercise of both, through the plugin's function as otter run calls it."""
     week = course.week(1)

@@ -93,6 +93,7 @@ def test_the_points_scheme_is_read_from_the_command_line_and_refuses_what_it_can
         grading.points_of({"label": "ex-unrated", "difficulty": None})
 
 
+@pytest.mark.slow
 def test_the_autograder_zip_carries_the_package_and_pins_what_grading_installs(tmp_path):
     """What Gradescope's image installs from the zip (``.ci/run``'s ``grading.py --clean-check`` installs it)."""
     from scripts.book_release import TORCH_CPU_INDEX, package_dependencies, pins, version

@@ -33,6 +33,7 @@ def test_a_family_newer_than_the_cpus_own_is_never_run_even_when_torch_claims_it
 
 
 @x86_only
+@pytest.mark.slow
 def test_the_oldest_family_is_really_switched_on_in_a_fresh_process(monkeypatch):
     monkeypatch.setenv("ATEN_CPU_CAPABILITY", "default")  # as .ci/run leaves it: the CPU's own is still found
     own = MATRIX.family_in_use(None)

@@ -61,6 +61,7 @@ def test_a_tool_run_as_a_file_names_the_command_to_use():
     assert "Traceback" not in ran.stderr
 
 
+@pytest.mark.slow
 def test_every_command_named_is_a_tool_run_as_a_module():
     named, as_files = {}, []
     for path in book_text_files():

@@ -159,6 +159,7 @@ def test_every_check_answers_its_stub_with_not_attempted_yet():
         assert str(result).startswith("✗ Not attempted yet") and name in str(result), f"{check}: {result}"
 
 
+@pytest.mark.slow
 def test_the_student_edition_reads_outside_jupyterlab(tmp_path):
     """Colab, plain Jupyter and nbconvert know no MyST: the student edition shows each glued number as the text the
     book stored for it, each exercise as plain markdown and each hint folded in an HTML <details>."""

@@ -66,6 +66,7 @@ def test_the_student_site_executes_nothing_and_launches_the_student_branch(site)
     assert (site / "references.bib").read_text() == (ROOT / "references.bib").read_text()
 
 
+@pytest.mark.slow
 def test_a_solutions_page_disappears_when_its_week_is_no_longer_released(tmp_path):
     course.release_solutions(tmp_path, [course.week(1), course.week(2)])
     site_script.write_site(tmp_path)

@@ -86,6 +86,7 @@ def test_otters_filter_keeps_the_answers_and_nothing_else(student):
     assert "Rubric" not in text and "def my_softmax" not in text
 
 
+@pytest.mark.browser
 def test_written_answers_are_collected_and_exported(student, tmp_path):
     submissions = tmp_path / "submissions"
     submissions.mkdir()
@@ -120,6 +121,7 @@ OUTSIDE = re.compile(r"""<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)\s*=\s*
                      r"""|\bimport\b[^;]*["'](?:https?:)?//""", re.IGNORECASE)
 
 
+@pytest.mark.browser
 def test_the_printed_page_loads_nothing_from_outside_and_typesets_the_formulas(student, tmp_path):
     """nbconvert's template loads jQuery, require.js, MathJax 2 and mermaid from a CDN; the page printed holds no
     script but the book's own MathJax, which typesets the answer's formulas (read from the page Chromium drew)."""

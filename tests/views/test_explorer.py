@@ -170,8 +170,9 @@ def head_count_explorer():
     return HeadCountExplorer(n_heads=2)
 
 
-@pytest.fixture(scope="module", params=[head_explorer, model_explorer, induction_explorer, head_count_explorer],
-                ids=lambda make: make.__name__)
+@pytest.fixture(scope="module", ids=lambda make: make.__name__, params=[
+    head_explorer, pytest.param(model_explorer, marks=pytest.mark.slow), induction_explorer,
+    pytest.param(head_count_explorer, marks=pytest.mark.slow)])
 def view(request):
     return request.param()
 
@@ -257,6 +258,7 @@ def test_figures_ring_the_marked_cells():
     np.testing.assert_array_equal(rings[0].get_offsets(), [[0, 2], [1, 1]])  # x = key column, y = query row
 
 
+@pytest.mark.slow
 def test_the_text_form_is_what_the_notebooks_store():
     # nbval compares these lines with the text/plain outputs stored in sections 1.2, 3.1 and 3.6-3.7
     from mha.views.head_count_explorer import HeadCountExplorer

@@ -111,6 +111,7 @@ def test_every_control_redraws_the_view(explorer):
         assert len(titles) == len(values), f"moving {control.description!r} did not retitle the map"
 
 
+@pytest.mark.slow
 def test_live_retrain_shows_the_new_model_and_fits_the_time_budget(explorer):
     explorer.seed_picker.value = 0
     explorer.train_heads.value = "32"  # the slowest head count; its time is measured by scripts/bench_views.py
@@ -125,6 +126,7 @@ def test_live_retrain_shows_the_new_model_and_fits_the_time_budget(explorer):
     assert "The model you trained live" not in explorer.message.value
 
 
+@pytest.mark.slow
 def test_in_jupyter_the_view_shows_the_model_trained_live_then_the_stored_ones_again():
     explorer = HeadCountExplorer(n_heads=4, seed=1)
     assert explorer.status in explorer.widget.children

@@ -66,6 +66,7 @@ def test_commas_and_spaces_both_separate_tokens():
     assert parse_token_ids(" 5, 17,42  8 ", vocab_size=64, max_len=40) == [5, 17, 42, 8]
 
 
+@pytest.mark.slow
 def test_default_view_shows_a_map_and_the_head_scores(explorer):
     drawn = explorer.current.attention_map
     assert drawn.title.startswith("seed 0, L1H0 (")
@@ -189,6 +190,7 @@ def test_an_unexpected_error_is_a_message_not_a_dead_view(explorer, monkeypatch)
 # --- in Jupyter: the view drawn by views.js, and the box to type token ids under it ------------------------------
 
 
+@pytest.mark.slow
 def test_typed_ids_are_drawn_in_every_map_of_the_view_on_screen():
     explorer = InductionLabExplorer(["induction_2layer_seed0", "induction_2layer_seed1"], n_sequences=2)
     assert explorer.own_tokens in explorer.widget.children and explorer.typing_problem in explorer.widget.children

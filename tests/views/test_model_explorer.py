@@ -168,6 +168,7 @@ def published(explorer: ModelHeadExplorer) -> dict:
     return decode_payload(explorer.view_widget.payload)
 
 
+@pytest.mark.slow
 def test_a_typed_sentence_joins_the_menu_of_the_view_on_screen(encoder):
     explorer = ModelHeadExplorer(SENTENCES, encoder=encoder, layer=3, head=5)
     assert explorer.own_sentence in explorer.widget.children and explorer.typing_problem in explorer.widget.children
@@ -198,6 +199,7 @@ def test_a_typed_sentence_joins_the_menu_of_the_view_on_screen(encoder):
 
 
 @pytest.mark.parametrize("typed, words", [("   ", "the sentence is empty"), ("<i>word</i> " * 40, "Shorten it")])
+@pytest.mark.slow
 def test_a_sentence_that_cannot_be_drawn_leaves_the_view_on_screen_as_it_was(encoder, typed, words):
     explorer = ModelHeadExplorer(SENTENCES, encoder=encoder)
     assert explorer.widget.children[0] is explorer.view_widget  # on screen: typing now sends the view payloads

@@ -131,10 +131,12 @@ def python_problem(payload: dict) -> str | None:
     return None
 
 
+@pytest.mark.browser
 def test_python_and_views_js_check_the_same_schema(js):
     assert js["schema"] == PAYLOAD_SCHEMA and js["version"] == 2
 
 
+@pytest.mark.browser
 def test_python_and_views_js_accept_and_refuse_the_same_payloads(cases, js):
     assert len(cases) >= 10
     for name, (payload, fits) in cases.items():
@@ -150,6 +152,7 @@ def test_python_and_views_js_accept_and_refuse_the_same_payloads(cases, js):
     (lambda p: p["palette"].__setitem__(7, ["#000000"]), "at palette/7: "),
     (lambda p: p["controls"][2].__setitem__("start", -2), "at controls/2/start: -2 is less than the minimum of 0"),
 ])
+@pytest.mark.slow
 def test_a_payload_that_does_not_fit_is_refused_naming_where(real, change, where):
     payload = changed(real["table"], change)
     with pytest.raises(ValueError, match="^the view's payload does not fit its schema ") as refused:
@@ -157,11 +160,13 @@ def test_a_payload_that_does_not_fit_is_refused_naming_where(real, change, where
     assert where in str(refused.value)
 
 
+@pytest.mark.slow
 def test_the_weights_travel_beside_the_json_and_are_not_checked(real):
     payload = {**real["table"], "weights": b"\x00\x64" * 10}
     assert check_payload(payload) is payload
 
 
+@pytest.mark.slow
 def test_checking_a_payload_imports_no_format_grammar_and_leaves_it_importable():
     """jsonschema's optional "iri" format grammar (rfc3987_syntax, a second of CPU to import) stays out of a kernel
     that shows a view, since the schema checks no string format; another library can still import it afterwards."""

@@ -66,6 +66,7 @@ def test_a_view_built_in_code_that_cannot_be_rebuilt_says_so():
     assert "needs a running notebook" in placeholder_html(other)
 
 
+@pytest.mark.slow
 def test_every_stored_view_is_the_packages_view_and_the_payload_round_trips():
     explorer = InductionLabExplorer(n_sequences=3, layer=0, head=1)
     payload = site_payload(explorer)
@@ -99,6 +100,7 @@ def test_what_a_reader_typed_in_the_kernel_never_reaches_the_website():
     assert on_the_site["note"] == InductionLabExplorer.site_note and in_jupyter["note"] == ""
 
 
+@pytest.mark.slow
 def test_a_slider_beyond_its_reach_stores_the_clamped_view():
     explorer = HeadCountExplorer(n_heads=1, seed=0)
     payload = site_payload(explorer)

@@ -38,6 +38,7 @@ def test_mask_builders():
         pruning_masks([0, 0], [1], 2, 3)
 
 
+@pytest.mark.slow
 def test_gradients_predict_the_effect_of_small_mask_changes():
     encoder = MiniLMEncoder.load()
     inputs = encoder.tokenize(SENTENCES)
@@ -122,6 +123,7 @@ def test_stored_pruning_spread_is_what_its_script_describes():
         assert split["ranking_kept"]["gradient"][-1] == split["ranking_kept"]["random"][-1]
 
 
+@pytest.mark.slow
 def test_stored_single_removals_match_heads_removed_from_scratch_and_refuse_a_bad_file(tmp_path):
     from scipy.stats import spearmanr
 
@@ -156,6 +158,7 @@ def test_stored_single_removals_match_heads_removed_from_scratch_and_refuse_a_ba
         load_single_removals(malformed)
 
 
+@pytest.mark.slow
 def test_stored_triples_pruning_matches_a_pruned_model_run_from_scratch(tmp_path):
     from scipy.stats import spearmanr
 

@@ -95,6 +95,7 @@ def test_resampled_removable_reads_each_resample_like_the_full_curve():
 
 
 
+@pytest.mark.slow
 def test_stored_treebank_pruning_is_what_its_script_describes():
     from mha.corpora.treebank import EWT_DEV_PATH, read_conllu, split_sentences
 

@@ -76,6 +76,7 @@ def test_pair_halves_validates_pairs():
         pair_halves(items[:3])
 
 
+@pytest.mark.slow
 def test_score_pronoun_items_on_the_model_and_layer_zero_never_flips():
     from mha.analysis.coreference_and_content.coreference import candidate_similarity, score_pronoun_items
     from mha.pretrained.encoder import MiniLMEncoder
@@ -114,6 +115,7 @@ def two_pairs_patched(encoder):
     return pair_patching(encoder, pronoun_pairs()[:4])  # the first two pairs: every head patched both ways
 
 
+@pytest.mark.slow
 def test_pair_patching_measures_the_pair_difference_and_what_one_head_carries(encoder, two_pairs_patched):
     from mha.analysis.coreference_and_content.coreference import candidate_similarity, lean_to_first_candidate
     from mha.pretrained.patching import final_states_with_heads_patched
@@ -139,6 +141,7 @@ def test_pair_patching_measures_the_pair_difference_and_what_one_head_carries(en
     assert np.abs(result.carried).max() > 1e-3
 
 
+@pytest.mark.slow
 def test_pair_patching_does_not_depend_on_which_half_comes_first(encoder, two_pairs_patched):
     from mha.analysis.coreference_and_content.coreference import pair_patching
 
@@ -149,6 +152,7 @@ def test_pair_patching_does_not_depend_on_which_half_comes_first(encoder, two_pa
     np.testing.assert_allclose(swapped.carried, result.carried, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_pair_patching_leaves_out_pairs_of_different_lengths_and_says_so(encoder):
     from mha.analysis.coreference_and_content.coreference import pair_patching
 
@@ -162,6 +166,7 @@ def test_pair_patching_leaves_out_pairs_of_different_lengths_and_says_so(encoder
     assert result.left_out == ("boat-river",) and result.pair_ids == (items[0].pair_id,)
 
 
+@pytest.mark.slow
 def test_stored_pair_patching_matches_a_fresh_run_and_refuses_a_bad_file(two_pairs_patched, tmp_path):
     from mha.analysis.coreference_and_content.coreference import load_pair_patching
 
@@ -181,6 +186,7 @@ def test_stored_pair_patching_matches_a_fresh_run_and_refuses_a_bad_file(two_pai
         load_pair_patching(malformed)
 
 
+@pytest.mark.slow
 def test_stored_lean_change_matches_heads_removed_from_scratch_and_refuses_a_bad_file(encoder, tmp_path):
     from mha.analysis.coreference_and_content.coreference import (
         candidate_similarity,

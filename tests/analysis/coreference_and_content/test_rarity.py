@@ -25,6 +25,7 @@ def test_vocabulary_rank_on_a_toy_vocabulary():
     assert ranks[1:5].tolist() == [0.0, 1.0, 0.0, 22421 - 1996]
 
 
+@pytest.mark.slow
 def test_the_real_vocabulary_starts_with_common_words():
     vocabulary = load_tokenizer().get_vocab()
     ranks = vocabulary_rank(["the", "of", "and", "kettle"], vocabulary)
@@ -53,6 +54,7 @@ def test_extreme_hit_rates_by_hand():
     assert total.rows == 6 and total.rate.tolist() == [1.0, 0.0]
 
 
+@pytest.mark.slow
 def test_rare_common_items_keep_positions():
     vocabulary = load_tokenizer().get_vocab()
     assert all(w in vocabulary for w in COMMON_NOUNS + RARE_NOUNS)

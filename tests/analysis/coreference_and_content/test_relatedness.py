@@ -27,6 +27,7 @@ def test_every_item_crosses_two_pairs_in_one_frame():
                    [w for i, w in enumerate(item.sentences[0]) if i not in (item.slot_a, item.slot_b)]
 
 
+@pytest.mark.slow
 def test_every_word_is_one_word_piece():
     vocabulary = load_tokenizer().get_vocab()
     words = {w for pairs in RELATED_PAIRS.values() for pair in pairs for w in pair}

@@ -84,6 +84,7 @@ def pairs():
     return list(zip(items, OTHERS))
 
 
+@pytest.mark.slow
 def test_patching_follows_the_probe_and_the_package_patch_of_one_head(encoder, pairs):
     probe = fit_number_probe(encoder, pairs)
     result = agreement_patching(encoder, pairs, probe, chunk=4)
@@ -105,6 +106,7 @@ def test_patching_follows_the_probe_and_the_package_patch_of_one_head(encoder, p
     assert np.allclose(result.carried[:, 3, 5], sign * moved / 2, atol=1e-4)
 
 
+@pytest.mark.slow
 def test_pairs_of_different_lengths_are_left_out_and_too_few_pairs_refused(encoder, pairs):
     probe = fit_number_probe(encoder, pairs)
     item = pairs[0][0]

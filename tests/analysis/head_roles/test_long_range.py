@@ -48,6 +48,7 @@ def test_trees_line_up_with_the_annotated_sentences():
     assert all(sum(h < 0 for h in t.heads) == 1 for t in trees)
 
 
+@pytest.mark.slow
 def test_the_treebank_holds_a_few_textbook_pairs():
     pairs = paired_constructions(read_ud_trees(EWT_DEV_PATH))
     kinds = {p.kind for p in pairs}

@@ -28,6 +28,7 @@ def ewt_records():
 
 
 @pytest.mark.parametrize("options", [{}, {"clark_poss": True}, {"mode": "column"}])
+@pytest.mark.slow
 def test_hits_from_guesses_count_what_relation_hits_counts(ewt_records, options):
     guesses = relation_guesses(ewt_records, **options)
     part = [31, 2, 17, 0, 9, 25, 38]  # any sentences, in any order
@@ -40,6 +41,7 @@ def test_hits_from_guesses_count_what_relation_hits_counts(ewt_records, options)
         hits_from_guesses(guesses, [40])
 
 
+@pytest.mark.slow
 def test_stored_guesses_match_a_fresh_count_of_their_first_sentences(ewt_records):
     stored = load_treebank_guesses()
     assert set(stored) == {"row", "row, Clark poss", "column"}
@@ -103,6 +105,7 @@ def test_gain_table_bounds_reads_each_chosen_head_and_offset():
         gain_bounds(0.0, 0.0, 0.1)  # a standard error of 0 bounds nothing
 
 
+@pytest.mark.slow
 def test_stored_shares_match_a_fresh_scoring_of_their_first_sentences(ewt_records):
     from mha.analysis.head_roles.role_table import sentence_head_scores
 
