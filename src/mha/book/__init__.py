@@ -6,6 +6,8 @@ numbers and citations, one name for each head, and the CPU threads a notebook us
 - :mod:`~mha.book.prose`: :data:`glue`, which stores a number for the prose and reads it back (``glue.text``), and
   the citations (``glue.cite_t``, ``glue.cite_p``), the same in JupyterLab and on the website.
 - :mod:`~mha.book.head_names`: ``L3H1`` for head 1 of layer 3, both counted from 0 (:func:`head_label`).
+- :mod:`~mha.book.verdicts`: one verdict per claim, glued by the chapter that tests it and pasted by the claims
+  page (:func:`glue_verdict`).
 - :mod:`~mha.book.threads`: the two CPU threads a notebook gives torch, one each when the tests run notebooks side
   by side (:func:`set_cpu_threads`).
 
@@ -26,7 +28,9 @@ from mha.book.prose import (
 )
 from mha.book.rounding import as_shown, decimals_shown, shown
 from mha.book.threads import set_cpu_threads
+from mha.book.verdicts import VERDICTS, glue_verdict, parse_verdict, verdict_text
 
-__all__ = ["CITATION_LABELS", "GLUE_RECORD", "PROSE_CITATION", "PROSE_NUMBER", "as_shown", "citation_text",
+__all__ = ["CITATION_LABELS", "GLUE_RECORD", "PROSE_CITATION", "PROSE_NUMBER", "VERDICTS", "as_shown", "citation_text",
            "decimals_shown", "glue", "glued_records", "glued_text", "head_label", "head_labels", "label_heads",
-           "parse_head_label", "prose_expression_results", "set_cpu_threads", "shown"]
+           "glue_verdict", "parse_head_label", "parse_verdict", "prose_expression_results", "set_cpu_threads", "shown",
+           "verdict_text"]
