@@ -12,8 +12,10 @@ import numpy as np
 import pytest
 
 from mha.analysis.coreference_and_content.natural_coreference import (
+    GROUPS,
     LITBANK_COREFERENCE_PATH,
     RULES,
+    CoreferenceSums,
     NaturalCoreference,
     link_scores,
     load_natural_coreference,
@@ -24,6 +26,7 @@ from mha.corpora.litbank import (
     LITBANK_PATH,
     Mention,
     PronounLink,
+    antecedent_kind,
     coref_windows,
     documents_to_json,
     load_litbank,
@@ -93,6 +96,62 @@ def test_windows_count_word_pieces_and_leave_out_a_sentence_too_long_for_one():
     assert [w.first_sentence for w in coref_windows(document, max_pieces=21, pieces=lambda word: 2)] == [0, 1, 2]
     with pytest.raises(ValueError, match="max_pieces"):
         coref_windows(document, max_pieces=2)
+
+
+def test_links_split_by_the_kind_of_their_antecedent():
+    (window,) = coref_windows(parse_coref_conll(TINY), max_pieces=18)
+    # He -> the old man, her -> Mary, It -> her dog (a noun phrase that holds a pronoun), him -> He
+    assert [antecedent_kind(window, link) for link in window.links] == ["nominal", "nominal", "nominal", "pronoun"]
+    with pytest.raises(ValueError, match="do not lie in order inside the window"):
+        antecedent_kind(window, PronounLink(3, (4, 5), ((4, 5),), 5, 5))
+
+
+def _tiny_maps() -> np.ndarray:
+    """(1 layer, 2 heads, 16, 16) maps of TINY's one window: head 0 attends from He (6) most to 'old' (3), from her
+    (8) to 'He' (6), from It (11) to 'her' (8) and from him (14) to 'the' (2); head 1 from every pronoun to 'Mary'."""
+    maps = np.full((1, 2, 16, 16), 0.01)
+    for pronoun, word in ((6, 3), (8, 6), (11, 8), (14, 2)):
+        maps[0, 0, pronoun, word] = 0.5
+        maps[0, 0, pronoun, pronoun + 1] = 0.9 if pronoun < 15 else 0.01  # a later word never counts
+        maps[0, 1, pronoun, 0] = 0.5
+    return maps
+
+
+def test_sums_over_all_links_and_each_kind_of_antecedent_match_a_hand_count():
+    (window,) = coref_windows(parse_coref_conll(TINY), max_pieces=18)
+    sums = CoreferenceSums(("other", "tiny"), n_layers=1, n_heads=2, max_offset=3)
+    sums.add_unlinked(window)
+    sums.add(window, _tiny_maps())
+    groups = sums.result()
+    assert tuple(groups) == GROUPS
+    all_links, nominal, pronoun = groups["all"], groups["nominal"], groups["pronoun"]
+    assert all_links.pronouns.tolist() == [0, 4] and nominal.pronouns.tolist() == [0, 3]
+    assert pronoun.pronouns.tolist() == [0, 1]
+    # head 0: right for He (old in 'the old man') and It (her in 'her dog'); wrong for her (He is not Mary) and him
+    # ('the' is in the chain's 'the old man', not the antecedent He); head 1 (Mary) right only for her
+    assert all_links.hits[1].tolist() == [[2, 1]] and all_links.chain_hits[1].tolist() == [[3, 1]]
+    assert nominal.hits[1].tolist() == [[2, 1]] and pronoun.hits[1].tolist() == [[0, 0]]
+    assert pronoun.chain_hits[1].tolist() == [[1, 0]]
+    # shares: head 0 gives its antecedent 0.5 + 0.01 + 0.01 for He (three words), 0.01 for her, 0.5 + 0.01 for It
+    # (two words) and 0.01 for him; head 1 gives 0.01 * 3, 0.5, 0.01 * 2, 0.01
+    np.testing.assert_allclose(nominal.share[1], [[0.52 + 0.01 + 0.51, 0.03 + 0.5 + 0.02]])
+    np.testing.assert_allclose(pronoun.share[1], [[0.01, 0.01]])
+    # nearest mention: man (He, right), He (her, wrong), dog (It, right), It (him, wrong); nearest noun phrase:
+    # man, man, dog, dog: right for He and It; it can never be right where the antecedent is a pronoun
+    assert nominal.rule_hits["nearest mention"].tolist() == [0, 2]
+    assert nominal.rule_hits["nearest noun phrase"].tolist() == [0, 2]
+    assert pronoun.rule_hits["nearest mention"].tolist() == [0, 0]
+    assert pronoun.rule_hits["nearest noun phrase"].tolist() == [0, 0]
+    # offsets 1, 2, 3 before He (6), her (8), It (11), him (14): words 5 4 3, 7 6 5, 10 9 8, 13 12 11
+    assert nominal.offset_hits[1].tolist() == [0, 2, 2] and pronoun.offset_hits[1].tolist() == [0, 0, 0]
+    for group in groups.values():
+        assert group.unlinked.tolist() == [0, 0] and group.works == ("other", "tiny")
+    with pytest.raises(ValueError, match="not one of the works given"):
+        CoreferenceSums(("other",), 1, 2).add(window, _tiny_maps())
+    with pytest.raises(ValueError, match=r"give the window's word-level maps, \(1, 2, 16, 16\)"):
+        sums.add(window, _tiny_maps()[:, :, :15, :15])
+    with pytest.raises(ValueError, match="distinct names"):
+        CoreferenceSums(("tiny", "tiny"), 1, 2)
 
 
 def test_link_scores_match_a_hand_calculation():
@@ -201,6 +260,22 @@ def test_the_stored_scores_are_the_recorded_ones_and_add_up():
     assert (result.share <= result.pronouns[:, None, None] + 1e-6).all()
     for name in RULES:
         assert (result.rule_chain_hits[name] >= result.rule_hits[name]).all()
+
+
+def test_the_stored_kinds_of_antecedent_partition_the_links():
+    result = load_natural_coreference()
+    nominal, pronoun = (load_natural_coreference(antecedent=kind) for kind in ("nominal", "pronoun"))
+    assert nominal.works == pronoun.works == result.works
+    np.testing.assert_array_equal(nominal.pronouns + pronoun.pronouns, result.pronouns)
+    np.testing.assert_array_equal(nominal.hits + pronoun.hits, result.hits)
+    np.testing.assert_array_equal(nominal.offset_hits + pronoun.offset_hits, result.offset_hits)
+    np.testing.assert_allclose(nominal.share + pronoun.share, result.share, atol=3e-6)
+    # the nearest noun phrase picks the last word of a mention that is not a pronoun: on a pronoun antecedent it can
+    # land only where a longer mention ends on that pronoun ('the man himself'), which is rare
+    assert pronoun.rule_hits["nearest noun phrase"].sum() < 0.02 * pronoun.pronouns.sum()
+    assert 0 < nominal.pronouns.sum() < result.pronouns.sum()
+    with pytest.raises(ValueError, match="choose one of"):
+        load_natural_coreference(antecedent="names")
 
 
 def test_a_window_longer_than_the_models_positions_is_refused_before_anything_is_traced():

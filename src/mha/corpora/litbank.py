@@ -32,12 +32,17 @@ from mha.core.validation import as_path, check_items, check_type, check_whole_nu
 from mha.data_files import DATA_DIRECTORY, read_verified_file, read_verified_json
 
 __all__ = ["PRONOUNS", "LITBANK_PATH", "Mention", "CorefDocument", "parse_coref_conll", "read_coref_conll",
-           "documents_to_json", "load_litbank", "PronounLink", "CorefWindow", "coref_windows"]
+           "documents_to_json", "load_litbank", "PronounLink", "CorefWindow", "coref_windows", "ANTECEDENT_KINDS",
+           "antecedent_kind"]
 
 PRONOUNS = frozenset({"he", "him", "his", "himself", "she", "her", "hers", "herself", "it", "its", "itself",
                       "they", "them", "their", "theirs", "themselves"})
 """The third-person pronouns linked to antecedents (lower case). First and second persons are left out: in fiction
 they mostly name a narrator or a speaker, whose last mention is often far away or outside the text."""
+
+ANTECEDENT_KINDS = ("nominal", "pronoun")
+"""The two kinds of antecedent a pronoun link is scored on apart (:func:`antecedent_kind`): a name or noun phrase
+(*Mary* ... *she*, *the old man* ... *he*), or another pronoun of :data:`PRONOUNS` (*he* ... *him*)."""
 
 LITBANK_PATH = DATA_DIRECTORY / "litbank" / "litbank_coref.json"
 """The book's extract of LitBank: 80 works' sentences and coreference mentions (``scripts/extract_litbank.py``)."""
@@ -264,6 +269,22 @@ class CorefWindow:
 
 def _is_pronoun(words: Sequence[str], start: int, end: int) -> bool:
     return start == end and words[start].lower() in PRONOUNS
+
+
+def antecedent_kind(window: CorefWindow, link: PronounLink) -> str:
+    """``"pronoun"`` if the link's antecedent is one word of :data:`PRONOUNS`, else ``"nominal"`` (a name or a noun
+    phrase, however short; *her dog* is nominal), the split of :data:`ANTECEDENT_KINDS` (3.3).
+
+    The same test decides which mentions the nearest-noun-phrase rule may pick, so that rule is right on a link whose
+    antecedent is a pronoun only where a longer mention ends on that pronoun (*the man himself*).
+    """
+    check_type("window", window, CorefWindow, "a CorefWindow (coref_windows)")
+    check_type("link", link, PronounLink, "a PronounLink of the window")
+    start, end = link.antecedent
+    if not 0 <= start <= end < link.pronoun < len(window.words):
+        raise ValueError(f"the link's antecedent {link.antecedent} and pronoun {link.pronoun} do not lie in order "
+                         f"inside the window's {len(window.words)} words; give a link of that window.")
+    return "pronoun" if _is_pronoun(window.words, start, end) else "nominal"
 
 
 def _window(document: CorefDocument, sentences: range) -> CorefWindow:

@@ -15,10 +15,14 @@ Rules that read no attention pick one earlier word each: the last word of the ne
 word ``k`` places before the pronoun (``offset -k``, for k = 1 .. :data:`MAX_OFFSET`). Read as attention that puts
 all its weight on one word, a rule's share equals its accuracy.
 
-Every score is summed per work (:class:`NaturalCoreference`), so heads can be chosen on some works and reported on
-others, with bootstrap intervals that resample whole works (:func:`mha.analysis.statistics.bootstrap_ratio_interval`):
-pronouns of one novel are not independent. ``scripts/litbank_coreference.py`` stores the result for all 80 works,
-which :func:`load_natural_coreference` reads.
+Every score is summed per work (:class:`NaturalCoreference`, accumulated by :class:`CoreferenceSums`), over all links
+and apart by the kind of antecedent (:data:`GROUPS`; :func:`mha.corpora.litbank.antecedent_kind`): a name or noun
+phrase (``"nominal"``) or another pronoun (``"pronoun"``). Most antecedents in fiction are pronouns, and a head that
+finds the previous pronoun wins the pooled score, so the two tasks are scored apart. Heads can be chosen on some works
+and reported on others, with bootstrap intervals that resample whole works
+(:func:`mha.analysis.statistics.bootstrap_ratio_interval`): pronouns of one novel are not independent.
+``scripts/litbank_coreference.py`` stores the result for all 80 works (:func:`score_windows_by_antecedent`), which
+:func:`load_natural_coreference` reads.
 """
 
 from __future__ import annotations
@@ -31,17 +35,29 @@ import numpy as np
 
 from mha.analysis.statistics import bootstrap_ratio_interval
 from mha.core.validation import as_path, as_real_array, check_items, check_type, check_whole_number
-from mha.corpora.litbank import CorefDocument, CorefWindow, PronounLink, coref_windows
+from mha.corpora.litbank import (
+    ANTECEDENT_KINDS,
+    CorefDocument,
+    CorefWindow,
+    PronounLink,
+    antecedent_kind,
+    coref_windows,
+)
 from mha.data_files import DATA_DIRECTORY
 from mha.pretrained.encoder import MiniLMEncoder
 from mha.pretrained.tokenizer import load_wordpieces
 from mha.pretrained.word_maps import word_attention
 
-__all__ = ["MAX_OFFSET", "RULES", "piece_counter", "litbank_windows", "link_scores", "rule_hits",
-           "NaturalCoreference", "score_windows", "LITBANK_COREFERENCE_PATH", "load_natural_coreference"]
+__all__ = ["MAX_OFFSET", "GROUPS", "RULES", "piece_counter", "litbank_windows", "link_scores", "rule_hits",
+           "NaturalCoreference", "CoreferenceSums", "score_windows_by_antecedent", "score_windows",
+           "LITBANK_COREFERENCE_PATH", "load_natural_coreference"]
 
 MAX_OFFSET = 20
 """The fixed-offset rules tried: the word 1, 2, ..., 20 places before the pronoun."""
+
+GROUPS = ("all", *ANTECEDENT_KINDS)
+"""The links scored: all of them, those whose antecedent is a name or noun phrase, those whose antecedent is a
+pronoun (:func:`mha.corpora.litbank.antecedent_kind`)."""
 
 RULES = ("nearest mention", "nearest noun phrase")
 """The two candidate rules; the offsets are kept apart (one per ``k``) because the best ``k`` is chosen."""
@@ -174,13 +190,78 @@ class NaturalCoreference:
                 "offset_chain_hits": self.offset_chain_hits.astype(int).tolist()}
 
 
-def score_windows(encoder: MiniLMEncoder, windows: Sequence[CorefWindow], *, batch_size: int = 16,
-                  max_offset: int = MAX_OFFSET) -> NaturalCoreference:
-    """Trace ``windows`` and score every head and rule on every pronoun link, summed per work (3.3).
+class CoreferenceSums:
+    """Running per-work sums of every head's and rule's scores, over all links and over each kind of antecedent (3.3).
 
-    The windows with a pronoun link are traced from their words (``is_split_into_words=True``) ``batch_size`` at
-    a time; a window longer than the model's positions is refused by the encoder. Works keep their order of first
-    appearance; ``unlinked`` counts the pronouns of every window.
+    ``add(window, word_maps)`` scores every link of one window (:func:`link_scores`, :func:`rule_hits`) and adds each
+    to the sums of ``"all"`` and of its kind (:func:`mha.corpora.litbank.antecedent_kind`: ``"nominal"`` or
+    ``"pronoun"``); ``add_unlinked`` counts a window's pronouns without a link. ``result()`` returns one
+    :class:`NaturalCoreference` per group, :data:`GROUPS`, over the same works (in the order given), each with the
+    same ``unlinked``. Nothing is kept but the sums, so windows can be traced a batch at a time.
+    """
+
+    def __init__(self, works: Sequence[str], n_layers: int, n_heads: int, max_offset: int = MAX_OFFSET) -> None:
+        self.works = tuple(check_items("works", works, "the names of the works, in order"))
+        if not all(isinstance(name, str) for name in self.works) or len(set(self.works)) != len(self.works):
+            raise ValueError(f"works should be distinct names (strings) of the works, got {works!r:.80}.")
+        n_layers = check_whole_number("n_layers", n_layers, minimum=1, maximum=1024)
+        n_heads = check_whole_number("n_heads", n_heads, minimum=1, maximum=1024)
+        self.max_offset = check_whole_number("max_offset", max_offset, minimum=1, maximum=512)
+        self._row = {name: i for i, name in enumerate(self.works)}
+        n, shape = len(self.works), (len(self.works), n_layers, n_heads)
+        self._unlinked = np.zeros(n, dtype=int)
+        self._sums = {group: {"pronouns": np.zeros(n, dtype=int), "share": np.zeros(shape), "hits": np.zeros(shape),
+                              "chain_hits": np.zeros(shape), "rules": np.zeros((len(RULES), 2, n)),
+                              "offsets": np.zeros((n, 2, self.max_offset))} for group in GROUPS}
+
+    def _work(self, window: CorefWindow) -> int:
+        check_type("window", window, CorefWindow, "a CorefWindow (litbank_windows)")
+        if window.document not in self._row:
+            raise ValueError(f"window of {window.document!r}, which is not one of the works given: {self.works!r:.80}")
+        return self._row[window.document]
+
+    def add_unlinked(self, window: CorefWindow) -> None:
+        """Count the window's pronouns that have no antecedent in it."""
+        self._unlinked[self._work(window)] += window.unlinked
+
+    def add(self, window: CorefWindow, word_maps: np.ndarray) -> None:
+        """Add the scores of every link of ``window``, read from its word-level maps (layers, heads, words, words)."""
+        work = self._work(window)
+        word_maps = as_real_array("word_maps", word_maps, meaning="(layers, heads, words, words)")
+        expected = (*self._sums["all"]["share"].shape[1:], len(window.words), len(window.words))
+        if word_maps.shape != expected:
+            raise ValueError(f"word_maps has shape {word_maps.shape}; give the window's word-level maps, {expected} "
+                             "(layers, heads, words, words).")
+        for link in window.links:
+            scores = link_scores(word_maps, link)
+            picked = rule_hits(link, self.max_offset)
+            for group in ("all", antecedent_kind(window, link)):
+                sums = self._sums[group]
+                for key, value in zip(("share", "hits", "chain_hits"), scores):
+                    sums[key][work] += value
+                sums["pronouns"][work] += 1
+                for index, name in enumerate(RULES):
+                    sums["rules"][index, :, work] += [picked[name][0][0], picked[name][1][0]]
+                sums["offsets"][work] += np.stack(picked["offset"])
+
+    def result(self) -> dict[str, NaturalCoreference]:
+        """``{group: NaturalCoreference}`` for ``"all"``, ``"nominal"`` and ``"pronoun"``."""
+        return {group: NaturalCoreference(
+            self.works, sums["pronouns"].copy(), self._unlinked.copy(), sums["share"].copy(), sums["hits"].copy(),
+            sums["chain_hits"].copy(), {name: sums["rules"][i, 0].copy() for i, name in enumerate(RULES)},
+            {name: sums["rules"][i, 1].copy() for i, name in enumerate(RULES)}, sums["offsets"][:, 0].copy(),
+            sums["offsets"][:, 1].copy()) for group, sums in self._sums.items()}
+
+
+def score_windows_by_antecedent(encoder: MiniLMEncoder, windows: Sequence[CorefWindow], *, batch_size: int = 16,
+                                max_offset: int = MAX_OFFSET) -> dict[str, NaturalCoreference]:
+    """Trace ``windows`` once and score every head and rule on every pronoun link, summed per work, over all links
+    and apart for links whose antecedent is a name or noun phrase and for those whose antecedent is a pronoun (3.3).
+
+    Returns ``{"all": ..., "nominal": ..., "pronoun": ...}`` (:class:`CoreferenceSums`). The windows with a pronoun
+    link are traced from their words (``is_split_into_words=True``) ``batch_size`` at a time; a window longer than
+    the model's positions is refused by the encoder. Works keep their order of first appearance; ``unlinked`` counts
+    the pronouns of every window.
     """
     check_type("encoder", encoder, MiniLMEncoder, "the pretrained encoder, MiniLMEncoder.load()")
     windows = check_items("windows", windows, "a list of CorefWindow (litbank_windows)")
@@ -188,63 +269,59 @@ def score_windows(encoder: MiniLMEncoder, windows: Sequence[CorefWindow], *, bat
         check_type("each window", window, CorefWindow, "a CorefWindow (litbank_windows)")
     if not any(w.links for w in windows):
         raise ValueError("no window has a pronoun linked to an antecedent; nothing to score.")
-    config = encoder.config
-    works = tuple(dict.fromkeys(w.document for w in windows))
-    row = {name: i for i, name in enumerate(works)}
-    shape = (len(works), config.n_layers, config.n_heads)
-    share, hits, chain_hits = np.zeros(shape), np.zeros(shape), np.zeros(shape)
-    rules = {name: np.zeros((len(works), 2)) for name in RULES}
-    offsets = np.zeros((len(works), 2, max_offset))
-    pronouns, unlinked = np.zeros(len(works), dtype=int), np.zeros(len(works), dtype=int)
-    for w in windows:
-        unlinked[row[w.document]] += w.unlinked
+    sums = CoreferenceSums(tuple(dict.fromkeys(w.document for w in windows)), encoder.config.n_layers,
+                           encoder.config.n_heads, max_offset)
+    for window in windows:
+        sums.add_unlinked(window)
     windows = [w for w in windows if w.links]  # only these need tracing
     for first in range(0, len(windows), batch_size):
         batch = windows[first:first + batch_size]
         trace = encoder.trace([list(w.words) for w in batch], is_split_into_words=True)
         for index, window in enumerate(batch):
-            work = row[window.document]
             word_ids = trace.word_ids[index][: trace.lengths[index]]
-            maps = word_attention(trace.attention_maps(index), word_ids)  # (layers, heads, words, words)
-            for link in window.links:
-                link_share, link_hit, link_chain_hit = link_scores(maps, link)
-                share[work] += link_share
-                hits[work] += link_hit
-                chain_hits[work] += link_chain_hit
-                pronouns[work] += 1
-                picked = rule_hits(link, max_offset)
-                for name in RULES:
-                    rules[name][work] += [picked[name][0][0], picked[name][1][0]]
-                offsets[work] += np.stack(picked["offset"])
-    return NaturalCoreference(works, pronouns, unlinked, share, hits, chain_hits,
-                              {name: rules[name][:, 0] for name in RULES},
-                              {name: rules[name][:, 1] for name in RULES}, offsets[:, 0], offsets[:, 1])
+            sums.add(window, word_attention(trace.attention_maps(index), word_ids))  # (layers, heads, words, words)
+    return sums.result()
+
+
+def score_windows(encoder: MiniLMEncoder, windows: Sequence[CorefWindow], *, batch_size: int = 16,
+                  max_offset: int = MAX_OFFSET) -> NaturalCoreference:
+    """Every head and rule scored on every pronoun link of ``windows``, summed per work: the ``"all"`` group of
+    :func:`score_windows_by_antecedent` (3.3)."""
+    return score_windows_by_antecedent(encoder, windows, batch_size=batch_size, max_offset=max_offset)["all"]
 
 
 LITBANK_COREFERENCE_PATH = DATA_DIRECTORY / "litbank_coreference.json"
 """Every head scored on LitBank's pronouns, written by ``scripts/litbank_coreference.py``."""
 
 
-def load_natural_coreference(path: str | Path = LITBANK_COREFERENCE_PATH, *,
-                             check: bool = False) -> NaturalCoreference | tuple[int, NaturalCoreference]:
+def load_natural_coreference(path: str | Path = LITBANK_COREFERENCE_PATH, *, check: bool = False,
+                             antecedent: str = "all") -> NaturalCoreference | tuple[int, NaturalCoreference]:
     """The stored :class:`NaturalCoreference` of ``scripts/litbank_coreference.py``, checked against
     ``data/SHA256SUMS``; a missing, tampered or malformed file raises ``ValueError`` saying how to restore it (3.3).
 
-    With ``check=True``: the index of the window the script also scored on its own (in the order of
-    :func:`litbank_windows` over all works) and its scores, to recompute and compare.
+    ``antecedent`` chooses the links (:data:`GROUPS`): ``"all"``, ``"nominal"`` (antecedent a name or noun phrase)
+    or ``"pronoun"`` (antecedent a pronoun). With ``check=True``: the index of the window the script also scored on
+    its own (in the order of :func:`litbank_windows` over all works) and its scores, to recompute and compare.
     """
     from mha.data_files import read_verified_json
 
+    if antecedent not in GROUPS:
+        raise ValueError(f"antecedent is {antecedent!r}; choose one of {GROUPS}.")
     path = as_path("path", path)
     what = "the stored LitBank coreference scores"
     content, how = read_verified_json(path, what=what,
                                       regenerate="python -m scripts.litbank_coreference", limit=4_000_000)
     try:
         if check:
-            return int(content["check"]["window"]), _from_content(content["check"], what, path, how)
-        return _from_content(content, what, path, how)
+            window = int(content["check"]["window"])
+            content = content["check"]
+        if antecedent != "all":
+            content = content["by_antecedent"][antecedent]
     except (KeyError, TypeError):
-        raise ValueError(f"{what} {path} is malformed: it has no 'check' window. {how}") from None
+        raise ValueError(f"{what} {path} is malformed: it has no 'check' window or no scores by antecedent "
+                         f"({antecedent!r}). {how}") from None
+    result = _from_content(content, what, path, how)
+    return (window, result) if check else result
 
 
 def _from_content(content, what: str, path, how: str) -> NaturalCoreference:
@@ -263,8 +340,8 @@ def _from_content(content, what: str, path, how: str) -> NaturalCoreference:
     if bad or arrays["share"].ndim != 3 or arrays["hits"].shape != arrays["share"].shape:
         raise ValueError(f"{what} {path} has {n} works but {', '.join(bad) or 'share and hits'} do not have one row "
                          f"per work (heads: (works, layers, heads)). {how}")
-    if arrays["pronouns"].min() < 0 or arrays["pronouns"].sum() < 1:
-        raise ValueError(f"{what} {path} counts no pronouns, or fewer than none in a work. {how}")
+    if arrays["pronouns"].min() < 0:
+        raise ValueError(f"{what} {path} counts fewer than no pronouns in a work. {how}")
     return NaturalCoreference(works, arrays["pronouns"].astype(int), arrays["unlinked"].astype(int), arrays["share"],
                               arrays["hits"], arrays["chain_hits"], rules["rule_hits"], rules["rule_chain_hits"],
                               arrays["offset_hits"], arrays["offset_chain_hits"])
