@@ -2,7 +2,7 @@
 
 Run from the repository root:
 
-    python -m scripts.bench_head_cost              # 15 repeats, about a minute on one idle core
+    python -m scripts.bench_head_cost              # 15 repeats of every measurement
     python -m scripts.bench_head_cost --repeats 3  # quicker, noisier
 
 Section 3.7's model (:class:`~mha.lab.tiny_model.TinyTransformer`, one attention-only layer, d_model 32, the same
@@ -15,7 +15,16 @@ parameters for every head count) on its two-relation task, for each head count o
   an evaluation batch of one sequence) and during one forward pass, from torch's profiler
   (``export_memory_timeline``), which sees every allocation torch makes on the CPU.
 
-Each repeat measures every head count once, in turn, so that a slow moment of the machine falls on all of them; the
+And one attention layer alone (:class:`~mha.core.attention.MultiHeadAttention`, the layer every model of the book is
+built on), for each (d_model, seq_len) of LAYER_SETTINGS: the toy's width, MiniLM's (384) and BERT-base's (768), at
+the toy's 24 tokens and at 128 and 512, over the head counts of LAYER_HEAD_COUNTS that divide d_model:
+
+* **time per forward pass** of the layer on a batch of random sequences (the setting's batch) under
+  ``torch.inference_mode``, on one thread; each measurement runs as many calls as make about LAYER_TARGET_SECONDS
+  (counted once, for one head, and used for every head count of that setting).
+
+Each repeat measures every head count once, in turn (the layer's arms in a rotated order, so that no head count
+always runs first or last), so that a slow moment of the machine falls on all of them; the
 file keeps every repeat, the median, and the median of each repeat's ratio to one head, which a change of the
 machine's load during the run moves less. Times depend on the machine (its description is stored with them), so
 the book reads them as ratios to one head; the peak bytes depend on torch's allocations only. The file is recorded in
@@ -38,6 +47,7 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile
 
+from mha.core.attention import MultiHeadAttention
 from mha.lab.checkpoints import LAB_DIRECTORY, record_file
 from mha.lab.tasks import TwoRelationTask
 from mha.lab.tiny_model import TinyTransformer, TinyTransformerConfig
@@ -53,6 +63,13 @@ THREADS = 1
 STEPS_PER_REPEAT = 30
 FORWARD_CALLS = 60
 WARMUP_STEPS = 20
+# the attention layer alone, (d_model, seq_len, batch): the toy's width (its study's batch of 32 at its 24 tokens),
+# MiniLM's and BERT-base's; fewer sequences where they are longer or wider, to keep a repeat within a few seconds
+LAYER_SETTINGS = ((32, 24, 32), (32, 128, 4), (32, 512, 1),
+                  (384, 24, 8), (384, 128, 2), (384, 512, 1),
+                  (768, 24, 8), (768, 128, 2), (768, 512, 1))
+LAYER_HEAD_COUNTS = (1, 2, 4, 8, 12, 16, 24, 32, 48)
+LAYER_TARGET_SECONDS = 0.02
 
 
 def model_with(n_heads: int) -> TinyTransformer:
@@ -100,9 +117,54 @@ def peak_bytes(run) -> int:
 def summary(times: dict[int, list[float]]) -> dict:
     """Every repeat's seconds, their median per head count, and the median over repeats of each repeat's ratio to
     one head: a repeat measures every head count within about a second, so its ratios share the machine's load."""
-    ratios = [statistics.median(t / one for t, one in zip(times[h], times[HEAD_COUNTS[0]])) for h in HEAD_COUNTS]
-    return {"median": [statistics.median(times[h]) for h in HEAD_COUNTS],
-            "median_ratio_to_one_head": ratios, "repeats": [times[h] for h in HEAD_COUNTS]}
+    counts = list(times)  # one head first
+    ratios = [statistics.median(t / one for t, one in zip(times[h], times[counts[0]])) for h in counts]
+    return {"median": [statistics.median(times[h]) for h in counts],
+            "median_ratio_to_one_head": ratios, "repeats": [times[h] for h in counts]}
+
+
+def layer_head_counts(d_model: int) -> list[int]:
+    """The head counts of LAYER_HEAD_COUNTS that divide ``d_model``."""
+    return [h for h in LAYER_HEAD_COUNTS if d_model % h == 0]
+
+
+def layer_seconds(layer: MultiHeadAttention, inputs: torch.Tensor, calls: int) -> float:
+    """The wall-clock time of one forward pass of ``layer`` on ``inputs``, averaged over ``calls`` calls."""
+    with torch_threads(THREADS), torch.inference_mode():
+        started = time.perf_counter()
+        for _ in range(calls):
+            layer(inputs)
+        return (time.perf_counter() - started) / calls
+
+
+def measure_layers(repeats: int) -> list[dict]:
+    """Forward-pass times of the attention layer alone, for every setting of LAYER_SETTINGS and its head counts.
+
+    Each repeat runs every (setting, head count) once, the arms in an order rotated by one from the last repeat."""
+    generator = torch.Generator().manual_seed(0)
+    arms, inputs, calls = [], {}, {}
+    for d_model, seq_len, batch in LAYER_SETTINGS:
+        inputs[d_model, seq_len] = torch.randn(batch, seq_len, d_model, generator=generator)
+        for h in layer_head_counts(d_model):
+            arms.append((d_model, seq_len, h, MultiHeadAttention(d_model, h, seed=0)))
+    for d_model, seq_len, h, layer in arms:  # warm-up, and the calls per measurement from one head's time
+        layer_seconds(layer, inputs[d_model, seq_len], 2)
+        if h == 1:
+            once = layer_seconds(layer, inputs[d_model, seq_len], 3)
+            calls[d_model, seq_len] = max(1, round(LAYER_TARGET_SECONDS / once))
+    times = {(d_model, seq_len, h): [] for d_model, seq_len, h, _ in arms}
+    for repeat in range(repeats):
+        shift = repeat % len(arms)
+        for d_model, seq_len, h, layer in arms[shift:] + arms[:shift]:
+            times[d_model, seq_len, h].append(layer_seconds(layer, inputs[d_model, seq_len], calls[d_model, seq_len]))
+        print(f"layer repeat {repeat + 1}/{repeats} done", flush=True)
+    settings = []
+    for d_model, seq_len, batch in LAYER_SETTINGS:
+        counts = layer_head_counts(d_model)
+        settings.append({"d_model": d_model, "seq_len": seq_len, "batch_size": batch,
+                         "head_counts": counts, "calls_per_measurement": calls[d_model, seq_len],
+                         "forward_seconds": summary({h: times[d_model, seq_len, h] for h in counts})})
+    return settings
 
 
 def cpu_model() -> str:
@@ -135,6 +197,7 @@ def main() -> int:
             forward_times[h].append(seconds_per_forward(model, inputs))
         print(f"repeat {repeat + 1}/{args.repeats}: ms per step " +
               ", ".join(f"h={h} {1e3 * step_times[h][-1]:.2f}" for h in HEAD_COUNTS), flush=True)
+    layers = measure_layers(args.repeats)
     step_peaks, forward_peaks = [], []
     for h in HEAD_COUNTS:
         step_peaks.append(peak_bytes(lambda: train(model_with(h), TASK, training(1), progress=False)))
@@ -162,14 +225,23 @@ def main() -> int:
         "forward_seconds": summary(forward_times),
         "train_step_peak_bytes": step_peaks,
         "forward_peak_bytes": forward_peaks,
+        "attention_layer": {
+            "layer": "mha.core.attention.MultiHeadAttention with biases, self-attention on random float32 inputs, "
+                     "forward pass under torch.inference_mode",
+            "repeats": args.repeats, "target_seconds_per_measurement": LAYER_TARGET_SECONDS, "settings": layers},
     }
     OUTPUT.write_text(json.dumps(content, indent=1) + "\n")
     record_file(OUTPUT, regenerate=SCRIPT, description="time and peak memory per training step and per forward pass "
-                "of section 3.7's model against the head count, on one machine (see 'machine')")
+                "of section 3.7's model against the head count, and the forward time of one attention layer at "
+                "d_model 32, 384 and 768, on one machine (see 'machine')")
     print(f"wrote {OUTPUT}")
     for name in ("train_step_seconds", "forward_seconds"):
         ratios = content[name]["median_ratio_to_one_head"]
         print(f"{name} relative to h=1: " + ", ".join(f"h={h} {r:.2f}" for h, r in zip(HEAD_COUNTS, ratios)))
+    for setting in layers:
+        print(f"layer d_model {setting['d_model']}, {setting['seq_len']} tokens, relative to h=1: " + ", ".join(
+            f"h={h} {r:.2f}" for h, r in zip(setting["head_counts"],
+                                              setting["forward_seconds"]["median_ratio_to_one_head"])))
     for name in ("train_step_peak_bytes", "forward_peak_bytes"):
         print(f"{name}: " + ", ".join(f"h={h} {b / 1e6:.2f} MB" for h, b in zip(HEAD_COUNTS, content[name])))
     return 0

@@ -34,3 +34,19 @@ def test_parameters_and_peak_memory_agree_with_a_hand_count():
     assert (forward >= attention_weights).all()
     assert forward[-1] - forward[0] >= attention_weights[-1] - attention_weights[0]  # 31 more maps
     assert (np.array(cost["train_step_peak_bytes"]) >= forward).all()  # a training step keeps them for backward
+
+
+def test_the_attention_layers_times_are_complete_and_their_ratios_are_medians_of_each_repeats():
+    layer = load_json("head_cost.json")["attention_layer"]
+    settings = {(s["d_model"], s["seq_len"]): s for s in layer["settings"]}
+    # the toy's width, MiniLM's and BERT-base's, each at the toy's 24 tokens, 128 and 512
+    assert set(settings) == {(d, n) for d in (32, 384, 768) for n in (24, 128, 512)}
+    for (d_model, _), setting in settings.items():
+        counts = setting["head_counts"]
+        assert counts[0] == 1 and counts == sorted(counts) and all(d_model % h == 0 for h in counts)
+        assert (d_model == 32 and counts[-1] == 32) or (d_model > 32 and counts[-1] == 48)
+        repeats = np.array(setting["forward_seconds"]["repeats"])  # (head counts, repeats)
+        assert repeats.shape == (len(counts), layer["repeats"]) and (repeats > 0).all()
+        np.testing.assert_allclose(setting["forward_seconds"]["median"], np.median(repeats, axis=1))
+        np.testing.assert_allclose(setting["forward_seconds"]["median_ratio_to_one_head"],
+                                   np.median(repeats / repeats[:1], axis=1))

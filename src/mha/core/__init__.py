@@ -2,6 +2,8 @@
 
 - :mod:`~mha.core.attention`: scaled dot-product and multi-head attention in torch, as explicit steps that return
   every head's weights (1.1 "Attention from scratch", 1.2 "Multi-head attention"; used by every model in the book).
+- :mod:`~mha.core.attention_cost`: the operations and bytes of each step of one attention layer, counted from its
+  shape (3.7 "One big head or many": what more heads cost).
 - :mod:`~mha.core.attention_numpy`: the same math in numpy, checked equal to the torch version (1.1).
 - :mod:`~mha.core.masks`: which keys each query may see: causal and padding masks (1.1).
 - :mod:`~mha.core.validation`: checks at the package boundary, with errors that say how to fix the input (all).
