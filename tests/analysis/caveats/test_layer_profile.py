@@ -2,12 +2,14 @@
 
 import numpy as np
 import pytest
+from scipy.stats import spearmanr
 
 from mha.analysis.caveats.layer_profile import (
     LAYER_CLAIMS,
     VERDICTS,
     bootstrap_counts,
     claim_table,
+    claim_verdict,
     depth_trend,
     held_out_syntactic_gain,
     percentile_interval,
@@ -17,6 +19,7 @@ from mha.analysis.caveats.layer_profile import (
     selection_report_split,
     sentence_scores,
     trend_verdict,
+    word_key_distance,
 )
 from mha.analysis.head_roles.role_table import AttentionRecord, head_role_table
 from mha.analysis.statistics import bootstrap_interval
@@ -123,3 +126,61 @@ def test_claim_table_gives_one_verdict_per_claim():
     assert list(table["metric"]) == [c.metric for c in LAYER_CLAIMS] and set(table["verdict"]) == {"holds"}
     with pytest.raises(ValueError, match="no profile"):
         claim_table({})
+
+
+def _toy_record(seed: int, seq: int = 6) -> AttentionRecord:
+    """A record of 2 layers x 3 heads over [CLS] w w w w [SEP], rows of random weights summing to 1."""
+    rng = np.random.default_rng(seed)
+    attention = rng.random((2, 3, seq, seq))
+    attention /= attention.sum(-1, keepdims=True)
+    tokens = ["[CLS]"] + [f"w{i}" for i in range(seq - 2)] + ["[SEP]"]
+    return AttentionRecord(attention=attention, tokens=tokens, word_ids=[None, *range(seq - 2), None])
+
+
+def test_word_key_distance_renormalises_each_row_over_the_words_by_hand():
+    records = [_toy_record(0), _toy_record(1, seq=5)]
+    distances = word_key_distance(records)
+    assert distances.shape == (2, 2, 3)
+    for r, record in enumerate(records):  # the oracle: plain loops over layers, heads, rows and word keys
+        seq = len(record.tokens)
+        for layer in range(2):
+            for head in range(3):
+                rows = []
+                for i in range(seq):
+                    weights = {j: record.attention[layer, head, i, j] for j in range(1, seq - 1)}
+                    rows.append(sum(w * abs(i - j) for j, w in weights.items()) / sum(weights.values()))
+                assert distances[r, layer, head] == pytest.approx(sum(rows) / seq)
+
+
+def test_word_key_distance_equals_the_role_tables_distance_when_no_weight_is_on_special_tokens():
+    record = _toy_record(2)
+    attention = record.attention.copy()
+    attention[..., [0, -1]] = 0.0
+    attention /= attention.sum(-1, keepdims=True)
+    clean = AttentionRecord(attention=attention, tokens=record.tokens, word_ids=record.word_ids)
+    table = head_role_table([clean])
+    assert word_key_distance([clean])[0].ravel() == pytest.approx(table["mean_distance"].to_numpy())
+    assert not np.allclose(word_key_distance([record])[0].ravel(), head_role_table([record])["mean_distance"])
+
+
+def test_depth_trend_interval_of_the_rank_correlation_is_scipys_spearman_per_resample():
+    rng = np.random.default_rng(4)
+    resampled = np.array([0.0, 1.0, 0.5, 2.0, 1.8, 3.0]) + rng.normal(0, 0.4, (200, 6))
+    trend = depth_trend(resampled.mean(axis=0), resampled)
+    oracle = [spearmanr(np.arange(6), row)[0] for row in resampled]
+    assert (trend["rank_low"], trend["rank_high"]) == pytest.approx(tuple(np.percentile(oracle, [2.5, 97.5])))
+    assert trend["rank_low"] < 0.8 < trend["rank_correlation"] <= trend["rank_high"]
+
+
+def test_claim_verdict_joins_the_parts_by_its_rule():
+    assert claim_verdict({"position": "holds", "syntax": "holds"}) == ("holds", None)
+    assert claim_verdict({"position": "holds", "syntax": "holds with a qualifier", "long range": "holds with a "
+                          "qualifier"}, ["meaning"]) == (
+        "holds with a qualifier", "syntax and long range hold only with a qualifier; meaning not tested")
+    assert claim_verdict({"position": "holds"}, ["meaning"]) == ("holds with a qualifier", "meaning not tested")
+    assert claim_verdict({"position": "holds", "syntax": "fails on this model"}, ["meaning"]) == (
+        "fails on this model", "syntax fails")
+    with pytest.raises(ValueError, match="not among"):
+        claim_verdict({"position": "maybe"})
+    with pytest.raises(ValueError, match="empty"):
+        claim_verdict({})

@@ -15,8 +15,12 @@ profile per layer, with intervals, and states for each claimed trend whether it 
   replacement (the same resamples for every layer and every score, drawn as
   :func:`mha.analysis.statistics.bootstrap_interval` draws them), and :func:`percentile_interval` reads a 95%
   interval from them;
+* :func:`word_key_distance` measures the attention distance with ``[CLS]`` and ``[SEP]`` removed as keys (each row
+  renormalised over the word pieces), so that weight parked on the two ends of a sentence is not read as a long link;
 * :func:`depth_trend` and :func:`trend_verdict` compare early with late layers and give a verdict, by a rule
-  stated in :func:`trend_verdict`.
+  stated in :func:`trend_verdict`; :func:`depth_trend` also gives the rank correlation of the profile with depth
+  and its interval over the same resamples (how steady the trend is);
+* :func:`claim_verdict` joins the verdicts on the parts of the claim into one, by the rule it states.
 
 :func:`selection_report_split` gives the two sets as sorted indices (:func:`mha.corpora.treebank.split_sentences`).
 The resampling tools live in :mod:`mha.analysis.statistics` and are imported here for the notebooks of chapter 4.
@@ -30,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.stats import spearmanr
+from scipy.stats import rankdata, spearmanr
 
 from mha.analysis.head_roles.role_table import RELATION_DIRECTIONS, head_role_table
 from mha.analysis.statistics import bootstrap_counts, percentile_interval, resampled_means, resampled_ratios
@@ -52,9 +56,11 @@ __all__ = [
     "resampled_means",
     "resampled_ratios",
     "percentile_interval",
+    "word_key_distance",
     "depth_trend",
     "trend_verdict",
     "claim_table",
+    "claim_verdict",
     "VERDICTS",
 ]
 
@@ -249,14 +255,41 @@ def held_out_syntactic_gain(scores: SentenceScores, selection: np.ndarray, repor
                        resampled=report_gain(bootstrap_counts(len(report), n_resamples, seed)))
 
 
+def word_key_distance(records: Iterable[AttentionRecord]) -> np.ndarray:
+    """Expected attention distance, in tokens, with ``[CLS]`` and ``[SEP]`` removed as keys: (sentences, layers, heads).
+
+    For each record (one sentence, ``attention`` (layers, heads, seq, seq)), the columns of the special tokens
+    (``word_ids`` None) are dropped and each row's remaining weight is renormalised to sum to 1; the score is the
+    mean over all rows (the special tokens' rows included, as in the role table's ``mean_distance``) of the
+    expected ``|i - j|`` under that renormalised row. Positions stay those of the full token sequence. Section 4.3.
+    """
+    records = check_items("records", records, "a list of attention records, e.g. encode_records(encoder, sentences)")
+    distances = []
+    for index, record in enumerate(records):
+        attention = as_real_array(f"records[{index}].attention", record.attention, meaning="(layers, heads, seq, seq)")
+        words = np.array([w is not None for w in record.word_ids])  # (seq,): the keys kept
+        if attention.ndim != 4 or attention.shape[-1] != len(words) or not words.any():
+            raise ValueError(f"record {index}: attention {attention.shape} should be (layers, heads, seq, seq) with "
+                             f"seq = {len(words)} tokens, at least one of them a word piece.")
+        seq = len(words)
+        distance = np.abs(np.arange(seq)[:, None] - np.arange(seq)[None, words])  # (seq queries, word keys)
+        kept = attention[..., words]  # (layers, heads, seq, word keys)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rows = (kept * distance).sum(-1) / kept.sum(-1)  # (layers, heads, seq): renormalised expectation
+        distances.append(np.nanmean(rows, axis=-1))  # a row with no weight on any word (never in practice) skipped
+    return np.stack(distances)  # (sentences, layers, heads)
+
+
 def depth_trend(layer_values, resampled, *, early: Sequence[int] = (0, 1), late: Sequence[int] = (4, 5),
                 level: float = 0.95) -> dict[str, float]:
     """How a per-layer score changes with depth: late minus early layers, with an interval, and a rank correlation.
 
     ``layer_values`` (layers,) is the score of each layer, ``resampled`` (resamples, layers) the same score in
     each bootstrap resample. Returns ``difference`` (mean of the ``late`` layers minus mean of the ``early``
-    ones), its percentile interval ``low`` and ``high``, and ``rank_correlation``: Spearman's correlation of the
-    layer values with the layer index (+1: rises at every layer; -1: falls at every layer). Section 4.3.
+    ones), its percentile interval ``low`` and ``high``, ``rank_correlation``: Spearman's correlation of the
+    layer values with the layer index (+1: rises at every layer; -1: falls at every layer), and ``rank_low`` and
+    ``rank_high``: the percentile interval of that correlation over the resamples, each resample's layer values
+    ranked on their own (ties: average ranks). Section 4.3.
     """
     layer_values = as_real_array("layer_values", layer_values)
     resampled = as_real_array("resampled", resampled)
@@ -271,8 +304,13 @@ def depth_trend(layer_values, resampled, *, early: Sequence[int] = (0, 1), late:
     difference = layer_values[late].mean() - layer_values[early].mean()
     low, high = percentile_interval(resampled[:, late].mean(axis=1) - resampled[:, early].mean(axis=1), level)
     rank_correlation = float(spearmanr(np.arange(n_layers), layer_values)[0])
+    ranks = rankdata(resampled, axis=1) - (n_layers + 1) / 2  # (resamples, layers), centred
+    depth = np.arange(n_layers) - (n_layers - 1) / 2
+    with np.errstate(invalid="ignore", divide="ignore"):  # a resample whose layers all tie has no correlation
+        resampled_rank = ranks @ depth / (np.linalg.norm(ranks, axis=1) * np.linalg.norm(depth))
+    rank_low, rank_high = percentile_interval(resampled_rank[np.isfinite(resampled_rank)], level)
     return {"difference": float(difference), "low": float(low), "high": float(high),
-            "rank_correlation": rank_correlation}
+            "rank_correlation": rank_correlation, "rank_low": float(rank_low), "rank_high": float(rank_high)}
 
 
 def trend_verdict(low: float, high: float, rank_correlation: float, direction: int, *,
@@ -314,8 +352,40 @@ def claim_table(profiles: dict[str, tuple[np.ndarray, np.ndarray]], claims: Sequ
         row = {"metric": claim.metric, "claim": claim.claim,
                **{f"layer {layer}": float(v) for layer, v in enumerate(values)},
                "late - early": trend["difference"], "95% low": trend["low"], "95% high": trend["high"],
-               "rank correlation": trend["rank_correlation"],
+               "rank correlation": trend["rank_correlation"], "rank 95% low": trend["rank_low"],
+               "rank 95% high": trend["rank_high"],
                "verdict": trend_verdict(trend["low"], trend["high"], trend["rank_correlation"], claim.direction,
                                         min_rank_correlation=min_rank_correlation)}
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def claim_verdict(parts: Mapping[str, str], untested: Sequence[str] = ()) -> tuple[str, str | None]:
+    """One verdict on a claim made of parts, from each tested part's verdict, by a stated rule (section 4.3).
+
+    ``parts`` maps each tested part of the claim (e.g. ``"position"``) to its verdict (one of :data:`VERDICTS`);
+    ``untested`` names the parts the measurements do not test as the claim states them. The claim **fails on this
+    model** when any tested part fails (the qualifier names those parts); it **holds** when every part is tested
+    and holds; otherwise it **holds with a qualifier**, which names the parts that hold only with a qualifier and
+    those not tested. Returns ``(verdict, qualifier)`` for :func:`mha.book.glue_verdict`.
+    """
+    check_type("parts", parts, Mapping, "a dict of verdicts by part of the claim")
+    if not parts:
+        raise ValueError("parts is empty; give the verdict of at least one tested part of the claim.")
+    unknown = {name: verdict for name, verdict in parts.items() if verdict not in VERDICTS}
+    if unknown:
+        raise ValueError(f"verdicts {unknown} are not among {VERDICTS}; give each part's trend_verdict.")
+    untested = list(check_items("untested", untested, "a list of the parts not tested")) if untested else []
+
+    def listed(names: list[str]) -> str:
+        return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+    failing = [name for name, verdict in parts.items() if verdict == VERDICTS[2]]
+    if failing:
+        return VERDICTS[2], f"{listed(failing)} {'fails' if len(failing) == 1 else 'fail'}"
+    qualified = [name for name, verdict in parts.items() if verdict == VERDICTS[1]]
+    if not qualified and not untested:
+        return VERDICTS[0], None
+    clauses = ([f"{listed(qualified)} {'holds' if len(qualified) == 1 else 'hold'} only with a qualifier"]
+               if qualified else []) + ([f"{listed(untested)} not tested"] if untested else [])
+    return VERDICTS[1], "; ".join(clauses)

@@ -13,7 +13,14 @@ model's cosine similarities of every pair of sentences and the full model's
   with the full model as the partner); at the full model its gradient is not 0, unlike a distance to the full
   model's vectors;
 * :func:`fidelity_pruning_curve` chooses an order on one set of sentences and judges it on another;
-* :func:`resampled_removable` gives the spread of the removable count from resampling the judged sentences.
+* :func:`resampled_removable` gives the spread of the removable count from resampling the judged sentences (or
+  their documents);
+* :func:`treebank_document` and :func:`document_split` judge on another design of pairs: instead of sentences drawn
+  one by one from the whole treebank (nearly every pair unrelated), runs of consecutive sentences of whole
+  documents, whose pairs mix related sentences (one document, one source) with unrelated ones, as the texts a
+  similarity search ranks do;
+* :func:`pruning_claim_verdict` turns the removable counts of every design into one verdict on "many heads can be
+  pruned with little loss", by the rule it states.
 
 ``scripts/pruning_treebank.py`` stores the curves; :func:`load_pruning_treebank` reads them
 (chapter 4, "Redundancy and pruning").
@@ -36,8 +43,9 @@ from mha.data_files import DATA_DIRECTORY
 from mha.pretrained.encoder import HeadMask, MiniLMEncoder, check_encoder
 from mha.pretrained.interventions import as_head_masks, embeddings_under_masks
 
-__all__ = ["PRUNING_TREEBANK_PATH", "embeddings_in_length_chunks", "fidelity_pruning_curve", "load_pruning_treebank",
-           "pairwise_similarities", "resampled_removable", "self_retrieval_loss", "similarity_fidelity"]
+__all__ = ["PRUNING_TREEBANK_PATH", "document_split", "embeddings_in_length_chunks", "fidelity_pruning_curve",
+           "load_pruning_treebank", "pairwise_similarities", "resampled_removable", "self_retrieval_loss",
+           "pruning_claim_verdict", "similarity_fidelity", "treebank_document"]
 
 
 def pairwise_similarities(vectors: npt.ArrayLike) -> np.ndarray:
@@ -179,13 +187,16 @@ def fidelity_pruning_curve(encoder: MiniLMEncoder, selection: Sequence[str], rep
 
 
 def resampled_removable(counts: Sequence[int], pruned: npt.ArrayLike, full: npt.ArrayLike,
-                        thresholds: Sequence[float], *, n_resamples: int = 200, seed: int = 0) -> np.ndarray:
+                        thresholds: Sequence[float], *, n_resamples: int = 200, seed: int = 0,
+                        groups: Sequence | None = None) -> np.ndarray:
     """Heads removable at each threshold when the judged sentences are resampled: (n_resamples, thresholds).
 
     ``pruned`` (points, n, d_model) and ``full`` (n, d_model) as from :func:`fidelity_pruning_curve`. Each
     resample draws n sentences with replacement (:func:`mha.core.resampling.bootstrap_indices`), keeps the pairs of
     distinct sentences among the draws, and reads the fidelity curve at each threshold as
-    :func:`mha.analysis.caveats.ablation.removable_at_thresholds` does.
+    :func:`mha.analysis.caveats.ablation.removable_at_thresholds` does. With ``groups`` (n labels, e.g. each
+    sentence's document) the groups are the independent unit: each resample draws as many groups as there are, with
+    replacement, and takes all the sentences of each group drawn.
     """
     from mha.analysis.caveats.ablation import removable_at_thresholds
 
@@ -194,13 +205,22 @@ def resampled_removable(counts: Sequence[int], pruned: npt.ArrayLike, full: npt.
     if pruned.ndim != 3 or pruned.shape[1:] != full.shape or pruned.shape[0] != len(counts):
         raise ValueError(f"pruned {pruned.shape} must be (len(counts), n, d_model) for full {full.shape}.")
     n = full.shape[0]
+    if groups is None:
+        members = [np.array([i]) for i in range(n)]
+    else:
+        groups = check_items("groups", groups, "one label per judged sentence (e.g. its document)")
+        if len(groups) != n:
+            raise ValueError(f"groups has {len(groups)} labels for {n} judged sentences; give one label per sentence.")
+        labels = list(dict.fromkeys(groups))
+        members = [np.flatnonzero([g == label for g in groups]) for label in labels]
     unit_pruned = pruned / np.linalg.norm(pruned, axis=-1, keepdims=True)
     unit_full = full / np.linalg.norm(full, axis=-1, keepdims=True)
     similarity, reference = unit_pruned @ np.swapaxes(unit_pruned, -1, -2), unit_full @ unit_full.T  # (points, n, n)
-    rows, columns = np.triu_indices(n, k=1)
     removable = []
-    for draw in bootstrap_indices(n, n_resamples, seed):
-        left, right = draw[rows], draw[columns]
+    for draw in bootstrap_indices(len(members), n_resamples, seed):
+        sentences = np.concatenate([members[g] for g in draw])  # the sentences of the groups drawn
+        rows, columns = np.triu_indices(len(sentences), k=1)
+        left, right = sentences[rows], sentences[columns]
         distinct = left != right
         left, right = left[distinct], right[distinct]
         curve = _spearman_rows(similarity[:, left, right], reference[left, right])  # (points,)
@@ -208,12 +228,116 @@ def resampled_removable(counts: Sequence[int], pruned: npt.ArrayLike, full: npt.
     return np.array(removable)  # (n_resamples, thresholds)
 
 
+def treebank_document(origin: str) -> str:
+    """The document a UD English-EWT sentence comes from, read off its origin: ``"file#<doc id>-0007"`` -> doc id.
+
+    EWT numbers each document's sentences ``<doc id>-0001``, ``-0002`` ... (its ``# newdoc id`` lines name the same
+    documents); :attr:`mha.corpora.treebank.AnnotatedSentence.origin` is ``"<file>#<sent_id>"`` (chapter 4.2).
+    """
+    if not isinstance(origin, str) or "#" not in origin:
+        raise ValueError(f"origin {origin!r} is not a treebank sentence's origin '<file>#<sent_id>'; take it from "
+                         "read_conllu(...)[i].origin.")
+    sent_id = origin.split("#", 1)[1]
+    document, _, number = sent_id.rpartition("-")
+    if not document or not number.isdigit():
+        raise ValueError(f"sentence id {sent_id!r} does not end in '-<number>' after its document id, as UD "
+                         "English-EWT's ids do; this reading of documents is for that treebank.")
+    return document
+
+
+def document_split(documents: Sequence[str], n_selection: int, n_report: int, *,
+                   seed: int = 0) -> tuple[list[int], list[int]]:
+    """Consecutive sentences of whole documents: a selection run and a report run that share no document.
+
+    ``documents`` holds each sentence's document, in corpus order (a document's sentences together). The corpus is
+    cut, in its own order, into blocks of consecutive whole documents, each the shortest that holds at least
+    ``max(n_selection, n_report)`` sentences (a short remainder joins the last block). The blocks are split in half
+    at random by :func:`mha.corpora.treebank.split_sentences` (``seed``); the selection is the first
+    ``n_selection`` sentences of the first block of one half, the report the first ``n_report`` of the other's.
+    Neighbouring documents of a corpus tend to share a source and a genre (a blog, an email thread, reviews), so
+    such a run holds related sentences next to unrelated ones. Returns positions into ``documents``: (selection,
+    report) (chapter 4.2).
+    """
+    from mha.corpora.treebank import split_sentences
+
+    documents = check_items("documents", documents, "each sentence's document (treebank_document of its origin)")
+    n_selection = check_whole_number("n_selection", n_selection, minimum=2)
+    n_report = check_whole_number("n_report", n_report, minimum=2)
+    size = max(n_selection, n_report)
+    blocks, block = [], []
+    for position, name in enumerate(documents):
+        if block and name != documents[position - 1] and len(block) >= size:
+            blocks.append(block)  # a block ends at a document's end, once it holds enough sentences
+            block = []
+        block.append(position)
+    if len(block) >= size or not blocks:
+        blocks.append(block)
+    else:
+        blocks[-1] += block
+    if len(blocks) < 2 or len(blocks[0]) < size:
+        raise ValueError(f"{len(documents)} sentences make {len(blocks)} run(s) of at least {size} sentences; two "
+                         "are needed. Ask for fewer sentences or give more documents.")
+    selection, report = split_sentences(blocks, 0.5, seed=seed)
+    return selection[0][:n_selection], report[0][:n_report]
+
+
+def pruning_claim_verdict(removable: dict[str, npt.ArrayLike], lower: dict[str, npt.ArrayLike],
+                          thresholds: Sequence[float], n_heads: int, *, share: float = 0.2,
+                          loose: float = 0.85, strict: float = 0.95) -> tuple[str, str | None]:
+    """The verdict on "many heads can be pruned with little loss", from the counts of several designs (4.2).
+
+    ``removable[design]`` (splits, thresholds) holds the heads removable on each split before the fidelity first
+    falls below each of ``thresholds``; ``lower[design]`` the same shape, the low end of each count's resampled
+    interval. A design **clears** a threshold when every split's count and every low end there is at least
+    ``share`` of the ``n_heads`` ("many": a fifth, the lower of the papers' figures). The claim **holds** when every
+    design clears both ``loose`` and ``strict``; it **holds with a qualifier** when every design clears ``loose``
+    only, the qualifier giving each design's range of counts there (the design's name as the key says it); it is
+    **not shown** when some designs clear ``loose`` and others do not; it **fails on this model** when none does.
+    Returns ``(verdict, qualifier)`` for :func:`mha.book.glue_verdict`.
+    """
+    thresholds = [float(t) for t in thresholds]
+    if loose not in thresholds or strict not in thresholds:
+        raise ValueError(f"thresholds {thresholds} must include loose={loose} and strict={strict}.")
+    if not removable or set(removable) != set(lower):
+        raise ValueError("removable and lower must name the same designs, at least one.")
+    n_heads = check_whole_number("n_heads", n_heads, minimum=1)
+    bar = share * n_heads
+    tables = {}
+    for design in removable:
+        counts = np.atleast_2d(np.asarray(removable[design]))
+        low = np.atleast_2d(np.asarray(lower[design]))
+        if counts.shape != low.shape or counts.shape[1] != len(thresholds):
+            raise ValueError(f"design {design!r}: removable {counts.shape} and lower {low.shape} must both be "
+                             f"(splits, {len(thresholds)} thresholds).")
+        tables[design] = counts, low
+
+    def clears(design: str, threshold: float) -> bool:
+        k = thresholds.index(threshold)
+        counts, low = tables[design]
+        return bool(min(counts[:, k].min(), low[:, k].min()) >= bar)
+
+    loose_clear = [clears(design, loose) for design in tables]
+    if all(loose_clear) and all(clears(design, strict) for design in tables):
+        return "holds", None
+    if all(loose_clear):
+        k = thresholds.index(loose)
+        ranges = [f"{tables[d][0][:, k].min()} to {tables[d][0][:, k].max()} {d}" for d in tables]
+        ranges = ranges[0] if len(ranges) == 1 else ", ".join(ranges[:-1]) + " and " + ranges[-1]
+        return "holds with a qualifier", (f"how many depends on the sentence pairs judged and the tolerance: of the "
+                                          f"{n_heads} heads, {ranges} can go at a rank correlation of {loose:.2f}; "
+                                          f"fewer than a fifth on some split at {strict:.2f}")
+    if any(loose_clear):
+        return "not shown", "only some designs of sentence pairs leave a fifth of the heads removable"
+    return "fails on this model", None
+
+
 PRUNING_TREEBANK_PATH = DATA_DIRECTORY / "pruning_treebank.json"
 """Pruning curves judged on UD English-EWT sentences, written by ``scripts/pruning_treebank.py`` (chapter 4)."""
 
 
 def load_pruning_treebank(path: str | Path = PRUNING_TREEBANK_PATH) -> dict:
-    """The stored curves of ``scripts/pruning_treebank.py``: ``counts``, ``thresholds``, and per split its orders.
+    """The stored curves of ``scripts/pruning_treebank.py``: ``counts``, ``thresholds``, and per design (``splits``:
+    random pairs; ``document_splits``: consecutive sentences of whole documents) and split its orders.
 
     Read from ``path`` (default: the book's file), checked against ``data/SHA256SUMS`` and its shape checked: a
     missing, tampered or malformed file raises ``ValueError`` with the command that regenerates it (chapter 4).
@@ -225,17 +349,18 @@ def load_pruning_treebank(path: str | Path = PRUNING_TREEBANK_PATH) -> dict:
     content, how = read_verified_json(path, what=what,
                                       regenerate="python -m scripts.pruning_treebank", limit=10_000_000)
     counts = content.get("counts") if isinstance(content, dict) else None
-    splits = content.get("splits") if isinstance(content, dict) else None
+    designs = [content.get(key) for key in ("splits", "document_splits")] if isinstance(content, dict) else [None]
     good = (isinstance(counts, list) and counts and all(type(c) is int and c >= 0 for c in counts)
-            and isinstance(splits, list) and splits and all(isinstance(split, dict) for split in splits))
+            and all(isinstance(splits, list) and splits and all(isinstance(split, dict) for split in splits)
+                    for splits in designs))
     if good:
-        for split in splits:
+        for split in (split for splits in designs for split in splits):
             orders = split.get("orders")
             good = good and isinstance(orders, dict) and bool(orders) and all(
                 isinstance(curve, dict) and isinstance(curve.get("similarity_kept"), list)
                 and 1 <= len(curve["similarity_kept"]) <= len(counts) for curve in orders.values())
     if not good:
-        raise ValueError(f"{what} {path} are malformed: they need 'counts' (whole numbers of heads removed) and "
-                         f"'splits', each with 'orders' whose 'similarity_kept' has a value for each of the first "
-                         f"counts. {how}")
+        raise ValueError(f"{what} {path} are malformed: they need 'counts' (whole numbers of heads removed), "
+                         f"'splits' and 'document_splits' (the two designs), each split with 'orders' whose "
+                         f"'similarity_kept' has a value for each of the first counts. {how}")
     return content
