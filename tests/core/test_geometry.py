@@ -9,9 +9,12 @@ import torch
 
 from mha.core.attention import MultiHeadAttention
 from mha.core.geometry import (
+    anisotropic_random_bases,
     energy_rank,
     head_subspace_angles,
     head_writes,
+    load_subspace_baselines,
+    mean_pair_overlap,
     numerical_rank,
     orthonormal_basis,
     ov_circuit,
@@ -22,6 +25,8 @@ from mha.core.geometry import (
     score_terms,
     share_in_subspace,
     subspace_overlap,
+    variance_coverage,
+    variance_in_subspace,
 )
 
 torch.set_num_threads(1)
@@ -230,3 +235,55 @@ def test_minilm_circuits_have_rank_d_head_and_the_layer_output_is_a_sum_over_hea
         writes = head_writes(x, trace.attention_weights[layer], stacked.W_V[layer], stacked.W_O[layer],
                              stacked.b_V[layer], attention.b_O)
     assert torch.allclose(writes.total(), expected, atol=1e-4)
+
+
+# --- anisotropic baselines and variance (chapter 2, "Lenses or copies?") -------------------------------
+
+def test_mean_pair_overlap_matches_scipy_principal_angles():
+    from scipy import linalg
+    W = torch.randn(3, 9, 2, generator=torch.Generator().manual_seed(4), dtype=f64)
+    by_pair = [float((torch.cos(torch.from_numpy(linalg.subspace_angles(W[a].numpy(), W[b].numpy()))) ** 2).mean())
+               for a in range(3) for b in range(3) if a != b]
+    assert float(mean_pair_overlap(W)) == pytest.approx(sum(by_pair) / len(by_pair), abs=1e-12)
+    with pytest.raises(ValueError, match="at least two"):
+        mean_pair_overlap(W[:1])
+
+
+def test_anisotropic_draws_live_in_the_covariance_and_match_it():
+    mixing = torch.randn(5, 2, generator=torch.Generator().manual_seed(1), dtype=f64)
+    low_rank = mixing @ mixing.T  # rank 2: every draw lies in span(mixing), up to sqrt(eps) of the zero eigenvalues
+    draws = anisotropic_random_bases(low_rank, n_sets=3, n_heads=2, d_head=2, seed=0)
+    assert draws.shape == (3, 2, 5, 2)
+    basis = torch.linalg.qr(mixing).Q
+    columns = draws.transpose(-1, -2).reshape(-1, 5)  # (draws, 5)
+    assert torch.allclose(columns - columns @ basis @ basis.T, torch.zeros_like(columns), atol=1e-6)  # sqrt of rounding
+    covariance = torch.diag(torch.tensor([4.0, 1.0, 0.25], dtype=f64))
+    many = anisotropic_random_bases(covariance, n_sets=4000, n_heads=5, d_head=1, seed=2)
+    sample = many.transpose(-1, -2).reshape(-1, 3)  # (20000, 3) Gaussian vectors
+    assert torch.allclose(sample.T @ sample / len(sample), covariance, atol=0.08)
+    assert torch.equal(many, anisotropic_random_bases(covariance, n_sets=4000, n_heads=5, d_head=1, seed=2))
+    with pytest.raises(ValueError, match="symmetric"):
+        anisotropic_random_bases(torch.tensor([[1.0, 2.0], [0.0, 1.0]], dtype=f64), 1, 1, 1)
+
+
+def test_variance_in_subspace_and_coverage_by_hand():
+    covariance = torch.diag(torch.tensor([4.0, 3.0, 2.0, 1.0], dtype=f64))  # total variance 10
+    assert float(variance_in_subspace(unit(0, 4)[:, None], covariance)) == pytest.approx(0.4)
+    diagonal = (unit(0, 4) + unit(3, 4))[:, None]  # half of directions 0 and 3: (4 + 1) / 2 of 10
+    assert float(variance_in_subspace(diagonal, covariance)) == pytest.approx(0.25)
+    tiling = torch.stack([torch.eye(4, dtype=f64)[:, :2], torch.eye(4, dtype=f64)[:, 2:]])
+    assert float(variance_coverage(tiling, covariance)) == pytest.approx(1.0)
+    copies = torch.stack([torch.eye(4, dtype=f64)[:, 1:3]] * 2)  # both heads read directions 1 and 2 only
+    assert float(variance_coverage(copies, covariance)) == pytest.approx(0.5)
+    # a head reading e0 and one reading v = e1 + 0.1 e2: each of the two directions read once, the rest never
+    tilted = torch.stack([unit(0, 4)[:, None], (unit(1, 4) + 0.1 * unit(2, 4))[:, None]])
+    assert float(variance_coverage(tilted, covariance)) == pytest.approx((4 + (3 + 0.01 * 2) / 1.01) / 10)
+    shares = variance_coverage(copies, covariance, (1.5, 2.5))  # the copies' directions are read twice
+    assert shares.shape == (2,) and torch.allclose(shares, torch.tensor([0.5, 0.0], dtype=f64), atol=1e-12)
+    with pytest.raises(ValueError, match="min_heads"):
+        variance_coverage(tiling, covariance, 0.0)
+
+
+def test_missing_subspace_baselines_say_how_to_restore(tmp_path):
+    with pytest.raises(ValueError, match="scripts.subspace_baselines"):
+        load_subspace_baselines(tmp_path / "subspace_baselines.json")

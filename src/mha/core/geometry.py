@@ -15,7 +15,12 @@ Both have rank at most ``d_head`` (:func:`numerical_rank`). The subspaces a head
 reads from (the column space of ``W_Q``, ``W_K`` or ``W_V``) and writes to (the
 row space of ``W_O``) are compared with principal angles
 (:func:`principal_angle_cosines`, :func:`head_subspace_angles`) against random
-subspaces of the same size (:func:`random_subspace_angles`).
+subspaces of the same size (:func:`random_subspace_angles`), and with random
+subspaces as anisotropic as the model's own residual stream
+(:func:`anisotropic_random_bases`): is each head a lens on its own part of the
+space (:func:`mean_pair_overlap`), and do a layer's lenses together read its
+variance (:func:`variance_in_subspace`, :func:`variance_coverage`)? The stored
+baselines of chapter 2 are read by :func:`load_subspace_baselines`.
 
 Conventions are the book's: vectors are rows, so a head computes
 ``q = x @ W_Q + b_Q``; every function accepts leading batch axes (for example
@@ -26,12 +31,14 @@ float64 for ranks and angles of float32 weights: see :func:`numerical_rank`).
 from __future__ import annotations
 
 import math
+import os
 from typing import NamedTuple
 
 import torch
 from torch import Tensor
 
 from mha.core.validation import InputError, check_rank, check_real_tensor, check_seed, check_size, check_whole_number
+from mha.data_files import DATA_DIRECTORY, read_verified_json
 
 __all__ = [
     "qk_circuit",
@@ -49,6 +56,12 @@ __all__ = [
     "random_subspace_angles",
     "projector_sum_spectrum",
     "share_in_subspace",
+    "mean_pair_overlap",
+    "anisotropic_random_bases",
+    "variance_in_subspace",
+    "variance_coverage",
+    "SUBSPACE_BASELINES_PATH",
+    "load_subspace_baselines",
 ]
 
 
@@ -312,9 +325,15 @@ def projector_sum_spectrum(W: Tensor) -> Tensor:
     """
     W = check_real_tensor("W", W)
     check_rank("W", W.shape, (3,), "(heads, d_model, d_head)")
-    basis = orthonormal_basis(W)  # (heads, d_model, d_head)
-    projector_sum = torch.einsum("hdk,hek->de", basis, basis)  # (d_model, d_model)
-    return torch.linalg.eigvalsh(projector_sum).flip(-1)  # (d_model,), descending
+    return torch.linalg.eigvalsh(_projector_sum(W)).flip(-1)  # (d_model,), descending
+
+
+def _projector_sum(W: Tensor) -> Tensor:
+    """``sum_h P_h`` for (..., heads, d_model, d_head) -> (..., d_model, d_model), checked."""
+    W = check_real_tensor("W", W)
+    check_rank("W", W.shape, range(3, 9), "(..., heads, d_model, d_head)")
+    basis = orthonormal_basis(W)  # (..., heads, d_model, d_head)
+    return torch.einsum("...hdk,...hek->...de", basis, basis)  # (..., d_model, d_model)
 
 
 def share_in_subspace(vectors: Tensor, W: Tensor) -> Tensor:
@@ -328,3 +347,117 @@ def share_in_subspace(vectors: Tensor, W: Tensor) -> Tensor:
     _check_same_d_model("vectors", vectors, "W", W, -1, -2)
     coordinates = vectors @ orthonormal_basis(W)  # (..., n, k)
     return coordinates.pow(2).sum(dim=-1) / vectors.pow(2).sum(dim=-1)
+
+
+def mean_pair_overlap(W: Tensor) -> Tensor:
+    """The mean :func:`subspace_overlap` over every pair of different heads: (heads, d_model, d_head) -> scalar.
+
+    One number for how much a layer's heads share: 1 if they all read one subspace, ``d_head / d_model`` on average
+    for random subspaces (the isotropic baseline), lower still if they avoid each other. Chapter 2, "Each head's
+    own subspace".
+    """
+    W = check_real_tensor("W", W)
+    check_rank("W", W.shape, (3,), "(heads, d_model, d_head), one layer's heads")
+    if W.shape[0] < 2:
+        raise InputError(f"W has {W.shape[0]} head; a mean over pairs of heads needs at least two.")
+    overlap = subspace_overlap(head_subspace_angles(W))  # (heads, heads)
+    others = ~torch.eye(W.shape[0], dtype=torch.bool, device=W.device)
+    return overlap[others].mean()
+
+
+def _check_covariance(covariance: Tensor) -> Tensor:
+    covariance = check_real_tensor("covariance", covariance, meaning="(d_model, d_model)")
+    check_rank("covariance", covariance.shape, (2,), "(d_model, d_model), a covariance matrix")
+    if covariance.shape[0] != covariance.shape[1] or not torch.allclose(covariance, covariance.T, rtol=1e-5,
+                                                                        atol=1e-8 * float(covariance.abs().max())):
+        raise InputError(f"covariance has shape {tuple(covariance.shape)} and must be a symmetric (d_model, d_model) "
+                         "matrix, such as torch.cov(states.T) for states (tokens, d_model).")
+    if not torch.isfinite(covariance).all() or float(torch.trace(covariance)) <= 0:
+        raise InputError("covariance must be finite with a positive trace (total variance); got a zero or "
+                         "non-finite matrix.")
+    return covariance
+
+
+def anisotropic_random_bases(covariance: Tensor, n_sets: int, n_heads: int, d_head: int, seed: int = 0) -> Tensor:
+    """Random heads as anisotropic as the data: (d_model, d_model) -> (n_sets, n_heads, d_model, d_head).
+
+    Each head's ``d_head`` columns are independent Gaussian vectors with the given covariance (``L z`` with
+    ``L Lᵀ = covariance`` from its eigendecomposition, small negative eigenvalues set to 0), so its span leans
+    towards the directions in which the tokens vary most: the baseline "a head that reads the residual stream at
+    random, weighted by what is there". Compare :func:`random_subspace_angles`, the isotropic baseline. Seeded; in
+    the covariance's dtype. Chapter 2, "Each head's own subspace".
+    """
+    covariance = _check_covariance(covariance)
+    n_sets = check_whole_number("n_sets", n_sets, minimum=1)
+    n_heads = check_whole_number("n_heads", n_heads, minimum=1)
+    d_head = check_whole_number("d_head", d_head, minimum=1)
+    d_model = covariance.shape[0]
+    if d_head > d_model:
+        raise InputError(f"need d_head <= d_model, got d_head = {d_head}, d_model = {d_model}.")
+    check_size("the random bases (n_sets, n_heads, d_model, d_head)", (n_sets, n_heads, d_model, d_head))
+    eigenvalues, eigenvectors = torch.linalg.eigh(covariance)  # (d_model,), (d_model, d_model)
+    root = eigenvectors * eigenvalues.clamp(min=0).sqrt()  # (d_model, d_model): root @ root.T = covariance
+    generator = torch.Generator().manual_seed(check_seed("seed", seed))
+    z = torch.randn(n_sets, n_heads, d_model, d_head, generator=generator, dtype=covariance.dtype)
+    return root @ z  # (n_sets, n_heads, d_model, d_head)
+
+
+def variance_in_subspace(W: Tensor, covariance: Tensor) -> Tensor:
+    """The share of the total variance that lies in the column space of ``W``: (..., d_model, k) -> (...), in [0, 1].
+
+    ``trace(Qᵀ Σ Q) / trace(Σ)`` for an orthonormal basis ``Q``: what a head reading that subspace sees of the
+    tokens' spread. A random ``k``-dimensional subspace holds ``k / d_model`` of it on average; the covariance
+    analogue of :func:`share_in_subspace`. Chapter 2, "Each head's own subspace".
+    """
+    covariance = _check_covariance(covariance)
+    W = check_real_tensor("W", W)
+    _check_same_d_model("W", W, "covariance", covariance, -2, -1)
+    basis = orthonormal_basis(W)  # (..., d_model, k)
+    held = torch.einsum("...dk,de,...ek->...", basis, covariance, basis)
+    return held / torch.trace(covariance)
+
+
+def variance_coverage(W: Tensor, covariance: Tensor, min_heads: float | tuple[float, ...] = 0.1) -> Tensor:
+    """The share of the variance in directions that a layer's heads, together, read at least ``min_heads`` times.
+
+    ``W`` (..., heads, d_model, d_head), ``covariance`` (d_model, d_model) -> (...), or (..., thresholds) for a
+    tuple of thresholds. The directions are the eigenvectors ``u`` of the heads' projector sum
+    (:func:`projector_sum_spectrum`), read ``sum_h |P_h u|²`` times; the share is the sum of ``uᵀ Σ u`` over the
+    directions read at least ``min_heads`` times, over ``trace(Σ)``. Heads that tiled the space give 1 (every
+    direction read once); heads that piled onto a few directions leave the rest, and the variance there, unread.
+    Chapter 2, "Each head's own subspace".
+    """
+    covariance = _check_covariance(covariance)
+    thresholds = min_heads if isinstance(min_heads, tuple) else (min_heads,)
+    if not thresholds or not all(isinstance(t, (int, float)) and not isinstance(t, bool) and t > 0
+                                 for t in thresholds):
+        raise InputError(f"min_heads is how many heads' worth of reading counts as read: a number above 0 (the "
+                         f"book uses 0.1) or a tuple of them; got {min_heads!r}.")
+    projector_sum = _projector_sum(W)  # (..., d_model, d_model)
+    _check_same_d_model("W", projector_sum, "covariance", covariance, -1, -1)
+    times_read, directions = torch.linalg.eigh(projector_sum)  # (..., d_model), (..., d_model, d_model)
+    variance = torch.einsum("...di,de,...ei->...i", directions, covariance, directions)  # (..., d_model)
+    bars = torch.tensor(thresholds, dtype=times_read.dtype)  # (thresholds,)
+    read = times_read[..., None, :] >= bars[:, None]  # (..., thresholds, d_model)
+    shares = (variance[..., None, :] * read).sum(dim=-1) / torch.trace(covariance)  # (..., thresholds)
+    return shares if isinstance(min_heads, tuple) else shares[..., 0]
+
+
+SUBSPACE_BASELINES_PATH = DATA_DIRECTORY / "subspace_baselines.json"
+"""Chapter 2's heads against random subspaces as anisotropic as the residual stream (scripts/subspace_baselines.py)."""
+
+
+def load_subspace_baselines(path: str | os.PathLike | None = None) -> dict:
+    """The stored comparison of chapter 2, "Each head's own subspace" (``data/subspace_baselines.json``), hash-checked.
+
+    A dict with the setup (sentences, draws, seed, thresholds) and, per layer, the real heads' mean pair overlap,
+    variance share and coverage for queries, keys and values, beside the same numbers for every random draw
+    (anisotropic and isotropic). Written by ``python -m scripts.subspace_baselines``; a missing or damaged file
+    raises ``ValueError`` saying how to restore it.
+    """
+    path = SUBSPACE_BASELINES_PATH if path is None else path
+    content, how = read_verified_json(path, what="the stored subspace baselines",
+                                      regenerate="python -m scripts.subspace_baselines", limit=2_000_000)
+    if not isinstance(content, dict) or not isinstance(content.get("layers"), list) or not content["layers"]:
+        raise ValueError(f"the stored subspace baselines {path} have no list of layers. {how}")
+    return content

@@ -8,12 +8,14 @@ import pytest
 from mha.analysis.coreference_and_content.rarity import (
     COMMON_NOUNS,
     RARE_NOUNS,
+    QueryWeights,
     count_rarity,
     count_tokens,
     extreme_hit_rates,
     rare_common_items,
     split_words,
     vocabulary_rank,
+    weight_from_queries,
 )
 from mha.pretrained.tokenizer import load_tokenizer
 
@@ -67,3 +69,29 @@ def test_rare_common_items_keep_positions():
         common, rare = item.sentences
         assert len(common) == len(rare) and common[item.slot] == item.common and rare[item.slot] == item.rare
         assert [w for i, w in enumerate(common) if i != item.slot] == [w for i, w in enumerate(rare) if i != item.slot]
+
+
+def test_weight_from_queries_by_hand():
+    # [CLS] rare-a ##b common the [SEP]: word ids None 0 0 1 2 None; the rare word is split into two pieces
+    word_ids = [None, 0, 0, 1, 2, None]
+    attention = np.full((1, 2, 6, 6), 1 / 6)
+    attention[0, 1, 1] = [0.1, 0.0, 0.5, 0.3, 0.1, 0.0]  # head 1: the rare piece sends 0.3 to "common"
+    attention[0, 1, 2] = [0.0, 0.6, 0.0, 0.2, 0.2, 0.0]
+    queries = np.array([False, True, True, False, False, False])  # the two rare pieces
+    baseline = np.array([False, False, False, False, True, False])  # "the"
+    targets = np.array([False, True, True, True, False, False])  # the rare word's own pieces and "common"
+    sums, counts = weight_from_queries(attention, word_ids, queries, baseline, targets)
+    # a rare piece's weight on its own word's pieces is left out: only "common" (key 3) counts for it
+    assert counts.tolist() == [2.0, 1.0]
+    assert np.allclose(sums[0, 0], [2 / 6, 0.3 + 0.2])
+    assert np.allclose(sums[1, 0], [3 / 6, 3 / 6])  # "the" reaches all three target pieces: 3 x 1/6
+    with pytest.raises(ValueError, match="boolean mask"):
+        weight_from_queries(attention, word_ids, queries.astype(int), baseline, targets)
+
+
+def test_query_weights_pool_over_sentences_and_resample():
+    sums = np.array([[[[1.0]], [[1.0]]], [[[0.0]], [[3.0]]]])  # (2 sentences, 2 groups, 1 layer, 1 head)
+    counts = np.array([[2.0, 4.0], [1.0, 2.0]])
+    weights = QueryWeights(sums, counts)
+    assert float(weights.excess()[0, 0]) == pytest.approx(1 / 3 - 4 / 6)  # pooled: (1 + 0) / 3 - (1 + 3) / 6
+    assert float(weights.excess(np.array([2.0, 0.0]))[0, 0]) == pytest.approx(2 / 4 - 2 / 8)  # first sentence twice

@@ -23,6 +23,11 @@ downloads nothing, so we use proxies and say what each one gets wrong:
 piece's most-attended word piece is the rarest (or the most common) one of
 the sentence, next to the rate a random choice would get.
 
+:func:`weight_from_queries` asks the other direction, the one of the claim that some heads attend *from* rare
+tokens *to* common, informative ones: for each head, the weight that chosen queries (rare word pieces) send to
+chosen keys (common content words), next to the weight that other queries of the same sentences send there
+(:class:`QueryWeights`).
+
 The module also holds the controlled sentences of the section: the same
 frames filled once with a common and once with a rare noun, all single word
 pieces so positions do not move (:func:`rare_common_items`).
@@ -45,6 +50,8 @@ __all__ = [
     "split_words",
     "ExtremeHits",
     "extreme_hit_rates",
+    "QueryWeights",
+    "weight_from_queries",
     "COMMON_NOUNS",
     "RARE_NOUNS",
     "RARE_WORD_FRAMES",
@@ -157,6 +164,62 @@ def extreme_hit_rates(attention: np.ndarray, rarity: Sequence[float], *, which: 
     hits = extreme[top].sum(axis=-1)  # (...)
     n_rows = int(scored.sum())
     return ExtremeHits(hits=hits, expected=n_rows * extreme.sum() / len(keys), rows=n_rows)
+
+
+@dataclass(frozen=True)
+class QueryWeights:
+    """Per sentence, the weight two groups of queries send to a set of keys, summed over each group (chapter 3).
+
+    ``sums`` (sentences, 2, layers, heads): for group 0 (e.g. rare queries) and group 1 (the baseline queries),
+    the sum over the group's queries of each query's total weight on the target keys; ``counts`` (sentences, 2):
+    how many queries each group has. :meth:`excess` pools them over sentences.
+    """
+
+    sums: np.ndarray
+    counts: np.ndarray
+
+    def mean(self, weights: np.ndarray | None = None) -> np.ndarray:
+        """(2, layers, heads): each group's mean weight on the targets per query, sentences weighted by ``weights``."""
+        weights = np.ones(len(self.counts)) if weights is None else np.asarray(weights, dtype=float)
+        totals = np.einsum("s,sglh->glh", weights, self.sums)  # (2, layers, heads)
+        return totals / (weights @ self.counts)[:, None, None]
+
+    def excess(self, weights: np.ndarray | None = None) -> np.ndarray:
+        """(layers, heads): group 0's mean minus group 1's; ``weights`` (sentences,) are the resample counts of
+        :func:`mha.analysis.popular_story.unit_bootstrap` (all ones by default)."""
+        group, baseline = self.mean(weights)
+        return group - baseline
+
+
+def weight_from_queries(attention: np.ndarray, word_ids: Sequence[int | None], queries: np.ndarray,
+                        baseline: np.ndarray, targets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each query's total weight on the target keys, summed over two groups of queries, for one sentence (chapter 3).
+
+    ``attention`` (layers, heads, n, n), rows = queries (attend FROM); ``word_ids`` (n,) (None for special tokens);
+    ``queries``, ``baseline`` and ``targets`` are boolean masks (n,): the queries studied (e.g. rare word pieces),
+    the queries they are compared with, and the keys (e.g. common content words). A query's weight on the keys of
+    its own word is left out (a piece of a split word looks at its other pieces for reasons of its own). Returns
+    ``sums`` (2, layers, heads) and ``counts`` (2,), as one sentence's entries of :class:`QueryWeights`.
+    """
+    attention = as_real_array("attention", attention)
+    word_ids = check_items("word_ids", word_ids, "the word ids of a sentence, one per token (None for special tokens)")
+    n = len(word_ids)
+    masks = []
+    for name, mask in (("queries", queries), ("baseline", baseline), ("targets", targets)):
+        mask = np.asarray(mask)
+        if mask.dtype != bool or mask.shape != (n,):
+            raise ValueError(f"{name} must be a boolean mask of shape ({n},), one entry per token, got "
+                             f"{mask.dtype} {mask.shape}.")
+        masks.append(mask)
+    queries, baseline, targets = masks
+    if attention.ndim != 4 or attention.shape[-2:] != (n, n):
+        raise ValueError(f"attention has shape {attention.shape}; it should be (layers, heads, {n}, {n}) for the "
+                         f"{n} tokens of word_ids.")
+    words = np.array([-1 if w is None else w for w in word_ids])  # (n,)
+    keys = targets[None, :] & ~((words[:, None] == words[None, :]) & (words[:, None] >= 0))  # (n, n): own word out
+    on_targets = (attention * keys).sum(axis=-1)  # (layers, heads, n): each query's weight on its target keys
+    sums = np.stack([on_targets[..., group].sum(axis=-1) for group in (queries, baseline)])  # (2, layers, heads)
+    return sums, np.array([queries.sum(), baseline.sum()], dtype=float)
 
 
 # --- controlled sentences: the same frame with a common or a rare noun ------------------------------
