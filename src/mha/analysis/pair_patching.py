@@ -17,11 +17,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from mha.analysis.statistics import bootstrap_interval
-from mha.core.validation import check_items
+from mha.core.validation import as_path, check_items
+from mha.data_files import DATA_DIRECTORY
 from mha.pretrained.encoder import EncoderTrace, MiniLMEncoder
 from mha.pretrained.patching import head_patching_effects
 
-__all__ = ["PairPatching", "patch_between_halves"]
+__all__ = ["PairPatching", "patch_between_halves", "HeadAgainstLayer", "NAMED_HEAD_PATCHING_PATH",
+           "load_named_head_patching"]
 
 PairReadout = Callable[[EncoderTrace, object], np.ndarray]
 """``readout(target, states) -> values (rows,)``: one number per input of ``target``, read from ``states``
@@ -63,15 +65,81 @@ class PairPatching:
         (:func:`mha.analysis.statistics.bootstrap_interval`): ``(low, high)``, each (layers, heads)."""
         return bootstrap_interval(self.shares[slice(None) if pairs is None else np.asarray(pairs)], seed=seed)
 
-    def to_dict(self, decimals: int = 6) -> dict:
-        """The result as JSON-ready lists, rounded to ``decimals`` places (what the patching scripts store)."""
-        return {"pair_ids": list(self.pair_ids), "left_out": list(self.left_out),
-                "difference": np.round(self.difference, decimals).tolist(),
-                "carried": np.round(self.carried, decimals).tolist()}
+    def against_layer(self, layer: int, head: int, pairs=None, *, seed: int = 0) -> HeadAgainstLayer:
+        """Head ``(layer, head)``'s share next to the mean share of the other heads of its layer (4.1).
+
+        A baseline for a named head: the same patch, the same pairs, another head of the same layer, averaged over
+        those heads pair by pair. Intervals are 95% percentile bootstraps over ``pairs`` (default all), the same
+        resamples for the head, the baseline and their difference (:func:`mha.analysis.statistics.
+        bootstrap_interval`, ``seed``). Returns a :class:`HeadAgainstLayer`.
+        """
+        shares = self.shares[slice(None) if pairs is None else np.asarray(pairs)]  # (pairs, layers, heads)
+        n_layers, n_heads = shares.shape[1:]
+        if not (0 <= layer < n_layers and 0 <= head < n_heads):
+            raise ValueError(f"head ({layer}, {head}) is not one of the {n_layers} x {n_heads} heads patched.")
+        if n_heads < 2:
+            raise ValueError("the layer has a single head, so there is no other head of the layer to compare with.")
+        own = shares[:, layer, head]  # (pairs,)
+        others = np.delete(shares[:, layer], head, axis=1).mean(axis=1)  # (pairs,)
+        values = np.stack([own, others, own - others], axis=1)  # (pairs, 3)
+        low, high = bootstrap_interval(values, seed=seed)
+        return HeadAgainstLayer(len(own), *values.mean(axis=0), *zip(low, high))
+
+    def to_dict(self, decimals: int = 6, layers=None) -> dict:
+        """The result as JSON-ready lists, rounded to ``decimals`` places (what the patching scripts store).
+
+        With ``layers`` (a list of layer indices), ``carried`` keeps only those layers, listed under ``"layers"``:
+        what a script that patched only some layers stores (4.1); :meth:`from_dict` puts NaN in the others.
+        """
+        carried = self.carried if layers is None else self.carried[:, list(layers)]
+        content = {"pair_ids": list(self.pair_ids), "left_out": list(self.left_out),
+                   "difference": np.round(self.difference, decimals).tolist(),
+                   "carried": np.round(carried, decimals).tolist()}
+        return content if layers is None else {**content, "layers": [int(layer) for layer in layers]}
+
+    @classmethod
+    def from_dict(cls, content: dict, n_layers: int | None = None) -> PairPatching:
+        """The :class:`PairPatching` that :meth:`to_dict` stored; with ``"layers"`` in ``content``, ``carried`` is
+        spread over ``n_layers`` layers, NaN in those not patched. Raises ValueError on a malformed record."""
+        try:
+            pair_ids = tuple(str(pair_id) for pair_id in content["pair_ids"])
+            left_out = tuple(str(pair_id) for pair_id in content.get("left_out", ()))
+            difference = np.asarray(content["difference"], dtype=float)
+            carried = np.asarray(content["carried"], dtype=float)
+            layers = content.get("layers")
+        except (KeyError, TypeError, ValueError, AttributeError):
+            raise ValueError("a stored pair patching needs 'pair_ids', 'difference' (pairs,) and 'carried' "
+                             "(pairs, layers, heads) of numbers.") from None
+        if difference.shape != (len(pair_ids),) or carried.ndim != 3 or carried.shape[0] != len(pair_ids):
+            raise ValueError(f"a stored pair patching has {len(pair_ids)} pairs, 'difference' {difference.shape} and "
+                             f"'carried' {carried.shape}; they should be (pairs,) and (pairs, layers, heads).")
+        if layers is not None:
+            if n_layers is None or len(layers) != carried.shape[1] or not all(0 <= l < n_layers for l in layers):
+                raise ValueError(f"the record patched layers {layers}; give n_layers (the model's) and one block of "
+                                 "'carried' per listed layer.")
+            full = np.full((len(pair_ids), n_layers, carried.shape[2]), np.nan)
+            full[:, list(layers)] = carried
+            carried = full
+        return cls(pair_ids, difference, carried, left_out)
+
+
+@dataclass(frozen=True)
+class HeadAgainstLayer:
+    """One head's mean share of a pair difference against the other heads of its layer (4.1), from
+    :meth:`PairPatching.against_layer`: ``share``, ``others`` (their mean share) and ``excess`` (share - others),
+    each with a 95% bootstrap interval over the ``pairs`` pairs."""
+
+    pairs: int
+    share: float
+    others: float
+    excess: float
+    share_interval: tuple[float, float]
+    others_interval: tuple[float, float]
+    excess_interval: tuple[float, float]
 
 
 def patch_between_halves(encoder: MiniLMEncoder, first: Sequence[Sequence[str]], second: Sequence[Sequence[str]],
-                         readout: PairReadout) -> tuple[np.ndarray, np.ndarray]:
+                         readout: PairReadout, heads=None) -> tuple[np.ndarray, np.ndarray]:
     """Patch every head between ``first[i]`` and ``second[i]`` (words, same number of tokens), both ways (3.2, 3.3).
 
     Returns ``(difference, moved)``, not yet oriented: ``difference`` (pairs,) is the readout of the first input
@@ -79,6 +147,9 @@ def patch_between_halves(encoder: MiniLMEncoder, first: Sequence[Sequence[str]],
     the second adds to the second's readout, minus what patching it from the second into the first adds to the
     first's), so a head that carried the whole difference has ``moved == difference``. One batch holds the first
     inputs then the second ones, each patched from its twin (:func:`mha.pretrained.patching.head_patching_effects`).
+    A readout may also give several numbers per input, shape (readouts, 2 * pairs) with the inputs last: then
+    ``difference`` is (readouts, pairs) and ``moved`` (pairs, layers, heads, readouts) (4.1 reads two at once).
+    ``heads`` patches only the listed ``(layer, head)`` pairs (default all); the others' ``moved`` is NaN.
     """
     first, second = check_items("first", first, "lists of words"), check_items("second", second, "lists of words")
     if len(first) != len(second) or not first:
@@ -91,7 +162,44 @@ def patch_between_halves(encoder: MiniLMEncoder, first: Sequence[Sequence[str]],
     def read(states):
         return readout(target, states)  # (2 * pairs,)
 
-    effects = head_patching_effects(encoder, target, source, read)  # (layers, heads, 2 * pairs)
+    effects = head_patching_effects(encoder, target, source, read, heads)  # (layers, heads, [readouts,] 2 * pairs)
     clean = np.asarray(read(None), dtype=float)  # (2 * pairs,)
-    moved = effects[..., pairs:] - effects[..., :pairs]  # (layers, heads, pairs)
-    return clean[:pairs] - clean[pairs:], np.moveaxis(moved, -1, 0) / 2
+    moved = effects[..., pairs:] - effects[..., :pairs]  # (layers, heads, [readouts,] pairs)
+    return clean[..., :pairs] - clean[..., pairs:], np.moveaxis(moved, -1, 0) / 2
+
+
+NAMED_HEAD_PATCHING_PATH = DATA_DIRECTORY / "named_head_patching.json"
+"""The heads the book names, patched between minimal pairs; written by ``scripts/named_head_patching.py`` (4.1)."""
+
+
+def load_named_head_patching(path=NAMED_HEAD_PATCHING_PATH, n_layers: int = 6) -> dict:
+    """What ``scripts/named_head_patching.py`` stored, checked against ``data/SHA256SUMS`` (4.1).
+
+    The stored dict, with each arc's ``"word"`` and ``"sentence"`` records of ``content["relations"]`` and each edit
+    of the tiny model (``content["tiny"]["edits"]``, under ``"patching"``: its single heads as (pairs, layers, heads))
+    turned into :class:`PairPatching`. A missing, tampered or malformed file raises ``ValueError`` with the command
+    that regenerates it.
+    """
+    from mha.data_files import read_verified_json
+
+    path = as_path("path", path)
+    what = "the stored patching of the named heads"
+    content, how = read_verified_json(path, what=what, regenerate="python -m scripts.named_head_patching",
+                                      limit=8_000_000)
+    try:
+        relations = {relation: {**record, **{readout: PairPatching.from_dict(record[readout], n_layers)
+                                             for readout in ("word", "sentence")}}
+                     for relation, record in content["relations"].items()}
+        tiny = content["tiny"]
+        shape = np.asarray(tiny["prefix_matching"], dtype=float).shape  # (layers, heads)
+        edits = {}
+        for edit, record in tiny["edits"].items():
+            difference = np.asarray(record["difference"], dtype=float)
+            carried = np.stack([np.stack([np.asarray(record["carried"][f"L{layer}H{head}"], dtype=float)
+                                          for head in range(shape[1])], axis=1) for layer in range(shape[0])], axis=1)
+            edits[edit] = {**record, "patching": PairPatching(tuple(str(i) for i in range(len(difference))),
+                                                              difference, carried)}
+    except (KeyError, TypeError, ValueError, AttributeError):
+        raise ValueError(f"{what} {path} is malformed: it needs 'relations' (each with 'word' and 'sentence' pair "
+                         f"patchings) and 'tiny' (with 'prefix_matching' and 'edits'). {how}") from None
+    return {**content, "relations": relations, "tiny": {**tiny, "edits": edits}}

@@ -153,7 +153,7 @@ def final_states_with_each_head_patched(
 
 
 def head_patching_effects(encoder: MiniLMEncoder, target: EncoderTrace, source: EncoderTrace,
-                          readout: Readout) -> np.ndarray:
+                          readout: Readout, heads: Iterable[tuple[int, int]] | None = None) -> np.ndarray:
     """``readout`` of the patched run minus ``readout`` of the target run, for every head: (layers, heads, ...).
 
     ``readout`` maps last-layer states (batch, seq, d_model) to an array of
@@ -161,12 +161,13 @@ def head_patching_effects(encoder: MiniLMEncoder, target: EncoderTrace, source: 
     the first candidate, (batch,)). Entry ``[l, h]`` is what patching head
     ``h`` of layer ``l`` from ``source`` into ``target`` changes; 0 means the
     head's output carries none of the difference that the readout sees
-    (chapter 3, "Coreference, honestly").
+    (chapter 3, "Coreference, honestly"). ``heads`` patches only the listed ``(layer, head)`` pairs (default all);
+    the entries of the others are NaN (section 4.1 patches a few layers of long sentences).
     """
     clean = np.asarray(readout(target.hidden_states[-1]), dtype=float)  # (...)
     config = encoder.config
-    effects = np.zeros((config.n_layers, config.n_heads) + clean.shape)  # (layers, heads, ...)
-    for (layer, head), states in final_states_with_each_head_patched(encoder, target, source).items():
+    effects = np.full((config.n_layers, config.n_heads) + clean.shape, 0.0 if heads is None else np.nan)
+    for (layer, head), states in final_states_with_each_head_patched(encoder, target, source, heads).items():
         patched = np.asarray(readout(states), dtype=float)
         if patched.shape != clean.shape:
             raise ValueError(f"readout gave shape {patched.shape} for a patched run but {clean.shape} for the target "

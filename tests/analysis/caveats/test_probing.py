@@ -138,3 +138,71 @@ def test_word_head_outputs_average_each_words_pieces_and_random_weights_are_seed
     assert torch.equal(encoder.layers[0].attention.W_Q, before), "the pretrained encoder is left unchanged"
     assert float(random_a.word_embeddings.std()) == pytest.approx(0.02, rel=0.05)
     assert torch.all(random_a.layers[0].attention_norm.weight == 1)
+
+
+# ---------------------------------------------------------------- linear erasure (LEACE) and its control
+
+
+def _labelled_cloud(n=900, seed=0):
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 3, n)
+    features = rng.standard_normal((n, 6)) @ rng.standard_normal((6, 6))  # correlated, full rank
+    features[:, 1] += 1.5 * labels
+    features[:, 4] -= 2.0 * (labels == 2)
+    return features, labels
+
+
+def test_leace_leaves_no_covariance_with_any_label_and_removes_classes_minus_one_directions():
+    from mha.analysis.caveats.probing import leace_eraser
+
+    features, labels = _labelled_cloud()
+    eraser = leace_eraser(features, labels)
+    erased = eraser(features)
+    one_hot = np.eye(3)[labels]
+    cross = np.cov(np.hstack([erased, one_hot]), rowvar=False)[:6, 6:]  # numpy's covariance as the oracle
+    assert np.abs(cross).max() < 1e-10
+    assert eraser.rank == 2
+    assert np.linalg.matrix_rank(features - erased, tol=1e-8) == 2
+    before = fit_probe(features[:600], labels[:600], features[600:], labels[600:]).mean()
+    after = fit_probe(erased[:600], labels[:600], erased[600:], labels[600:]).mean()
+    assert before > 0.8 and after < majority_accuracy(labels[:600], labels[600:]) + 0.06
+
+
+def test_leace_on_white_data_projects_out_the_class_mean_differences():
+    """With identity covariance LEACE is the orthogonal projection off the span of the class means (a hand oracle)."""
+    from scipy.linalg import orth
+
+    from mha.analysis.caveats.probing import leace_eraser
+
+    rng = np.random.default_rng(1)
+    labels = np.repeat([0, 1, 2], 4000)
+    means = np.array([[0, 0, 0, 0, 0], [1, 0.5, 0, 0, 0], [0, -1, 1, 0, 0.]])
+    features = rng.standard_normal((len(labels), 5))
+    features -= features.mean(0)
+    features = features @ np.linalg.inv(np.linalg.cholesky(np.cov(features, rowvar=False))).T  # exactly white
+    features += means[labels]
+    features = (features - features.mean(0)) @ np.linalg.inv(np.linalg.cholesky(np.cov(features, rowvar=False))).T
+    centred_means = np.stack([features[labels == k].mean(0) for k in range(3)]) - features.mean(0)
+    span = orth(centred_means.T)  # (5, 2)
+    expected = features - (features - features.mean(0)) @ span @ span.T
+    np.testing.assert_allclose(leace_eraser(features, labels)(features), expected, atol=1e-8)
+
+
+def test_random_eraser_removes_as_many_directions_and_works_on_tensors():
+    from mha.analysis.caveats.probing import leace_eraser, random_eraser
+
+    features, labels = _labelled_cloud()
+    control = random_eraser(features, 2, seed=3)
+    assert control.rank == 2
+    assert np.linalg.matrix_rank(features - control(features), tol=1e-8) == 2
+    np.testing.assert_array_equal(control.matrix, random_eraser(features, 2, seed=3).matrix)
+    assert not np.allclose(control.matrix, random_eraser(features, 2, seed=4).matrix)
+    eraser = leace_eraser(features, labels)
+    as_tensor = eraser(torch.tensor(features))
+    np.testing.assert_allclose(as_tensor.numpy(), eraser(features), atol=1e-12)
+    with pytest.raises(ValueError, match="single value"):
+        leace_eraser(features, np.zeros(len(features)))
+    with pytest.raises(ValueError, match="at least rank"):
+        random_eraser(features, 7)
+    with pytest.raises(ValueError, match="vectors of 6"):
+        eraser(np.zeros((2, 5)))

@@ -16,6 +16,13 @@ uses it. Three baselines keep the reading honest:
 
 :func:`read_labelled_sentences` reads the words of a UD treebank with their UPOS tag and dependency label,
 numbered exactly as :func:`mha.corpora.treebank.read_conllu` numbers them.
+
+Decodable is not used. :func:`leace_eraser` removes, in closed form, exactly the linear information about a property
+from a set of vectors (LEACE, Belrose et al. 2023, "LEACE: Perfect linear concept erasure in closed form"): after it
+no linear probe does better than a constant guess on those vectors, and it moves them as little as possible.
+:func:`random_eraser` removes as many random directions in the same way, the control. Erasing a property from one
+head's output inside the model and watching a readout further up ("amnesic probing", Elazar et al. 2021) tests
+whether the model uses what the probe found (``scripts/amnesic_probing.py``).
 """
 
 from __future__ import annotations
@@ -34,7 +41,8 @@ from mha.corpora.treebank import read_ud_trees
 
 __all__ = ["LabelledSentence", "read_labelled_sentences", "most_frequent_labels", "control_labels",
            "majority_accuracy", "fitted_probe", "fit_probe", "probe_every_head", "probe_every_layer",
-           "correct_per_sentence"]
+           "correct_per_sentence", "LinearEraser", "leace_eraser", "random_eraser", "AMNESIC_PROBING_PATH",
+           "load_amnesic_probing"]
 
 
 @dataclass(frozen=True)
@@ -210,3 +218,129 @@ def correct_per_sentence(correct, sentence_of_word) -> tuple[np.ndarray, np.ndar
     hits = np.zeros((len(sentences),) + correct.shape[:-1])
     np.add.at(hits, index, np.moveaxis(correct, -1, 0).astype(float))
     return hits, np.bincount(index, minlength=len(sentences)).astype(float)
+
+
+@dataclass(frozen=True)
+class LinearEraser:
+    """An affine erasure ``x -> x - (x - mean) @ matrix.T`` on the last axis, removing ``rank`` directions (4.4).
+
+    Built by :func:`leace_eraser` or :func:`random_eraser`; apply it with ``eraser(x)`` to numpy arrays or torch
+    tensors of any leading shape (the matrix is cast to the input's dtype).
+    """
+
+    mean: np.ndarray
+    matrix: np.ndarray
+    rank: int
+
+    def __call__(self, x):
+        if hasattr(x, "detach"):  # a torch tensor: stay in torch, on its device and dtype
+            import torch
+
+            mean = torch.as_tensor(self.mean, dtype=x.dtype, device=x.device)
+            matrix = torch.as_tensor(self.matrix, dtype=x.dtype, device=x.device)
+            return x - (x - mean) @ matrix.T
+        x = np.asarray(x)
+        if x.shape[-1] != len(self.mean):
+            raise ValueError(f"the eraser works on vectors of {len(self.mean)} numbers; got shape {x.shape}.")
+        return x - (x - self.mean) @ self.matrix.T
+
+
+def _whitening(features: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(mean, W, W_pinv)``: W = Sigma^(-1/2) and its pseudo-inverse Sigma^(1/2) on the directions the data span."""
+    features = as_real_array("features", features).astype(np.float64)
+    if features.ndim != 2 or len(features) < 2:
+        raise ValueError(f"features must be (vectors, dimensions) with at least two vectors: got {features.shape}.")
+    mean = features.mean(axis=0)
+    covariance = np.cov(features, rowvar=False).reshape(features.shape[1], features.shape[1])
+    values, vectors = np.linalg.eigh(covariance)
+    kept = values > tol * max(float(values.max()), np.finfo(float).tiny)
+    root = np.zeros_like(values)
+    root[kept] = np.sqrt(values[kept])
+    inverse_root = np.zeros_like(values)
+    inverse_root[kept] = 1 / root[kept]
+    return mean, (vectors * inverse_root) @ vectors.T, (vectors * root) @ vectors.T
+
+
+def _eraser(mean, W, W_pinv, basis: np.ndarray) -> LinearEraser:
+    """The oblique erasure ``W_pinv P W`` for P the orthogonal projection onto ``basis``'s columns (whitened space)."""
+    projection = basis @ basis.T
+    return LinearEraser(mean=mean, matrix=W_pinv @ projection @ W, rank=int(basis.shape[1]))
+
+
+def leace_eraser(features, labels, *, tol: float = 1e-10) -> LinearEraser:
+    """LEACE: the least-squares-smallest affine map after which ``features`` carry no linear information about
+    ``labels`` (Belrose et al. 2023) (4.4).
+
+    ``features`` (vectors, dimensions), ``labels`` (vectors,) of any kind (one-hot encoded in sorted order). With
+    ``W = Sigma^(-1/2)`` the whitening of the features and ``P`` the orthogonal projection onto the column space of
+    ``W Sigma_xz`` (``Sigma_xz`` the cross-covariance of the features with the one-hot labels), the eraser is
+    ``x -> x - W^+ P W (x - mean)``. Afterwards the cross-covariance of the erased features with every label
+    indicator is 0, so no linear probe beats a constant on them (on these vectors); at most ``classes - 1``
+    directions are removed. Eigenvalues below ``tol`` times the largest count as 0.
+    """
+    features = as_real_array("features", features).astype(np.float64)
+    labels = np.asarray(labels)
+    if labels.ndim != 1 or features.ndim != 2 or len(labels) != len(features):
+        raise ValueError(f"features {features.shape} must be (vectors, dimensions) with one label per vector "
+                         f"(labels {labels.shape}).")
+    classes, index = np.unique(labels, return_inverse=True)
+    if len(classes) < 2:
+        raise ValueError("the labels take a single value; there is nothing to erase.")
+    mean, W, W_pinv = _whitening(features, tol)
+    one_hot = np.eye(len(classes))[index]  # (vectors, classes)
+    cross = (features - mean).T @ (one_hot - one_hot.mean(axis=0)) / (len(features) - 1)  # (dimensions, classes)
+    left, singular, _ = np.linalg.svd(W @ cross, full_matrices=False)
+    basis = left[:, singular > tol * max(float(singular.max()), np.finfo(float).tiny)]  # (dimensions, rank)
+    return _eraser(mean, W, W_pinv, basis)
+
+
+def random_eraser(features, rank: int, seed: int = 0, *, tol: float = 1e-10) -> LinearEraser:
+    """The control for :func:`leace_eraser`: the same kind of erasure of ``rank`` random directions (4.4).
+
+    The directions are an orthonormal basis (QR of a Gaussian matrix from ``np.random.default_rng(seed)``) of the
+    whitened space of ``features``, so the control removes as many directions, measured in the same way, but not
+    the ones that carry the property.
+    """
+    features = as_real_array("features", features).astype(np.float64)
+    rank = check_whole_number("rank", rank, minimum=1, meaning="directions to remove")
+    if features.ndim != 2 or rank > features.shape[1]:
+        raise ValueError(f"features {features.shape} must be (vectors, dimensions) with at least rank={rank} "
+                         "dimensions.")
+    mean, W, W_pinv = _whitening(features, tol)
+    basis, _ = np.linalg.qr(np.random.default_rng(seed).standard_normal((features.shape[1], rank)))
+    return _eraser(mean, W, W_pinv, basis)
+
+
+def _amnesic_path() -> Path:
+    from mha.data_files import DATA_DIRECTORY
+
+    return DATA_DIRECTORY / "amnesic_probing.json"
+
+
+AMNESIC_PROBING_PATH = _amnesic_path()
+"""Each named head's property erased inside the model, with its control; written by ``scripts/amnesic_probing.py``."""
+
+
+def load_amnesic_probing(path: str | Path = AMNESIC_PROBING_PATH) -> dict:
+    """What ``scripts/amnesic_probing.py`` stored, checked against ``data/SHA256SUMS`` (4.4): per property, the head,
+    and per held-out sentence the correct words of the head's own probe and of the last layer's probe (clean, LEACE,
+    random) and how far the sentence vector moved. A missing, tampered or malformed file raises ``ValueError`` with
+    the command that regenerates it."""
+    from mha.data_files import read_verified_json
+
+    what = "the stored amnesic probing"
+    content, how = read_verified_json(path, what=what, regenerate="python -m scripts.amnesic_probing", limit=2_000_000)
+    try:
+        words = np.asarray(content["test_words_per_sentence"], dtype=float)
+        for record in content["properties"].values():
+            for block in ("head_probe", "final_probe"):
+                for kind in ("clean", "leace", "random"):
+                    if np.shape(record[block][kind]) != words.shape:
+                        raise ValueError
+            for kind in ("leace", "random"):
+                if np.shape(record["sentence_moved"][kind]) != words.shape:
+                    raise ValueError
+    except (KeyError, TypeError, ValueError, AttributeError):
+        raise ValueError(f"{what} {path} is malformed: it needs 'test_words_per_sentence' and, per property, "
+                         f"'head_probe', 'final_probe' and 'sentence_moved', one entry per sentence. {how}") from None
+    return content
