@@ -6,11 +6,21 @@ verb whose number differs from the subject's ("the key to the *cabinets* is"); a
 for the subject would be misled by it (Linzen, Dupoux and Goldberg 2016).
 
 :func:`agreement_items` finds them in UD trees read with :func:`mha.corpora.treebank.read_ud_trees` (UD English-EWT
-marks ``Number`` on nouns, pronouns and finite verbs). For every ``nsubj`` or ``nsubj:pass`` that is a noun, proper
-noun or pronoun with a ``Number``, the **verb** is the finite word that agrees with it: its head, or when the head
-is not finite (a participle, or the predicate of a copula), the head's first finite ``aux`` or ``cop`` dependent;
-it is kept when it is of the third person, shows number (present tense, or a form of *be*), agrees with the subject
-and comes after it. The words between them that are nouns of the other number are its attractors.
+marks ``Number`` on nouns, pronouns and finite verbs). For every ``nsubj`` or ``nsubj:pass`` (copular subjects
+included: UD makes the predicate their head) that is a noun, proper noun or pronoun with a ``Number``, the **verb**
+is the finite word that agrees with it: the head's first finite ``aux`` or ``cop`` dependent after the subject when
+it has one (the head is then a participle, or the predicate of a copula: in "the premise *is* that it sets ...",
+*is* agrees with *premise* and *sets* with *it*), else the head itself. It is kept when it agrees with the
+subject in ``Number`` and comes after it, and, with ``verbs="number"`` (the default), when its form shows number (of
+the third person, in the present tense or a form of *be*); ``verbs="finite"`` keeps every finite verb that the
+treebank marks with ``Number``, whatever its person and tense (whether the verb's attention finds its subject does
+not depend on its form).
+The words between subject and verb that are nouns or proper nouns of the other number are its attractors, wherever
+they stand: in a prepositional phrase, a relative clause or a parenthesis.
+
+``extra_subjects`` adds subjects that the basic tree does not attach to their verb but UD's **enhanced** graph
+does (:func:`enhanced_subjects`): the shared subject of conjoined verbs ("Iran wants ... and *is*"), the antecedent
+of a relative clause ("links today that strongly *indicate*") and the controller of an open clause.
 
 :func:`number_swaps` makes minimal pairs for patching: the same sentence with the subject in the other number,
 taking the other form from the same treebank (a noun seen in both numbers with the same lemma), so no form is
@@ -21,14 +31,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from mha.core.validation import check_items, check_type
-from mha.corpora.treebank import UDTree, check_trees
+from mha.corpora.treebank import UDTree, _checked_words_and_heads, _parsed_sentences, _treebank_text, check_trees
 
-__all__ = ["SUBJECT_UPOS", "AgreementItem", "agreement_items", "number_swaps"]
+__all__ = ["SUBJECT_UPOS", "VERB_KINDS", "AgreementItem", "enhanced_subjects", "agreement_items", "number_swaps"]
 
 SUBJECT_UPOS = frozenset({"NOUN", "PROPN", "PRON"})
 """The parts of speech of the subjects kept; attractors are nouns and proper nouns."""
+
+VERB_KINDS = ("number", "finite")
+"""Which verbs :func:`agreement_items` keeps: those whose form shows number, or every finite one of the third person."""
 
 
 @dataclass(frozen=True)
@@ -36,7 +50,9 @@ class AgreementItem:
     """A subject and the verb form that agrees with it in one sentence, word indices from 0 (3.2).
 
     ``tree``: the sentence's index in the list given to :func:`agreement_items`; ``number``: the subject's,
-    ``"Sing"`` or ``"Plur"``; ``attractors``: the nouns between subject and verb of the other number.
+    ``"Sing"`` or ``"Plur"``; ``attractors``: the nouns between subject and verb of the other number;
+    ``shows_number``: the verb's form shows number (present tense or *be*); ``enhanced``: the subject is attached to
+    the verb only in the enhanced graph.
     """
 
     tree: int
@@ -46,6 +62,8 @@ class AgreementItem:
     number: str
     subject_upos: str
     attractors: tuple[int, ...]
+    shows_number: bool = True
+    enhanced: bool = False
 
 
 def _features(tree: UDTree, word: int) -> dict[str, str]:
@@ -59,36 +77,90 @@ def _shows_number(tree: UDTree, word: int) -> bool:
             and (features.get("Tense") == "Pres" or tree.lemmas[word].lower() == "be"))
 
 
-def _agreeing_verb(tree: UDTree, head: int) -> int | None:
-    if _shows_number(tree, head):
-        return head
-    finite = [i for i, (h, rel) in enumerate(zip(tree.heads, tree.deprels))
-              if h == head and rel.split(":")[0] in ("aux", "cop") and _features(tree, i).get("VerbForm") == "Fin"]
-    return finite[0] if finite and _shows_number(tree, finite[0]) else None
+def _kept_verb(tree: UDTree, word: int, verbs: str) -> bool:
+    if verbs == "number":
+        return _shows_number(tree, word)
+    features = _features(tree, word)
+    return features.get("VerbForm") == "Fin" and "Number" in features
 
 
-def agreement_items(trees: Sequence[UDTree]) -> list[AgreementItem]:
+def _agreeing_verb(tree: UDTree, subject: int, head: int, verbs: str = "number") -> int | None:
+    finite = [i for i, (h, rel) in enumerate(zip(tree.heads, tree.deprels)) if h == head and i > subject
+              and rel.split(":")[0] in ("aux", "cop") and _features(tree, i).get("VerbForm") == "Fin"]
+    verb = finite[0] if finite else head  # "the premise *is* that it sets": the copula agrees, not the clause's verb
+    return verb if _kept_verb(tree, verb, verbs) else None
+
+
+def enhanced_subjects(path: str | Path) -> list[tuple[tuple[int, int], ...]]:
+    """For each sentence of a CoNLL-U file, the ``(subject, head)`` word pairs (from 0) that UD's enhanced graph
+    (the DEPS column) links by ``nsubj`` or ``nsubj:pass`` (any subtype: ``nsubj:xsubj`` too) and the basic tree
+    does not (3.2).
+
+    The sentences and words are those of :func:`mha.corpora.treebank.read_ud_trees` on the same file; edges to
+    empty nodes are skipped. Give the result to :func:`agreement_items` as ``extra_subjects``. A file without
+    enhanced dependencies gives no pair.
+    """
+    path, text = _treebank_text(path)
+    subjects = []
+    for tokens, origin, line in _parsed_sentences(text, path.name):
+        words, heads = _checked_words_and_heads(tokens, origin, line)
+        index = {word["id"]: i for i, word in enumerate(words)}
+        pairs = []
+        for i, word in enumerate(words):
+            for edge in str(word.get("deps") or "_").split("|"):
+                head, _, relation = edge.partition(":")
+                if relation.split(":")[0] != "nsubj" or not head.isdigit() or int(head) not in index:
+                    continue  # not a subject, the root (0) or an empty node ("8.1")
+                head = index[int(head)]
+                if (head, relation.split(":")[0]) != (heads[i], word["deprel"].split(":")[0]):
+                    pairs.append((i, head))
+        subjects.append(tuple(pairs))
+    return subjects
+
+
+def agreement_items(trees: Sequence[UDTree], *, verbs: str = "number",
+                    extra_subjects: Sequence[Sequence[tuple[int, int]]] | None = None) -> list[AgreementItem]:
     """Every subject with the verb that agrees with it, in ``trees`` read with their features (3.2).
 
-    ``trees`` come from :func:`mha.corpora.treebank.read_ud_trees`, which reads lemmas and features; see the
+    ``trees`` come from :func:`mha.corpora.treebank.read_ud_trees`, which reads lemmas and features; ``verbs`` is
+    ``"number"`` (only verbs whose form shows number) or ``"finite"`` (every finite verb of the third person);
+    ``extra_subjects``, one tuple of ``(subject, head)`` pairs per tree (:func:`enhanced_subjects`), adds subjects
+    of the enhanced graph, after each tree's basic ones. A subject and verb found twice are kept once. See the
     module's docstring for which pairs are kept.
     """
     trees = check_trees("trees", trees)
+    if verbs not in VERB_KINDS:
+        raise ValueError(f"verbs must be one of {VERB_KINDS} (verbs whose form shows number, or every finite verb), "
+                         f"not {verbs!r}.")
+    if extra_subjects is not None:
+        extra_subjects = check_items("extra_subjects", extra_subjects,
+                                     "one tuple of (subject, head) pairs per tree, as enhanced_subjects(path) gives")
+        if len(extra_subjects) != len(trees):
+            raise ValueError(f"extra_subjects has {len(extra_subjects)} entries for {len(trees)} trees; give one per "
+                             "tree, read from the same file (enhanced_subjects).")
     items = []
     for index, tree in enumerate(trees):
         if len(tree.feats) != len(tree.words) or len(tree.lemmas) != len(tree.words):
             raise ValueError(f"tree {index} has no features or lemmas; read it with read_ud_trees, which keeps them.")
-        for subject, (head, relation) in enumerate(zip(tree.heads, tree.deprels)):
+        basic = [(subject, head, False) for subject, (head, relation) in enumerate(zip(tree.heads, tree.deprels))
+                 if relation.split(":")[0] == "nsubj"]
+        extra = [] if extra_subjects is None else [(int(s), int(h), True) for s, h in extra_subjects[index]]
+        if any(not (0 <= s < len(tree.words) and 0 <= h < len(tree.words)) for s, h, _ in extra):
+            raise ValueError(f"extra_subjects[{index}] names a word outside tree {index}; read both from the same "
+                             "file.")
+        seen = set()
+        for subject, head, enhanced in basic + extra:
             number = _features(tree, subject).get("Number")
-            if (relation.split(":")[0] != "nsubj" or tree.upos[subject] not in SUBJECT_UPOS or number is None
-                    or head < 0):
+            if tree.upos[subject] not in SUBJECT_UPOS or number is None or head < 0:
                 continue
-            verb = _agreeing_verb(tree, head)
-            if verb is None or verb < subject or _features(tree, verb)["Number"] != number:
+            verb = _agreeing_verb(tree, subject, head, verbs)
+            if verb is None or verb < subject or _features(tree, verb)["Number"] != number or (subject, verb) in seen:
                 continue
+            seen.add((subject, verb))
             attractors = tuple(i for i in range(subject + 1, verb) if tree.upos[i] in ("NOUN", "PROPN")
                                and _features(tree, i).get("Number", number) != number)
-            items.append(AgreementItem(index, tree.words, subject, verb, number, tree.upos[subject], attractors))
+            items.append(AgreementItem(index, tree.words, subject, verb, number, tree.upos[subject], attractors,
+                                       _shows_number(tree, verb), enhanced))
     return items
 
 

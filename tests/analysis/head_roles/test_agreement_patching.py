@@ -11,7 +11,13 @@ import hashlib
 import numpy as np
 import pytest
 
-from mha.analysis.head_roles.agreement import AgreementScores, nearest_noun, verb_row_scores
+from mha.analysis.head_roles.agreement import (
+    AgreementScores,
+    attractor_verdict,
+    binomial_power,
+    nearest_noun,
+    verb_row_scores,
+)
 from mha.analysis.head_roles.agreement_patching import (
     AGREEMENT_PATH,
     agreement_patching,
@@ -20,7 +26,7 @@ from mha.analysis.head_roles.agreement_patching import (
     swapped_words,
     verb_vectors,
 )
-from mha.analysis.statistics import bootstrap_ratio_interval
+from mha.analysis.statistics import bootstrap_ratio_interval, detection_power
 from mha.corpora.agreement import AgreementItem
 from mha.corpora.treebank import UDTree
 from mha.data_files import DATA_DIRECTORY, SHA256_LIST
@@ -52,8 +58,9 @@ def test_intervals_resample_whole_sentences():
     sentences = np.array([0, 0, 1, 2, 2, 2, 3, 4])
     hits = rng.integers(0, 2, size=(8, 2, 3)).astype(float)
     zeros = np.zeros(8)
+    narrow = np.array([True, False] * 4)
     scores = AgreementScores(sentences, zeros.astype(bool), np.ones(8, dtype=int), hits, hits, hits, zeros,
-                             np.zeros((8, 8)))
+                             np.zeros((8, 8)), narrow)
     items = np.arange(8)
     sums = np.stack([hits[sentences == s].sum(axis=0) for s in range(5)])
     oracle = bootstrap_ratio_interval(sums, np.bincount(sentences).astype(float))
@@ -61,6 +68,37 @@ def test_intervals_resample_whole_sentences():
     assert np.allclose(low, oracle[0]) and np.allclose(high, oracle[1])
     assert np.allclose(scores.rate(hits, items), hits.mean(axis=0))
     assert scores.select([2, 3]).tolist() == [3, 4, 5, 6]
+    assert scores.select([2, 3], narrow=True).tolist() == [4, 6]
+    assert np.array_equal(AgreementScores.from_dict(scores.to_dict()).narrow, narrow)
+
+
+def test_the_power_of_the_exact_binomial_test_matches_a_hand_calculation_and_scipy():
+    from scipy.stats import binomtest
+
+    # 10 pairs against a rule right for 10%: P(X >= 3) = 0.0702 > 0.05, P(X >= 4) = 0.0128, so 4 hits are needed;
+    # a head right for half of them gets 4 or more with probability 1 - (1 + 10 + 45 + 120) / 1024 = 848 / 1024
+    result = binomial_power(10, 0.1, 0.5)
+    assert result.critical == 4 and np.isclose(result.power, 848 / 1024)
+    for n, null, rate in ((26, 0.12, 0.5), (60, 0.2, 0.35), (7, 0.5, 0.9)):
+        result = binomial_power(n, null, rate)
+        assert binomtest(result.critical, n, null, alternative="greater").pvalue <= 0.05
+        assert binomtest(result.critical - 1, n, null, alternative="greater").pvalue > 0.05
+        assert np.isclose(result.power, detection_power(n, rate, result.critical))
+        assert np.isclose(detection_power(n, result.smallest_rate, result.critical), 0.8, atol=1e-6)
+        assert detection_power(n, result.smallest_rate - 1e-3, result.critical) < 0.8
+    assert binomial_power(3, 0.5, 0.9).critical is None  # even 3 of 3 has p = 0.125
+    with pytest.raises(ValueError, match="alpha must be a probability strictly between 0 and 1"):
+        binomial_power(10, 0.1, 0.5, alpha=0)
+
+
+def test_the_verdict_follows_the_stated_rule():
+    assert attractor_verdict(0.55, 0.8, 0.99) == ("holds", None)
+    assert attractor_verdict(0.1, 0.3, 0.95) == ("fails on this model", None)
+    assert attractor_verdict(0.1, 0.3, 0.5) == ("not shown", "too few pairs to detect a head at the bar")
+    assert attractor_verdict(0.3, 0.6, 0.95) == ("not shown", "the interval reaches the bar")
+    assert attractor_verdict(0.1, 0.45, 0.95, bar=0.4)[0] == "not shown"
+    with pytest.raises(ValueError, match="give \\(low, high\\)"):
+        attractor_verdict(0.6, 0.4, 0.9)
 
 
 @pytest.fixture(scope="module")
