@@ -44,9 +44,10 @@ MAX_JSON_DEPTH = 64
 
 BOOK_DATA_FILES = ("citations.json", "coreference_patching.json", "coreference_removal.json", "ewt_agreement.json",
                    "ewt_dev_heads.safetensors", "litbank/litbank_coref.json", "litbank/litbank_entities.json",
-                   "litbank_coreference.json", "litbank_entities.json",
+                   "litbank_coreference.json", "litbank_entities.json", "named_head_patching.json",
+                   "amnesic_probing.json",
                    "pattern_fits.json", "pruning_spread.json", "pruning_treebank.json", "sample.conllu",
-                   "single_removals.json", "triples_pruning.json",
+                   "single_removals.json", "subspace_baselines.json", "triples_pruning.json",
                    "ud_english_ewt/en_ewt-ud-dev.conllu")
 """The data files outside ``lab/`` that the book reads, each listed with its sha256 in ``data/SHA256SUMS``."""
 
