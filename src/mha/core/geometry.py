@@ -37,7 +37,15 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from mha.core.validation import InputError, check_rank, check_real_tensor, check_seed, check_size, check_whole_number
+from mha.core.validation import (
+    InputError,
+    as_path,
+    check_rank,
+    check_real_tensor,
+    check_seed,
+    check_size,
+    check_whole_number,
+)
 from mha.data_files import DATA_DIRECTORY, read_verified_json
 
 __all__ = [
@@ -455,7 +463,7 @@ def load_subspace_baselines(path: str | os.PathLike | None = None) -> dict:
     (anisotropic and isotropic). Written by ``python -m scripts.subspace_baselines``; a missing or damaged file
     raises ``ValueError`` saying how to restore it.
     """
-    path = SUBSPACE_BASELINES_PATH if path is None else path
+    path = SUBSPACE_BASELINES_PATH if path is None else as_path("path", path)
     content, how = read_verified_json(path, what="the stored subspace baselines",
                                       regenerate="python -m scripts.subspace_baselines", limit=2_000_000)
     if not isinstance(content, dict) or not isinstance(content.get("layers"), list) or not content["layers"]:

@@ -264,6 +264,8 @@ def word_key_distance(records: Iterable[AttentionRecord]) -> np.ndarray:
     expected ``|i - j|`` under that renormalised row. Positions stay those of the full token sequence. Section 4.3.
     """
     records = check_items("records", records, "a list of attention records, e.g. encode_records(encoder, sentences)")
+    if not records:
+        raise ValueError("records is empty: pass at least one attention record (encode_records(encoder, sentences)).")
     distances = []
     for index, record in enumerate(records):
         attention = as_real_array(f"records[{index}].attention", record.attention, meaning="(layers, heads, seq, seq)")

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mha.core.validation import as_real_array, check_items, check_whole_number
+from mha.core.validation import as_path, as_real_array, check_items, check_whole_number
 from mha.corpora.treebank import read_ud_trees
 
 __all__ = ["LabelledSentence", "read_labelled_sentences", "most_frequent_labels", "control_labels",
@@ -328,6 +328,7 @@ def load_amnesic_probing(path: str | Path = AMNESIC_PROBING_PATH) -> dict:
     the command that regenerates it."""
     from mha.data_files import read_verified_json
 
+    path = as_path("path", path)
     what = "the stored amnesic probing"
     content, how = read_verified_json(path, what=what, regenerate="python -m scripts.amnesic_probing", limit=2_000_000)
     try:
