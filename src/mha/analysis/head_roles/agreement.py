@@ -24,7 +24,7 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.stats import binom
 
-from mha.analysis.statistics import bootstrap_ratio_interval
+from mha.analysis.statistics import bootstrap_ratio_interval, detection_power
 from mha.core.validation import as_real_array, check_items, check_type, check_whole_number, is_real_number
 from mha.corpora.agreement import AgreementItem
 from mha.corpora.treebank import UDTree
@@ -201,8 +201,8 @@ def binomial_power(n_items: int, null_rate: float, rate: float, *, alpha: float 
     if critical is None:
         return BinomialPower(n_items, float(null_rate), float(rate), float(alpha), None, 0.0, float(target), None)
 
-    def power(r: float) -> float:
-        return float(binom.sf(critical - 1, n_items, r))
+    def power(r: float) -> float:  # a head that finds the subject with probability r reaches the critical count
+        return detection_power(n_items, r, critical)
 
     smallest = None if power(1.0) < target else float(brentq(lambda r: power(r) - target, 0.0, 1.0, xtol=1e-10))
     return BinomialPower(n_items, float(null_rate), float(rate), float(alpha), critical, power(float(rate)),
