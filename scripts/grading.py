@@ -66,8 +66,6 @@ POINTS_BY_DIFFICULTY = {1: 2, 2: 3, 3: 5}  # an exercise's points by its stars: 
 HIDDEN_SEEDS = (1, 2)
 PYTHON_VERSION = "3.11"  # the grading image's Python (Gradescope's image builds it with mamba)
 GRADESCOPE_SOURCE = "/autograder/source"  # where Gradescope unpacks the zip; otter's support files go to files/
-TIME_LIMIT = 60  # seconds for each call of a submitted function
-MEMORY_MB = 2048  # what a submitted function may take beyond numpy and torch
 STUB_CHECK = re.compile(r"^(check_\w+)\((my_\w+)", re.M)
 
 
@@ -138,7 +136,19 @@ def otter_config(exercises: list[dict]) -> dict:
     # the seeds the hidden cases really use, drawn afresh for each autograder: the repository's are public
     seeds = {f"hidden_seed_{seed}": 3 + secrets.randbelow(2**31) for seed in HIDDEN_SEEDS}
     return {"plugins": [{"mha.exercises.grading.otter_plugin.IsolatedGrading": {
-        "exercises": table, "seeds": seeds, "seconds": TIME_LIMIT, "memory_mb": MEMORY_MB}}]}
+        "exercises": table, "seeds": seeds, **limits_config()}}]}
+
+
+def limits_config(limits=None) -> dict:
+    """The limits an autograder states in its otter_config.json (:class:`mha.exercises.grading.sandbox.Limits`' by
+    default): each call's seconds, the budgets of an exercise and a submission, how much slower than the book's
+    solution a case may be, and the memory beyond numpy and torch."""
+    from mha.exercises.grading.sandbox import Limits
+
+    limits = limits or Limits()
+    return {"seconds": limits.seconds, "exercise_seconds": limits.exercise_seconds,
+            "submission_seconds": limits.submission_seconds, "slow_factor": limits.slow_factor,
+            "slow_floor_seconds": limits.slow_floor_seconds, "memory_mb": limits.memory_bytes // 1024**2}
 
 
 def key_submission(book: dict) -> dict:

@@ -67,6 +67,8 @@ def site_config() -> dict:
     config["repository"]["branch"] = STUDENT_BRANCH
     config["sphinx"]["local_extensions"] = {name: str(ROOT / path)
                                             for name, path in config["sphinx"]["local_extensions"].items()}
+    if config.get("html", {}).get("favicon"):  # the book's path is relative to the repository, not to site/
+        config["html"]["favicon"] = str(ROOT / config["html"]["favicon"])
     return config
 
 

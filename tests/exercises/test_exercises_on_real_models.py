@@ -6,9 +6,10 @@ import numpy as np
 import torch
 
 from mha.analysis.head_roles.relations import select_and_report
+from mha.analysis.head_roles.seeded_sentences import treebank_relation_hits
 from mha.exercises.caveats import check_attention_without_head, treebank_trace
 from mha.exercises.emergence import check_phase_change_step
-from mha.exercises.head_roles import check_held_out_relation_head, treebank_relation_hits
+from mha.exercises.head_roles import check_held_out_relation_head
 from mha.exercises.layers_and_probing import check_selection_inflation
 
 

@@ -63,6 +63,8 @@ def test_the_student_site_executes_nothing_and_launches_the_student_branch(site)
     assert set(config["sphinx"]["local_extensions"]) == set(book["sphinx"]["local_extensions"])
     for path in config["sphinx"]["local_extensions"].values():
         assert Path(path).is_absolute() and Path(path).is_dir()
+    favicon = site / config["html"]["favicon"]  # Sphinx reads it from the site's folder; -W fails on a missing file
+    assert favicon.is_file() and favicon.read_bytes() == (ROOT / book["html"]["favicon"]).read_bytes()
     assert (site / "references.bib").read_text() == (ROOT / "references.bib").read_text()
 
 

@@ -84,9 +84,27 @@ def _words(tokens: list[str]) -> list[str]:
     return words
 
 
-def check_words_from_wordpieces(words_fn: Callable) -> CheckResult:
-    """``fn(tokens: list[str]) -> list[str]``: wordpieces glued back into words, special tokens dropped."""
-    sentences = [
+def _random_wordpieces(seed: int) -> list[list[str]]:
+    """Sentences of wordpieces drawn from a few words, some split into ## pieces, with special tokens and padding."""
+    rng = np.random.default_rng(seed)
+    words = ["attention", "heads", "the", "gardener", "watered", "begonias", "softmax", "query", "keys", "values",
+             "unbelievable", "layer", "tokens", "!", ".", "residual", "stream"]
+    sentences = []
+    for _ in range(4):
+        tokens = ["[CLS]"]
+        for word in rng.choice(words, size=int(rng.integers(2, 8))).tolist():
+            cuts = sorted(set(rng.integers(1, len(word), size=int(rng.integers(0, 3))).tolist())) if len(word) > 3 \
+                else []
+            pieces = [word[a:b] for a, b in zip([0, *cuts], [*cuts, len(word)])]
+            tokens += [pieces[0]] + ["##" + piece for piece in pieces[1:]]
+        sentences.append(tokens + ["[SEP]"] + ["[PAD]"] * int(rng.integers(0, 4)))
+    return sentences
+
+
+def check_words_from_wordpieces(words_fn: Callable, seed: int = 0) -> CheckResult:
+    """``fn(tokens: list[str]) -> list[str]``: wordpieces glued back into words, special tokens dropped (other
+    sentences for a seed other than 0)."""
+    sentences = _random_wordpieces(seed) if seed else [
         ["[CLS]", "the", "cat", "sat", "[SEP]"],
         ["[CLS]", "the", "gardener", "##s", "watered", "the", "beg", "##onia", "##s", ".", "[SEP]"],
         ["[CLS]", "un", "##believ", "##able", "!", "[SEP]", "[PAD]", "[PAD]"],

@@ -27,6 +27,7 @@ from scipy.stats import spearmanr
 from mha.analysis.caveats.ablation import heads_removable, michel_importance
 from mha.analysis.caveats.attention_flow import attention_rollout
 from mha.analysis.caveats.norms import norm_based_attention, transformed_value_norms
+from mha.analysis.head_roles.seeded_sentences import treebank_sentences
 from mha.core.validation import check_seed
 from mha.corpora.paraphrases import ranking_accuracy
 from mha.pretrained.encoder import MiniLMEncoder
@@ -43,7 +44,6 @@ from .checking import (
     run_check,
     scalar_difference,
 )
-from .head_roles import treebank_sentences
 
 __all__ = [
     "check_norm_based_attention",

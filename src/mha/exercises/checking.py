@@ -22,6 +22,8 @@ Whatever the learner hands in, the answer is a :class:`CheckResult`, never a tra
 
 from __future__ import annotations
 
+import datetime
+import hashlib
 import math
 import reprlib
 from collections.abc import Callable, Iterable, Sequence
@@ -37,8 +39,8 @@ from .learner_errors import newer_cell_that_does_not_parse, undefined_name_feedb
 
 __all__ = ["AnswerError", "CheckBug", "CheckResult", "answer_array", "answer_number", "answer_tuple", "array_or_none",
            "compare_array", "compare_number", "describe_difference", "describe_value", "expected_array",
-           "matches", "one_hot_attention", "random_attention_maps", "PredictionMissing", "require_prediction",
-           "run_check", "scalar_difference"]
+           "matches", "one_hot_attention", "random_attention_maps", "PredictionMissing", "PREDICTION_RECORD",
+           "prediction_fingerprint", "require_prediction", "run_check", "scalar_difference"]
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,20 @@ def require_prediction(prediction: Any, name: str = "my_prediction") -> None:
     if prediction is None or prediction is Ellipsis or (isinstance(prediction, str) and not prediction.strip()):
         raise PredictionMissing(f"✗ No prediction yet: set {name} in the cell above (with a sentence on why, as a "
                                 "comment) and run it. This cell shows the measurement only after you have predicted.")
+    when = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    print(f"{PREDICTION_RECORD} {name} = {prediction_fingerprint(prediction)} at {when} (a fingerprint of your "
+          "prediction, kept in this cell's output: a prediction edited after this shows in the notebook you hand "
+          "in)")
+
+
+PREDICTION_RECORD = "Prediction recorded:"
+"""How the line :func:`require_prediction` prints begins; :mod:`mha.exercises.grading.predictions` reads it back."""
+
+
+def prediction_fingerprint(prediction: Any) -> str:
+    """12 hexadecimal digits of the SHA-256 of the prediction's ``repr``: the same value always gives the same
+    fingerprint, an edited one (almost surely) another."""
+    return hashlib.sha256(repr(prediction).encode()).hexdigest()[:12]
 
 
 # --- saying what the learner handed in ----------------------------------------------------------

@@ -159,14 +159,18 @@ def _binomial_tail(n: int, rate: float, start: int, stop: int) -> float:
     return float(sum(comb(n, k) * rate ** k * (1 - rate) ** (n - k) for k in range(max(start, 0), min(stop, n + 1))))
 
 
-def check_detection_power(power_fn: Callable) -> CheckResult:
+def check_detection_power(power_fn: Callable, seed: int = 0) -> CheckResult:
     """``fn(n_pairs, rate, smallest_count) -> float``: the chance that a head flipping right in each pair with
     probability ``rate`` gets at least ``smallest_count`` right flips of ``n_pairs`` (a binomial tail, section 3.3;
     :func:`mha.analysis.statistics.detection_power`)."""
 
+    rng = np.random.default_rng(seed)
+    fixed = ((22, 0.3, 7), (22, 0.5, 12), (22, 0.7, 7), (10, 0.35, 1), (6, 0.9, 6), (8, 0.25, 0))
+    drawn = [(n, round(float(rng.uniform(0.05, 0.95)), 2), int(rng.integers(0, n + 1)))
+             for n in rng.integers(5, 60, size=6).tolist()]
+
     def cases() -> Iterator:
-        for n_pairs, rate, smallest in ((22, 0.3, 7), (22, 0.5, 12), (22, 0.7, 7), (10, 0.35, 1), (6, 0.9, 6),
-                                        (8, 0.25, 0)):
+        for n_pairs, rate, smallest in fixed if seed == 0 else drawn:
             label = f"{n_pairs} pairs, rate {rate}, called from {smallest} right flips"
             yield label, (n_pairs, rate, smallest), {}, (n_pairs, rate, smallest)
 

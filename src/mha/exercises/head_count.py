@@ -43,10 +43,13 @@ __all__ = ["check_relation_shares", "check_first_step_below", "check_answer_part
 
 # --- relation shares -------------------------------------------------------------------------------
 
-def _share_cases():
-    """(label, weights, fact_position) triples: random maps, and one real two-relation layout."""
-    rng = np.random.default_rng(3)
-    for batch, heads, seq in ((2, 1, 6), (3, 2, 8), (4, 4, 10)):
+def _share_cases(seed: int = 0):
+    """(label, weights, fact_position) triples: random maps, and one real two-relation layout (other sizes and
+    draws for a seed other than 0)."""
+    rng = np.random.default_rng(3 if seed == 0 else seed)
+    shapes = ((2, 1, 6), (3, 2, 8), (4, 4, 10)) if seed == 0 else \
+        tuple((int(rng.integers(2, 6)), int(rng.integers(1, 5)), int(rng.integers(6, 13))) for _ in range(3))
+    for batch, heads, seq in shapes:
         weights = random_attention_maps(rng, (batch, heads, seq, seq), causal=True)
         fact_position = np.full((batch, seq), -1)
         for b in range(batch):  # asks at odd positions after a few "facts", each pointing at one earlier fact
@@ -55,7 +58,7 @@ def _share_cases():
                 fact_position[b, position] = rng.integers(0, n_facts)
         yield f"random maps, batch {batch}, {heads} head(s), seq {seq}", weights, fact_position
     task = TwoRelationTask(n_keys=4, n_values=3, n_modifiers=2, n_facts=3, n_queries=3)
-    sample = task.sample(5, 11)
+    sample = task.sample(5, 11 if seed == 0 else seed)
     weights = random_attention_maps(rng, (5, 3, task.seq_len, task.seq_len), causal=True)
     yield "a TwoRelationTask batch of 5 sequences, 3 heads", weights, sample.details["fact_position"].numpy()
 
@@ -87,7 +90,7 @@ def _share_slips(weights: np.ndarray, fact_position: np.ndarray) -> dict[str, np
     return slips
 
 
-def check_relation_shares(function: Callable) -> CheckResult:
+def check_relation_shares(function: Callable, seed: int = 0) -> CheckResult:
     """Check ``function(weights, fact_position) -> (heads, 2)``: mean attention to the fact and to the previous token.
 
     ``weights`` (batch, heads, seq, seq) numpy, rows = queries; ``fact_position``
@@ -97,7 +100,7 @@ def check_relation_shares(function: Callable) -> CheckResult:
     position of the batch. Compared with :func:`mha.lab.head_count_sweep.relation_shares`.
     """
     cases = [(label, (weights, fact_position), {}, (weights, fact_position))
-             for label, weights, fact_position in _share_cases()]
+             for label, weights, fact_position in _share_cases(seed)]
 
     def compare(got, inputs):
         weights, fact_position = inputs
@@ -127,7 +130,28 @@ def _curve_cases():
         [3.5, 3.4, 3.1, 2.0, 1.0, 0.4, 0.2, 0.1, 0.05, 0.01, 0.005], 0.1
 
 
-def check_first_step_below(function: Callable) -> CheckResult:
+def _random_curves(seed: int):
+    """(label, steps, losses, threshold) for random loss curves: other logging intervals, a spike, a threshold met
+    exactly, one never met."""
+    rng = np.random.default_rng(seed)
+    for kind in ("touching", "never", "spike", "plain"):
+        every = int(rng.choice([10, 50, 100, 250]))
+        start = int(rng.choice([0, every]))
+        count = int(rng.integers(8, 20))
+        steps = [start + every * i for i in range(count)]
+        losses = np.round(4.0 * np.exp(-rng.uniform(0.2, 0.6) * np.arange(count)) + rng.uniform(0, 0.05, count), 3)
+        if kind == "spike":
+            losses[count // 3] = losses[0]
+        if kind == "never":
+            threshold = float(np.round(losses.min() - rng.uniform(0.01, 0.5), 3))
+        elif kind == "touching":
+            threshold = float(losses[int(rng.integers(1, count))])
+        else:
+            threshold = float(np.round(rng.uniform(losses.min(), losses.max()), 3))
+        yield f"a random curve logged every {every} steps ({kind})", steps, [float(x) for x in losses], threshold
+
+
+def check_first_step_below(function: Callable, seed: int = 0) -> CheckResult:
     """Check ``function(steps, losses, threshold)``: the first logged step with loss <= threshold, or None.
 
     Compared with :func:`mha.lab.head_count_sweep.first_step_below` on hand-made curves
@@ -135,7 +159,7 @@ def check_first_step_below(function: Callable) -> CheckResult:
     to the threshold).
     """
     cases = []
-    for label, steps, losses, threshold in _curve_cases():
+    for label, steps, losses, threshold in (_curve_cases() if seed == 0 else _random_curves(seed)):
         cases.append((label, (list(steps), list(losses), threshold), {}, (steps, losses, threshold)))
 
     def compare(got, inputs):
@@ -171,12 +195,15 @@ def check_first_step_below(function: Callable) -> CheckResult:
 
 # --- value and modifier of an answer ---------------------------------------------------------------
 
-def _answer_cases():
-    """(label, predicted, target, task): token ids at the ask positions for a few tasks and kinds of model."""
-    rng = np.random.default_rng(5)
-    for n_values, n_modifiers in ((8, 4), (5, 3)):
+def _answer_cases(seed: int = 0):
+    """(label, predicted, target, task): token ids at the ask positions for a few tasks and kinds of model (other
+    sizes and draws for a seed other than 0)."""
+    rng = np.random.default_rng(5 if seed == 0 else seed)
+    sizes = ((8, 4), (5, 3)) if seed == 0 else \
+        tuple((int(rng.integers(3, 10)), int(rng.integers(2, 6))) for _ in range(2))
+    for n_values, n_modifiers in sizes:
         task = TwoRelationTask(n_keys=8, n_values=n_values, n_modifiers=n_modifiers)
-        n = 60
+        n = 60 if seed == 0 else int(rng.integers(30, 90))
         values, modifiers = rng.integers(0, n_values, n), rng.integers(0, n_modifiers, n)
         target = task.first_answer + values * n_modifiers + modifiers
         guessed_values = rng.integers(0, n_values, n)
@@ -201,7 +228,7 @@ def _task_numbers(task: TwoRelationTask) -> SimpleNamespace:
     return SimpleNamespace(**{name: getattr(task, name) for name in names})
 
 
-def check_answer_parts(function: Callable) -> CheckResult:
+def check_answer_parts(function: Callable, seed: int = 0) -> CheckResult:
     """Check ``function(predicted, target, task) -> (value_accuracy, modifier_accuracy)``.
 
     ``predicted`` and ``target`` are 1-d arrays of token ids at the ask
@@ -211,7 +238,7 @@ def check_answer_parts(function: Callable) -> CheckResult:
     :func:`mha.lab.head_count_sweep.answer_parts`.
     """
     cases = [(label, (predicted, target, _task_numbers(task)), {}, (predicted, target, task))
-             for label, predicted, target, task in _answer_cases()]
+             for label, predicted, target, task in _answer_cases(seed)]
 
     def compare(got, inputs):
         predicted, target, task = inputs
@@ -246,9 +273,11 @@ def check_answer_parts(function: Callable) -> CheckResult:
 
 # --- the even-split ceiling --------------------------------------------------------------------------------------
 
-def check_equal_split_ceiling(function: Callable) -> CheckResult:
-    """Check ``function(n_symbols)``: the best accuracy possible after an even split of two same-vocabulary sources."""
-    cases = [(f"{n} symbols", (n,), {}, n) for n in (8, 10, 100, 2)]
+def check_equal_split_ceiling(function: Callable, seed: int = 0) -> CheckResult:
+    """Check ``function(n_symbols)``: the best accuracy possible after an even split of two same-vocabulary sources
+    (other sizes for a seed other than 0)."""
+    sizes = (8, 10, 100, 2) if seed == 0 else tuple(int(n) for n in np.random.default_rng(seed).integers(3, 400, 4))
+    cases = [(f"{n} symbols", (n,), {}, n) for n in sizes]
 
     def compare(got, n_symbols):
         want = equal_split_ceiling(n_symbols)

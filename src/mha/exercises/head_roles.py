@@ -2,8 +2,9 @@
 grammatical relations".
 
 :func:`check_held_out_relation_head` (3.2) draws its cases from the real model instead: all-MiniLM-L6-v2's relation
-hits on UD English-EWT dev sentences drawn with the check's ``seed`` (:func:`treebank_relation_hits`), so the
-hidden variants are other sentences; the learner's function still receives plain arrays only.
+hits on UD English-EWT dev sentences drawn with the check's ``seed``
+(:func:`~mha.analysis.head_roles.seeded_sentences.treebank_relation_hits`), so the hidden variants are other
+sentences; the learner's function still receives plain arrays only.
 
 Each ``check_*`` takes the learner's function, runs it on small seeded
 attention maps whose answers are known, and compares with the package's own
@@ -22,17 +23,12 @@ each row sums to 1.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from functools import lru_cache
 
 import numpy as np
 
-from mha.analysis.head_roles.relations import RelationHits, relation_hits
 from mha.analysis.head_roles.role_table import AttentionRecord, fixed_offset_baseline, head_role_table
-from mha.core.validation import check_seed, check_whole_number
+from mha.analysis.head_roles.seeded_sentences import RELATIONS, treebank_relation_hits
 from mha.corpora.templates import AnnotatedSentence, Relation
-from mha.corpora.treebank import EWT_DEV_PATH, read_conllu
-from mha.pretrained.corpus_encoding import encode_records
-from mha.pretrained.encoder import MiniLMEncoder
 from mha.pretrained.word_maps import word_attention
 
 from .checking import (
@@ -54,8 +50,6 @@ __all__ = [
     "check_is_positional",
     "check_distance_matched_lift",
     "check_held_out_relation_head",
-    "treebank_relation_hits",
-    "treebank_sentences",
     "check_relation_accuracy",
     "check_best_offset",
     "check_word_attention",
@@ -282,14 +276,33 @@ def check_relation_accuracy(relation_accuracy: Callable[[Sequence[np.ndarray], S
                      "scores a head on a relation")
 
 
-def check_best_offset(best_offset: Callable[..., tuple[float, int]]) -> CheckResult:
+def _random_offset_cases(seed: int) -> list:
+    """(label, pairs, direction, offsets) for random sentences whose pairs mostly sit one gap apart."""
+    rng = np.random.default_rng(seed)
+    found = []
+    for index in range(5):
+        n_words, gap = int(rng.integers(8, 20)), int(rng.choice([-3, -2, -1, 1, 2, 3]))
+        sources = rng.choice(n_words, size=int(rng.integers(3, 7)), replace=False)
+        pairs = []
+        for source in sources.tolist():
+            target = source + gap if rng.random() < 0.6 else int(rng.integers(0, n_words))
+            if 0 <= target < n_words and target != source:
+                pairs.append((source, target))
+        pairs = pairs or [(0, 1)]
+        direction = ("source_to_target", "target_to_source")[index % 2]
+        offsets = tuple(range(-3, 4)) if index == 4 else None
+        found.append((f"random pairs in a sentence of {n_words} words", pairs, direction, offsets))
+    return found
+
+
+def check_best_offset(best_offset: Callable[..., tuple[float, int]], seed: int = 0) -> CheckResult:
     """``best_offset(pairs, direction, offsets=range(-5, 6))`` -> (accuracy, offset): the fixed offset that most
     often lands on the gold word. For ``"source_to_target"`` the guess for the source at i is the word at
     i + offset; for ``"target_to_source"`` the guess for the target at j is j + offset. 0 is never a guess;
-    ties go to the smallest |offset|, then the negative one."""
+    ties go to the smallest |offset|, then the negative one. A seed other than 0 draws other sentences."""
 
     def cases() -> Iterator:
-        for label, pairs, direction, offsets in (
+        for label, pairs, direction, offsets in _random_offset_cases(seed) if seed else (
             ("determiner-like pairs: the noun mostly follows", [(0, 1), (3, 4), (2, 4), (5, 6), (1, 2)],
              "source_to_target", None),
             ("the same pairs read from the target: the sign flips", [(0, 1), (3, 4), (2, 4), (5, 6), (1, 2)],
@@ -402,37 +415,7 @@ def check_distance_matched_lift(lift: Callable[[np.ndarray, int, int], float], s
                      "computes the distance-matched lift")
 
 
-# --- real cases: the model on treebank sentences drawn by the seed (3.2, and 4.3 in layers_and_probing) ---
-
-CASE_SENTENCES = 40  # treebank sentences per seed: enough pairs for every common relation, quick to encode
-
-
-RELATIONS = ("det_noun", "adj_noun", "subj_verb", "obj_verb", "obj_prep", "aux_verb")  # each with >= 10 pairs
-
-
-@lru_cache(maxsize=1)
-def _treebank_sentences() -> tuple:
-    return tuple(s for s in read_conllu(EWT_DEV_PATH) if 8 <= len(s.words) <= 25)
-
-
-def treebank_sentences(seed: int, count: int) -> list:
-    """``count`` EWT dev sentences of 8 to 25 words, drawn without replacement with ``seed``."""
-    seed = check_seed("seed", seed)
-    sentences = _treebank_sentences()
-    count = check_whole_number("count", count, 1, len(sentences), meaning="sentences to draw")
-    return [sentences[i] for i in np.random.default_rng(seed).choice(len(sentences), count, replace=False)]
-
-
-def treebank_relation_hits(seed: int = 0) -> RelationHits:
-    """all-MiniLM-L6-v2's relation hits (:func:`~mha.analysis.head_roles.relations.relation_hits`, row mode) on
-    :data:`CASE_SENTENCES` EWT dev sentences of 8 to 25 words drawn with ``seed``: hits (40, relations, 6, 12)."""
-    return _treebank_relation_hits(check_seed("seed", seed))
-
-
-@lru_cache(maxsize=4)
-def _treebank_relation_hits(seed: int) -> RelationHits:
-    return relation_hits(encode_records(MiniLMEncoder.load(), treebank_sentences(seed, CASE_SENTENCES)))
-
+# --- real cases: the model on treebank sentences drawn by the seed (3.2) -----------------------------
 
 def _pooled_best(hits: np.ndarray, pairs: np.ndarray, items: np.ndarray) -> tuple[int, float]:
     """The flat head with the highest pooled accuracy over ``items`` (first on ties), and that accuracy."""

@@ -2,7 +2,7 @@
 
 Layer dependence: :func:`check_pooled_ratio_interval`, :func:`check_held_out_gain`, :func:`check_depth_trend`,
 :func:`check_selection_inflation` (on the real model's per-sentence accuracies, drawn by the seed through
-:func:`mha.exercises.head_roles.treebank_relation_hits`).
+:func:`mha.analysis.head_roles.seeded_sentences.treebank_relation_hits`).
 Probing and its limits: :func:`check_word_features`, :func:`check_control_labels`, :func:`check_probe_accuracy`.
 
 Each check runs the learner's function on small seeded inputs (no model needed), compares with the package's own
@@ -19,6 +19,7 @@ from scipy.stats import pearsonr
 
 from mha.analysis.caveats.layer_profile import bootstrap_counts, depth_trend, percentile_interval, resampled_ratios
 from mha.analysis.caveats.probing import control_labels, fit_probe
+from mha.analysis.head_roles.seeded_sentences import RELATIONS, treebank_relation_hits
 from mha.pretrained.word_maps import word_units
 
 from .checking import (
@@ -31,7 +32,6 @@ from .checking import (
     matches,
     run_check,
 )
-from .head_roles import RELATIONS, treebank_relation_hits
 
 __all__ = [
     "check_pooled_ratio_interval",

@@ -19,6 +19,7 @@ from submissions import EXERCISES, RIGHT, SECTION, notebook
 import mha.exercises.grading
 import mha.exercises.mechanism
 from mha.exercises.grading import grade_exercise
+from mha.exercises.grading.confinement import MODE_VARIABLE
 from mha.exercises.grading.sandbox import IsolatedFunction, Limits
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -194,7 +195,7 @@ def test_a_file_that_is_not_a_notebook_or_another_sections_notebook_gets_a_clear
     assert "is it the submission for another section?" in grade(other, "my_softmax")[1][0]
 
 
-def test_the_autograders_own_folder_with_its_hidden_seeds_is_not_readable_through_the_plugin(tmp_path):
+def test_the_autograders_own_folder_with_its_hidden_seeds_is_not_readable_through_the_plugin(tmp_path, monkeypatch):
     from mha.exercises.grading.otter_plugin import IsolatedGrading, grade_test
     from mha.exercises.grading.submission import read_submission
 
@@ -209,9 +210,28 @@ def test_the_autograders_own_folder_with_its_hidden_seeds_is_not_readable_throug
     config = {"exercises": {"ex-stable-softmax": {"module": "mechanism", "check": "check_softmax",
                                                   "function": "my_softmax"}}, "seconds": 20, "memory_mb": 512}
     submission = read_submission(path)
-    unprotected = grade_test(submission, "ex-stable-softmax", ["public"], config, graded_in / "tests")
+    confined = grade_test(submission, "ex-stable-softmax", ["public"], config, graded_in / "tests")
+    assert "987654321" not in confined[0].message and "No such file" in confined[0].message  # not there at all
+    monkeypatch.setenv(MODE_VARIABLE, "none")  # only the audit hook, as where no isolation is available
+    with pytest.warns(UserWarning, match="grading without isolation"):
+        unprotected = grade_test(submission, "ex-stable-softmax", ["public"], config, graded_in / "tests")
     assert "987654321" in unprotected[0].message  # the control: without the plugin's folder, the read works
-    protected = grade_test(submission, "ex-stable-softmax", ["public"], config, graded_in / "tests",
-                           also_protected=plugin._source())
+    with pytest.warns(UserWarning, match="grading without isolation"):
+        protected = grade_test(submission, "ex-stable-softmax", ["public"], config, graded_in / "tests",
+                               also_protected=plugin._source())
     assert not protected[0].passed and "987654321" not in protected[0].message
     assert "not readable from a submission" in protected[0].message, protected[0].message
+
+
+def test_a_right_answer_that_imports_every_allowed_module_gets_every_point(tmp_path):
+    from importlib.util import find_spec
+
+    from mha.exercises.grading.submission import ALLOWED_MODULES
+
+    installed = [module for module in ALLOWED_MODULES if find_spec(module) is not None]
+    assert {"numpy", "math", "copy", "time", "re", "random", "operator", "functools"} <= set(installed)
+    imports = "".join(f"import {module}\n" for module in installed)
+    uses = "def my_softmax(scores):\n    scores = copy.deepcopy(scores)\n    time.monotonic()\n" + \
+        RIGHT["my_softmax"].split(":\n", 1)[1]
+    path = notebook(tmp_path, RIGHT | {"my_softmax": imports + "\n" + uses})
+    assert [grade(path, function)[0] for function in EXERCISES] == [3, 3, 3]

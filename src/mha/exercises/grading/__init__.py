@@ -6,7 +6,10 @@ The checks are the chapters' modules of :mod:`mha.exercises`; this subpackage ru
   :func:`grade_exercise`, the grade: the check run here, on a stand-in for the submitted function;
 - :mod:`~mha.exercises.grading.submission`: how a submitted notebook is read, and what is refused;
 - :mod:`~mha.exercises.grading.sandbox`: that stand-in, which runs the submitted function in a process of its own,
-  with a time and a memory limit;
+  with a time and a memory limit, inside one submission's sandbox;
+- :mod:`~mha.exercises.grading.confinement`: how the operating system keeps that sandbox from the grader
+  (namespaces, a user id of its own, or a refusal);
+- :mod:`~mha.exercises.grading.predictions`: whether each prediction was made before its measurement was shown;
 - :mod:`~mha.exercises.grading.sandbox_worker`: the process itself, started as a script, never imported by the grader;
 - :mod:`~mha.exercises.grading.otter_plugin`: otter-grader's interface, whose test results the grade replaces.
 

@@ -20,11 +20,12 @@ import importlib.util
 import inspect
 import pkgutil
 import re
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..checking import CheckResult
-from .sandbox import IsolatedFunction, Limits, Stopped
+from .sandbox import IsolatedFunction, Limits, Sandbox, Stopped
 from .submission import Submission, problem_with, read_submission, why_undefined
 
 __all__ = ["modules_of_checks", "grade", "grade_exercise", "protected_folders", "takes_seed"]
@@ -74,13 +75,17 @@ def protected_folders(*more: str | Path) -> list[str]:
 
 def grade_exercise(submission: Submission | dict | str | Path, module: str, check: str, function: str,
                    seeds: Sequence[int | None] = (None,), notebook_functions: Sequence[str] = (),
-                   limits: Limits = Limits(), protected: Sequence[str] = ()) -> list[CheckResult]:
+                   limits: Limits = Limits(), protected: Sequence[str] = (),
+                   sandbox: Sandbox | None = None) -> list[CheckResult]:
     """Grade one exercise of a submitted notebook outside the student's kernel: one :class:`CheckResult` per seed
     (``None``: the check's public inputs).
 
-    The function runs in its own process (:class:`~mha.exercises.grading.sandbox.IsolatedFunction`), which holds only
-    the submission's definitions; the check computes its expected answers here. A function that is missing, is the
-    book's reference or uses it, or whose process hangs, dies or runs out of memory, fails every seed with one message.
+    The function runs in its own process (:class:`~mha.exercises.grading.sandbox.IsolatedFunction`), inside
+    ``sandbox`` (one submission's confinement; by default one of its own for this exercise), which holds only the
+    submission's definitions; the check computes its expected answers here. A function that is missing, is the book's
+    reference or uses it, or whose process hangs, dies or runs out of memory, fails every seed with one message. A
+    case whose calls took longer than ``limits.slow_factor`` times the check's own work (the reference's) and
+    ``limits.slow_floor_seconds`` more fails as too slow.
     """
     if not isinstance(submission, Submission):
         submission = read_submission(submission)
@@ -92,14 +97,25 @@ def grade_exercise(submission: Submission | dict | str | Path, module: str, chec
     undefined = why_undefined(submission)
     try:
         with IsolatedFunction(function, submission.setup, submission.modules, protected_folders(*protected),
-                              limits, undefined=undefined) as stand_in:
+                              limits, undefined=undefined, sandbox=sandbox) as stand_in:
             if stand_in.missing:
                 missing = re.match(r"NameError: name '(\w+)' is not defined", stand_in.missing)
                 why = f" `{missing[1]}`: {undefined[missing[1]]}" if missing and missing[1] in undefined else ""
                 return [CheckResult(False,
                                     f"✗ {function} could not be defined: {stand_in.missing}.{why}.")] * len(seeds)
             for seed in seeds:
-                results.append(found(stand_in) if seed is None else found(stand_in, seed=seed))
+                started, waited = time.monotonic(), stand_in.seconds_in_calls
+                result = found(stand_in) if seed is None else found(stand_in, seed=seed)
+                theirs = stand_in.seconds_in_calls - waited
+                reference = time.monotonic() - started - theirs
+                allowed = limits.slow_floor_seconds + limits.slow_factor * reference
+                if result.passed and theirs > allowed:
+                    result = CheckResult(False, f"✗ {function} took {theirs:.1f} s over this case's calls, where the "
+                                                f"grader allows {allowed:.1f} s ({limits.slow_factor:g} times what "
+                                                f"the book's solution takes, and {limits.slow_floor_seconds:g} s "
+                                                "more). Look for a sleep, or work that grows too fast with the "
+                                                "input's size.")
+                results.append(result)
     except Stopped as stopped:
         results += [CheckResult(False, str(stopped))] * (len(seeds) - len(results))
     return results

@@ -11,8 +11,9 @@ ends with :class:`Stopped`, whose message says so.
 
 from __future__ import annotations
 
-import atexit
 import base64
+import builtins
+import contextlib
 import json
 import os
 import pickle
@@ -32,18 +33,25 @@ import torch
 
 from ..checking import AnswerError
 from ..learner_errors import UndefinedName
+from . import confinement
+from .confinement import Confinement, Unconfined
 
-__all__ = ["IsolatedFunction", "Limits", "Stopped", "WORKER"]
+__all__ = ["IsolatedFunction", "Limits", "Sandbox", "Stopped", "WORKER"]
 
 WORKER = Path(__file__).with_name("sandbox_worker.py")
 
 
 @dataclass(frozen=True)
 class Limits:
-    """How long one call of a submitted function may take, and how much memory it may take beyond numpy and torch."""
+    """How long a submitted function may take (each call, one exercise in all, a whole submission), and how much
+    memory beyond numpy and torch."""
 
-    seconds: float = 60.0
+    seconds: float = 60.0  # each call (and the definitions, before the first)
     memory_bytes: int = 2 * 1024**3
+    exercise_seconds: float = 120.0  # every call of one exercise, its hidden cases' included
+    submission_seconds: float = 1800.0  # every exercise of one submission
+    slow_factor: float = 20.0  # a case fails if its calls take longer than this many times the check's own work...
+    slow_floor_seconds: float = 2.0  # ... and this many seconds more
 
     def memory_words(self) -> str:
         return f"{self.memory_bytes / 1024**3:g} GB"
@@ -62,7 +70,8 @@ class _RemoteError(Exception):
 def _rebuilt(kind: str, message: str) -> Exception:
     if kind == "NotImplementedError":
         return NotImplementedError(message)
-    name = kind if kind.isidentifier() else "Exception"
+    builtin = getattr(builtins, kind, None) if kind.isidentifier() else None
+    name = kind if isinstance(builtin, type) and issubclass(builtin, BaseException) else "Exception"
     return type(name, (_RemoteError,), {})(message)
 
 
@@ -146,27 +155,36 @@ class _Worker:
 
 
 class _Zygote:
-    """``python -I sandbox_worker.py --zygote``: it imports ``modules`` once and forks a worker for each function."""
+    """``python -I -c <sandbox_worker> --zygote``, started inside the sandbox's confinement: it confines itself,
+    imports ``modules`` once and forks a worker for each function."""
 
-    def __init__(self, modules: frozenset[str], environment: dict[str, str], seconds: float):
-        self.modules, self.environment = modules, environment
+    def __init__(self, modules: frozenset[str], confinement: Confinement, seconds: float):
+        self.modules = modules
         self.control, theirs = socket.socketpair()
+        command = [*confinement.command, sys.executable, "-I", "-c", WORKER.read_text(), "--zygote",
+                   str(theirs.fileno()), json.dumps(sorted(modules)), json.dumps(confinement.setup)]
         try:
-            self.process = subprocess.Popen(
-                [sys.executable, "-I", str(WORKER), "--zygote", str(theirs.fileno()), json.dumps(sorted(modules))],
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=environment,
-                cwd="/tmp" if os.path.isdir("/tmp") else None, pass_fds=[theirs.fileno()])
+            self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                            stderr=subprocess.DEVNULL, env=_environment(), cwd="/",
+                                            pass_fds=[theirs.fileno()], start_new_session=True)
         finally:
             theirs.close()
+        reply = self._reply(seconds)
+        if reply != b"ready":
+            self.close()
+            if reply.startswith(b"failed"):
+                raise Unconfined(f"✗ The grader could not confine the process that runs submissions "
+                                 f"({confinement.mode}: {reply[7:].decode(errors='replace')}); nothing was graded.")
+            raise Stopped(f"✗ The grader could not start the process that runs submissions within {seconds:g} s.")
+
+    def _reply(self, seconds: float) -> bytes:
         self.control.settimeout(seconds)
         try:
-            ready = self.control.recv(16)
+            reply = self.control.recv(1024)
         except OSError:
-            ready = b""
+            reply = b""
         self.control.settimeout(None)
-        if ready != b"ready\n":
-            self.close()
-            raise Stopped(f"✗ The grader could not start the process that runs submissions within {seconds:g} s.")
+        return reply.strip()
 
     def fork(self) -> _Worker:
         pipes = [os.pipe() for _ in range(3)]  # the worker's input, its output, and its monitor's status lines
@@ -181,43 +199,88 @@ class _Zygote:
             os.close(fd)
         return _Worker(pipes[0][1], pipes[1][0], pipes[2][0])
 
+    def sweep(self, seconds: float = 10.0) -> bool:
+        """Kill every process of the sandbox but the zygote; whether the zygote said it did."""
+        try:
+            self.control.sendall(b"k")
+        except OSError:
+            return False
+        return self._reply(seconds) == b"swept"
+
     def close(self) -> None:
         self.control.close()
         if self.process.poll() is None:
-            self.process.kill()
+            self.process.kill()  # unshare, whose --kill-child ends the namespace and every process in it
         self.process.wait()
+        if self.process.pid:
+            with contextlib.suppress(OSError):
+                os.killpg(self.process.pid, signal.SIGKILL)
 
 
-_zygote: _Zygote | None = None
-_zygote_lock = threading.Lock()
+def _environment() -> dict[str, str]:
+    """What a submission's process sees of the environment: the CPU kernels' settings, one thread, and nothing of
+    the grader's (no tokens, no paths)."""
+    kept = ("PATH", "LANG", "LC_ALL", "ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "OPENBLAS_CORETYPE")
+    environment = {key: os.environ[key] for key in kept if key in os.environ}
+    return environment | {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+                          "HOME": "/tmp", "TMPDIR": "/tmp"}
 
 
-def _worker(modules: list[str], seconds: float) -> _Worker:
-    """A fresh worker forked from the zygote, which is started again for modules it has not imported (or a changed
-    environment), or once more if it has died."""
-    global _zygote
-    environment = {key: value for key, value in os.environ.items() if not key.startswith(("PYTHON", "OTTER"))}
-    environment |= {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
-    with _zygote_lock:
-        for attempt in range(2):
-            if _zygote is None or not set(modules) <= _zygote.modules or _zygote.environment != environment:
-                if _zygote is not None:
-                    _zygote.close()
-                _zygote = None  # so that a start that fails leaves none behind
-                _zygote = _Zygote(frozenset(modules), environment, seconds)
-            try:
-                return _zygote.fork()
-            except OSError:
-                if attempt:
-                    raise
-                _zygote.close()
-                _zygote = None
+class Sandbox:
+    """Where one submission's functions run: a confinement of their own (:mod:`~mha.exercises.grading.confinement`),
+    a zygote inside it, and the submission's time budget. :meth:`sweep` at the end of each exercise kills whatever
+    it left running; :meth:`close` ends them all. Use it as a context manager.
 
+    ``protected``: the folders the submission may not read, as real paths. Raises
+    :class:`~mha.exercises.grading.confinement.Unconfined` where no isolation is available (and not overridden)."""
 
-@atexit.register
-def _close_zygote() -> None:
-    if _zygote is not None:
-        _zygote.close()
+    def __init__(self, protected: list[str], limits: Limits = Limits()):
+        self.confinement = confinement.choose(protected)
+        self.limits = limits
+        self.deadline = time.monotonic() + limits.submission_seconds
+        self._zygote: _Zygote | None = None
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def seconds_left(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def worker(self, modules: list[str]) -> _Worker:
+        """A fresh worker forked from the zygote, which is started again for modules it has not imported, or once
+        more if it has died."""
+        with self._lock:
+            for attempt in range(2):
+                if self._zygote is None or not set(modules) <= self._zygote.modules:
+                    if self._zygote is not None:
+                        self._zygote.close()
+                    self._zygote = None  # so that a start that fails leaves none behind
+                    self._zygote = _Zygote(frozenset(modules), self.confinement, self.limits.seconds + 60.0)
+                try:
+                    return self._zygote.fork()
+                except OSError:
+                    if attempt:
+                        raise
+                    self._zygote.close()
+                    self._zygote = None
+
+    def sweep(self) -> None:
+        """End every process the last exercise left (a zygote that does not answer is started afresh)."""
+        with self._lock:
+            if self._zygote is not None and not self._zygote.sweep():
+                self._zygote.close()
+                self._zygote = None
+
+    def close(self) -> None:
+        with self._lock:
+            if self._zygote is not None:
+                self._zygote.close()
+                self._zygote = None
+            confinement.release(self.confinement)
 
 
 class IsolatedFunction:
@@ -231,16 +294,25 @@ class IsolatedFunction:
     """
 
     def __init__(self, name: str, setup: list, modules: list[str], protected: list[str], limits: Limits = Limits(),
-                 undefined: dict[str, str] | None = None):
+                 undefined: dict[str, str] | None = None, sandbox: Sandbox | None = None):
         self.__name__ = name
         self.limits = limits
         self.undefined = dict(undefined or {})
         self.calls = 0
-        self.process = _worker(modules, limits.seconds + 60.0)
-        self._buffer = b""
+        self.seconds_in_calls = 0.0  # the time spent waiting for the function's answers
+        self._own = sandbox is None
+        self.sandbox = Sandbox(protected, limits) if sandbox is None else sandbox
+        self.deadline = min(time.monotonic() + limits.exercise_seconds, self.sandbox.deadline)
+        self._buffer, self._closed = b"", False
+        try:
+            self.process = self.sandbox.worker(modules)
+        except BaseException:
+            if self._own:
+                self.sandbox.close()
+            raise
         request = {"setup": setup, "modules": modules, "protected": protected, "memory": limits.memory_bytes,
                    "function": name}
-        reply = self._exchange(json.dumps(request), "while defining it", startup=True)
+        reply = self._exchange(json.dumps(request), "while defining it")
         self.missing = None if reply.get("ready") else reply.get("missing", "not defined")
 
     def __enter__(self) -> IsolatedFunction:
@@ -250,29 +322,45 @@ class IsolatedFunction:
         self.close()
 
     def close(self) -> None:
-        if self.process.poll() is None:
+        """End the function's process, and every process it started (the sandbox's too, if it is this one's own)."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._own:
+            self.sandbox.close()  # its zygote, and with it every process it started
+        elif self.sandbox.confinement.confined:
+            self.sandbox.sweep()  # the worker's pid is the namespace's: the zygote kills it there
+        elif self.process.poll() is None:
             self.process.kill()
         self.process.wait()
         for pipe in (self.process.stdin, self.process.stdout):
             pipe.close()
 
-    def _exchange(self, line: str, when: str, startup: bool = False) -> dict:
-        """Send one line, read one reply within the time limit (a minute more while starting, which runs the
-        submission's definitions)."""
+    def _exchange(self, line: str, when: str) -> dict:
+        """Send one line, read one reply within the time limit: the call's, or what is left of the exercise's or the
+        submission's budget, whichever ends first."""
         if self.process.poll() is None:
             try:
                 self.process.stdin.write(line.encode() + b"\n")
                 self.process.stdin.flush()
             except BrokenPipeError:
                 pass
-        limit = self.limits.seconds + (60.0 if startup else 0.0)
-        deadline = time.monotonic() + limit
+        started = time.monotonic()
+        deadline = min(started + self.limits.seconds, self.deadline)
+        budget = deadline < started + self.limits.seconds
         with selectors.DefaultSelector() as selector:
             selector.register(self.process.stdout, selectors.EVENT_READ)
             while b"\n" not in self._buffer:
                 left = deadline - time.monotonic()
                 if left <= 0 or not selector.select(timeout=left):
                     self.close()
+                    if budget:
+                        whose = ("the submission's" if self.deadline == self.sandbox.deadline else "this exercise's")
+                        limit = (self.limits.submission_seconds if whose == "the submission's"
+                                 else self.limits.exercise_seconds)
+                        raise Stopped(f"✗ {self.__name__} used up {whose} time budget ({limit:g} s for all its calls) "
+                                      f"{when}. Look for work that grows too fast with the input's size, or a "
+                                      "sleep.")
                     raise Stopped(f"✗ {self.__name__} did not return within {self.limits.seconds:g} s {when}. Look for "
                                   "a loop that never ends, or work that grows too fast with the input's size.")
                 chunk = os.read(self.process.stdout.fileno(), 1 << 20)
@@ -297,7 +385,11 @@ class IsolatedFunction:
     def __call__(self, *args, **kwargs):
         self.calls += 1
         when = f"on its call number {self.calls}"
-        reply = self._exchange(base64.b64encode(pickle.dumps((args, kwargs))).decode(), when)
+        started = time.monotonic()
+        try:
+            reply = self._exchange(base64.b64encode(pickle.dumps((args, kwargs))).decode(), when)
+        finally:
+            self.seconds_in_calls += time.monotonic() - started
         if reply.get("memory"):
             raise Stopped(f"✗ {self.__name__} ran out of memory {when}: the grader gives it "
                           f"{self.limits.memory_words()}. Look for an array that grows without end.")

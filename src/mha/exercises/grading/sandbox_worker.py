@@ -1,17 +1,24 @@
 """The process a submitted function runs in at grading time (instructors' page, "Grading"): started by
-:mod:`mha.exercises.grading.sandbox` as ``python -I sandbox_worker.py --zygote``, never imported by the grader itself.
+:mod:`mha.exercises.grading.sandbox` as ``python -I -c <this file's text> --zygote``, never imported by the grader.
 
-That process (:func:`serve`) imports only what the submissions' allowed imports name (numpy, torch, math...), never
-the book's package, and forks a fresh worker (:func:`main`) for each function graded, so that each one starts with
-those imports done instead of repeating them. The worker installs an audit hook (which Python code cannot remove)
-that refuses to import ``mha`` or ``otter``, to open the grader's files or write any file, and to start or signal
-other processes. Under that hook it runs the submission's definitions, then answers calls: each request holds the
-inputs (pickled by the grader), each reply the function's answer as plain data (JSON: numbers, text, arrays as
-bytes), so that no object of the submission's reaches the grader and the expected answers never reach this process.
+That process (:func:`serve`) first confines itself (:func:`confine`, the operating system's barrier of
+:mod:`~mha.exercises.grading.confinement`): it builds the root it will see, read-only and without the grader's files,
+and gives up every privilege, before any of the submission's code is read. Then it imports only what the
+submissions' allowed imports name (numpy, torch, math...), never the book's package, and forks a fresh worker
+(:func:`main`) for each function graded, so that each one starts with those imports done.
+
+The worker also installs an audit hook that refuses to import ``mha`` or ``otter``, to open the grader's files or
+write any file, and to start or signal other processes. Code that finds the hook can disable it, so the hook only
+makes the usual mistakes fail with a clear message; the confinement is what keeps the grader safe. Under it, the
+worker runs the submission's definitions, then answers calls: each request holds the inputs (pickled by the
+grader), each reply the function's answer as plain data (JSON: numbers, text, arrays as bytes), so that no object of
+the submission's reaches the grader and the expected answers never reach this process.
 """
 
 import base64
 import contextlib
+import ctypes
+import errno
 import io
 import json
 import linecache
@@ -29,6 +36,107 @@ BLOCKED_EVENTS = {"os.kill", "os.killpg", "os.system", "os.exec", "os.posix_spaw
                   "ctypes.cdata", "pty.spawn"}
 BLOCKED_MODULES = ("mha", "otter")
 MAX_ITEMS = 10_000
+PROCESSES = 64  # processes and threads a sandbox's user may have at once, beyond those it has when it starts
+_MS = {"rdonly": 1, "nosuid": 2, "nodev": 4, "noexec": 8, "remount": 32, "bind": 4096, "rec": 16384,
+       "private": 1 << 18, "relatime": 1 << 21}
+
+
+def _mount(source, target, kind, flags, data=None):
+    libc = ctypes.CDLL(None, use_errno=True)
+    code = libc.mount(source and source.encode(), target.encode(), kind and kind.encode(), ctypes.c_ulong(flags),
+                      data and data.encode())
+    if code != 0:
+        number = ctypes.get_errno()
+        raise OSError(number, f"mount {source} on {target}: {os.strerror(number)}")
+
+
+def _bind_read_only(source, target):
+    """Bind ``source`` on ``target``, read-only, keeping the flags the kernel locks (nosuid, nodev, noexec)."""
+    try:
+        _mount(source, target, None, _MS["bind"])
+    except OSError as error:  # a folder with mounts the namespace may not uncover: take them along
+        if error.errno != errno.EINVAL:
+            raise
+        _mount(source, target, None, _MS["bind"] | _MS["rec"])
+    kept = os.statvfs(target).f_flag & (1 | 2 | 4 | 8 | 1024 | 2048)
+    kept |= _MS["relatime"] if os.statvfs(target).f_flag & 4096 else 0
+    _mount(None, target, None, _MS["bind"] | _MS["remount"] | _MS["rdonly"] | kept)
+
+
+def _place(path, root):
+    """Make ``path`` (a folder, a file or a link) in the new ``root``; whether it must be bound there."""
+    target = root + path
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    if os.path.islink(path) and os.path.dirname(path) == "/":  # /bin -> usr/bin: the same link
+        if not os.path.lexists(target):
+            os.symlink(os.readlink(path), target)
+        return False
+    if os.path.isdir(path):
+        os.makedirs(target, exist_ok=True)
+    elif not os.path.exists(target):
+        open(target, "w").close()
+    return True
+
+
+def _drop_privileges(uid):
+    """Become ``uid`` (as root) and give up every capability, for good (no_new_privs: no setuid program restores
+    any)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if uid is not None:
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+    libc.prctl(47, 4, 0, 0, 0)  # PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
+    nothing = (ctypes.c_uint32 * 6)()
+    if libc.capset(header, nothing) != 0:
+        raise OSError(ctypes.get_errno(), "capset")
+    if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
+        raise OSError(ctypes.get_errno(), "no_new_privs")
+
+
+def confine(setup):
+    """Before any submission is read: build the namespace's root (``setup["mode"] == "namespaces"``) or take the
+    sandbox's user id (``"uid"``), then give up every privilege. See :mod:`mha.exercises.grading.confinement`."""
+    if setup.get("mode") == "namespaces":
+        root = setup["root"]
+        _mount(None, "/", None, _MS["rec"] | _MS["private"])
+        _mount("tmpfs", root, "tmpfs", _MS["nosuid"] | _MS["nodev"], "mode=0755,size=16m")
+        for path in setup["binds"]:
+            if _place(path, root):
+                _bind_read_only(path, root + path)
+        for path in setup["protected"]:  # covered by an empty, read-only folder wherever a bind shows it
+            if os.path.isdir(root + path):
+                _mount("tmpfs", root + path, "tmpfs", _MS["rdonly"] | _MS["nosuid"] | _MS["nodev"], "mode=000,size=4k")
+        os.makedirs(root + "/dev", exist_ok=True)
+        for device in ("null", "zero", "random", "urandom"):
+            open(f"{root}/dev/{device}", "w").close()
+            _mount(f"/dev/{device}", f"{root}/dev/{device}", None, _MS["bind"])
+        os.makedirs(root + "/tmp", mode=0o1777, exist_ok=True)
+        _mount("tmpfs", root + "/tmp", "tmpfs", _MS["nosuid"] | _MS["nodev"],
+               f"mode=1777,size={int(setup.get('scratch_mb', 64))}m")
+        os.makedirs(root + "/proc", exist_ok=True)
+        try:
+            _mount("proc", root + "/proc", "proc", _MS["nosuid"] | _MS["nodev"] | _MS["noexec"])
+        except OSError:
+            pass  # a container that hides parts of /proc: the memory limit then counts from zero
+        _mount(None, root, None, _MS["bind"] | _MS["remount"] | _MS["rdonly"] | _MS["nosuid"] | _MS["nodev"])
+        os.chroot(root)
+        os.chdir("/tmp")
+        _drop_privileges(setup.get("uid"))
+    elif setup.get("mode") == "uid":
+        os.chdir("/")
+        _drop_privileges(setup["uid"])
+    else:
+        return
+    for key in [key for key in sys.path_importer_cache]:
+        del sys.path_importer_cache[key]
+    sys.path[:] = [path for path in sys.path if os.path.isdir(path)]
+    import importlib
+
+    importlib.invalidate_caches()
+    running = len(os.listdir("/proc")) if os.path.isdir("/proc/self") else 0
+    resource.setrlimit(resource.RLIMIT_NPROC, (running + PROCESSES, running + PROCESSES))
 
 
 def _refuse(protected):
@@ -158,17 +266,29 @@ def main():
         channel.flush()
 
 
-def serve(control_fd: int, modules: list[str]) -> None:
-    """The zygote: import ``modules``, then fork a worker for each request on the control socket (a Unix socket to
-    the grader), whose three file descriptors are the worker's input, its output and where its exit code goes."""
-    _import(modules)
+def serve(control_fd: int, modules: list[str], setup: dict) -> None:
+    """The zygote: confine itself (:func:`confine`), import ``modules``, then fork a worker for each request on the
+    control socket (a Unix socket to the grader), whose three file descriptors are the worker's input, its output and
+    where its exit code goes. A request ``k`` kills every other process of the sandbox (the end of an exercise)."""
     control = socket.socket(fileno=control_fd)
+    try:
+        confine(setup)
+    except OSError as error:
+        control.sendall(f"failed {error}"[:900].encode() + b"\n")
+        os._exit(1)
+    _import(modules)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the system reaps the monitors
     control.sendall(b"ready\n")
     while True:
         message, fds, _, _ = socket.recv_fds(control, 16, 3)
         if not message:
             os._exit(0)  # the grader has gone
+        if message == b"k":
+            if setup.get("mode") in ("namespaces", "uid"):  # every process this user may signal but the zygote
+                with contextlib.suppress(OSError):
+                    os.kill(-1, signal.SIGKILL)
+            control.sendall(b"swept\n")
+            continue
         if len(fds) == 3 and os.fork() == 0:
             try:
                 control.close()
@@ -205,6 +325,6 @@ def _monitor(input_fd: int, output_fd: int, status_fd: int) -> None:
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--zygote"]:
-        serve(int(sys.argv[2]), json.loads(sys.argv[3]))
+        serve(int(sys.argv[2]), json.loads(sys.argv[3]), json.loads(sys.argv[4]) if len(sys.argv) > 4 else {})
     else:
         main()
