@@ -230,6 +230,8 @@ def record_measurements(measured: dict) -> None:
     record = json.loads(MEASURED.read_text()) if MEASURED.exists() else {"weeks": {}}
     for number, entry in measured.get("weeks", {}).items():
         record["weeks"].setdefault(number, {}).update(entry)
+    if "environment" in measured:
+        record["environment"] = measured["environment"]
     record["machine"] = f"{cpu_model()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}"
     MEASURED.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
     main([])
@@ -252,6 +254,11 @@ def measured_table(measured: dict) -> str:
         rows.append(f"| {number} | {', '.join(entry['sections'])} | {entry['exercises']} | {entry['points']:g} | "
                     f"{entry['zip_mib']:.1f} MiB | {took} |")
     rows += ["", f"Measured on {measured['machine']}."]
+    if "environment" in measured:
+        built = measured["environment"]
+        rows[-1] += (f" The grading environment that {built['zip']}'s zip alone builds (Python {built['python']}, "
+                     f"its environment.yml's pip list, as on Gradescope): {built['size_mib']:,.0f} MiB, installed in "
+                     f"{built['install_seconds']:.0f} s.")
     return "\n".join(rows)
 
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import hashlib
+import io
 import json
 import os
 import re
@@ -188,7 +189,8 @@ def _child(first: int, sample: float | None, seed: int) -> None:
         try:
             for attempt in (1, 2):
                 try:
-                    with limited(SLOW.get(qualified, (SECONDS_PER_CALL,))[0]):
+                    with limited(SLOW.get(qualified, (SECONDS_PER_CALL,))[0]), \
+                            contextlib.redirect_stdout(io.StringIO()):  # this process's stdout is the report's
                         args, kwargs = arguments(callables[qualified], eval(BAD_VALUES[bad]))
                         result = callables[qualified](*args, **kwargs)
                         record["outcome"] = "suspicious" if holds_bad_numbers(result) else "returned"

@@ -30,7 +30,8 @@ notebook (scripts/course.py): otter grades one notebook per submission, so a wee
     python -m scripts.grading --week 5          # only week 5's autograder (--all-weeks: every week's)
     python -m scripts.grading --check-week 1 [--record]
         # grade week 1's key (full marks) and student edition (zero) with otter run; --record keeps the sizes and
-        # times in chapters/grading_measurements.json, which the instructors' page shows
+        # times in chapters/grading_measurements.json, which the instructors' page shows (with --clean-check-week,
+        # also the clean environment's size and installation time)
     python -m scripts.grading --release-solutions 3     # the answer key of weeks 1 to 3 into _build/student
     python -m scripts.grading --release-solutions due   # of every week whose deadline in the syllabus has passed
 
@@ -402,7 +403,13 @@ def what_it_installs(autograder: Path) -> tuple[bytes, bytes]:
         return archive.read("environment.yml"), b"".join(archive.read(name) for name in sorted(wheels))
 
 
-def clean_check(bundles: list[tuple[Path, dict]], out: Path, torch_index: str) -> list[str]:
+def folder_mib(folder: Path) -> float:
+    """The MiB the files under ``folder`` take (each counted once, links not followed)."""
+    return sum(path.lstat().st_size for path in folder.rglob("*") if path.is_file() and not path.is_symlink()) / 2**20
+
+
+def clean_check(bundles: list[tuple[Path, dict]], out: Path, torch_index: str,
+                measured: dict | None = None) -> list[str]:
     """Build a fresh virtual environment from nothing but the first bundle's autograder.zip (its environment.yml's
     Python and pip list, the wheel it carries) and grade each bundle's key, student edition and a wrong answer there
     with that environment's own ``otter run``; the problems found. ``bundles``: (an autograder's folder, the book
@@ -431,9 +438,13 @@ def clean_check(bundles: list[tuple[Path, dict]], out: Path, torch_index: str) -
                     env=environment, cwd=work).stdout.split()
         if not Path(probe[0]).resolve().is_relative_to(venv.resolve()) or not probe[1].startswith(version_of_torch()):
             return [f"the clean environment's mha or torch is not the zip's: {probe}"]
+        size = folder_mib(venv)
         print(f"a clean Python {version} environment from {autograder.relative_to(out)} alone "
-              f"({autograder.stat().st_size / 2**20:.1f} MiB): installed in {installed:.0f} s, mha from the zip's "
-              f"wheel, torch {probe[1]}", flush=True)
+              f"({autograder.stat().st_size / 2**20:.1f} MiB): {size:,.0f} MiB, installed in {installed:.0f} s, mha "
+              f"from the zip's wheel, torch {probe[1]}", flush=True)
+        if measured is not None:
+            measured["environment"] = {"zip": bundles[0][0].name.replace("_", " "), "python": version,
+                                       "size_mib": round(size), "install_seconds": round(installed)}
         problems, installs = [], what_it_installs(autograder)
         for folder, book in bundles:
             if what_it_installs(folder / "autograder.zip") != installs:
@@ -495,7 +506,8 @@ def main() -> int:
     parser.add_argument("--all-weeks", action="store_true", help="write only the weekly autograders, every week's")
     parser.add_argument("--check-week", type=int, action="append", default=[],
                         help="write this week's autograder and grade its key (full marks) and student edition (zero)")
-    parser.add_argument("--record", action="store_true", help="with --week, --all-weeks or --check-week: record "
+    parser.add_argument("--record", action="store_true", help="with --week, --all-weeks, --check-week or "
+                        "--clean-check-week: record "
                         "what was measured in chapters/grading_measurements.json and the instructors' page")
     parser.add_argument("--release-solutions", metavar="WEEK", help="write the answer key of weeks 1 to WEEK, or "
                         "with 'due' of every week whose deadline has passed, into the student folder")
@@ -521,7 +533,7 @@ def main() -> int:
                    for path in args.clean_check or []]
         bundles += [(write_week(course.week(number, weeks), out, wheel), course.week_book(course.week(number, weeks)))
                     for number in args.clean_check_week]
-        problems += clean_check(bundles, out, args.torch_index) if bundles else []
+        problems += clean_check(bundles, out, args.torch_index, measured) if bundles else []
         problems += [problem for number in args.check_week
                      for problem in check_week(course.week(number, weeks), out, wheel, measured)]
         print(

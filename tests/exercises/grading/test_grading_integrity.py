@@ -162,12 +162,12 @@ def test_a_syntax_error_or_a_renamed_function_says_so_and_costs_only_its_exercis
 
 
 def test_a_name_the_grader_does_not_define_says_why_and_costs_only_its_exercise(tmp_path):
-    dropped = {"my_softmax": "SHIFT = np.max\n\ndef my_softmax(scores):\n"
+    dropped = {"my_softmax": "def pick():\n    return np.max\n\nSHIFT = pick()\n\ndef my_softmax(scores):\n"
                              "    e = np.exp(scores - SHIFT(scores, axis=-1, keepdims=True))\n"
                              "    return e / e.sum(axis=-1, keepdims=True)\n"}
     points, said = grade(notebook(tmp_path, RIGHT | dropped, name="dropped"), "my_softmax")
     assert points == 0 and said[0].startswith("✗ `SHIFT` is not defined where the grader runs my_softmax"), said[0]
-    assert "`SHIFT = np.max`, a line the grader does not run" in said[0] and "inside your function" in said[0]
+    assert "`SHIFT = pick()`, a line the grader does not run" in said[0] and "inside your function" in said[0]
     broken_helper = ("def shift(scores)\n    return scores - scores.max(axis=-1, keepdims=True)\n",)
     uses_helper = {"my_softmax": "def my_softmax(scores):\n    e = np.exp(shift(scores))\n"
                                  "    return e / e.sum(axis=-1, keepdims=True)\n"}
@@ -175,10 +175,10 @@ def test_a_name_the_grader_does_not_define_says_why_and_costs_only_its_exercise(
     points, said = grade(path, "my_softmax")
     assert points == 0 and "`shift` is not defined" in said[0], said[0]
     assert "syntax error at line 1 (expected ':')" in said[0] and "line 2 of your cell" in said[0]
-    default = {"my_softmax": "AXIS = int(-1.0)\n\ndef my_softmax(scores, axis=AXIS):\n    return scores\n"}
+    default = {"my_softmax": "AXIS = print(-1)\n\ndef my_softmax(scores, axis=AXIS):\n    return scores\n"}
     points, said = grade(notebook(tmp_path, RIGHT | default, name="default"), "my_softmax")
     assert points == 0 and said[0].startswith("✗ my_softmax could not be defined: NameError"), said[0]
-    assert "`AXIS`: your notebook sets it with `AXIS = int(-1.0)`, a line the grader does not run" in said[0]
+    assert "`AXIS`: your notebook sets it with `AXIS = print(-1)`, a line the grader does not run" in said[0]
     typo = {"my_softmax": "def my_softmax(scores):\n    return scores - socres.max()\n"}
     points, said = grade(notebook(tmp_path, RIGHT | typo, name="typo"), "my_softmax")
     assert points == 0 and said[0].startswith("✗ `socres` is not defined: run the cell that defines it"), said[0]
@@ -235,3 +235,20 @@ def test_a_right_answer_that_imports_every_allowed_module_gets_every_point(tmp_p
         RIGHT["my_softmax"].split(":\n", 1)[1]
     path = notebook(tmp_path, RIGHT | {"my_softmax": imports + "\n" + uses})
     assert [grade(path, function)[0] for function in EXERCISES] == [3, 3, 3]
+
+
+def test_constants_computed_from_the_allowed_modules_are_kept_and_calls_of_the_notebooks_own_code_are_not(tmp_path):
+    from mha.exercises.grading.submission import read_submission
+
+    constants = ("INF = float('inf')\nSHIFT = np.max\nAXES = tuple(range(-1, 0))\nSCALE = 1 / np.sqrt(4.0)\n"
+                 "def my_softmax(scores, axis=AXES[0]):\n"
+                 "    e = np.exp(scores - SHIFT(scores, axis=axis, keepdims=True))\n    assert INF > SCALE\n"
+                 "    return e / e.sum(axis=axis, keepdims=True)\n")
+    dropped = ("X = np.ones((2, 3))\nY = my_softmax(X)\nZ = open('/etc/hostname')\nW = __import__('os')\n"
+               "V = np.__name__\n")
+    failing_first = "WEIGHTS = np.load('weights.npy')  # a file the grader does not have\n\n" + constants
+    path = notebook(tmp_path, RIGHT | {"my_softmax": failing_first}, extra=(dropped,))
+    assert grade(path, "my_softmax")[0] == 3  # the failing constant costs only itself
+    submission = read_submission(path)
+    assert {"INF", "SHIFT", "AXES", "SCALE", "X"} <= submission.defined
+    assert {"Y", "Z", "W", "V"} <= set(submission.assigned) and not {"Y", "Z", "W", "V"} & submission.defined

@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import functools
 import itertools
-import json
 import os
 import pathlib
 import shutil
+import signal
 import site
 import stat
 import subprocess
@@ -67,6 +67,34 @@ class Confinement:
     def confined(self) -> bool:
         return self.mode != "none"
 
+    def kill_everything(self) -> None:
+        """``uid`` mode: kill every process of the sandbox's user, wherever it went (a detached one too), from a
+        child of the grader that takes that user id (a signal to -1 reaches every process of its user, in one pass
+        of the kernel). Namespaces need none of this: the namespace's first process takes all the others with it."""
+        uid = self.setup.get("uid")
+        if self.mode != "uid" or not isinstance(uid, int) or not UNPRIVILEGED_IDS <= uid < UNPRIVILEGED_IDS * 10:
+            return  # only a user id this module handed out: never root's, never a person's
+        for _ in range(2):  # a second pass for any process forked while the first was delivered
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    os.setgroups([])
+                    os.setresgid(uid, uid, uid)
+                    os.setresuid(uid, uid, uid)
+                    os.kill(-1, signal.SIGKILL)
+                finally:
+                    os._exit(0)
+            os.waitpid(pid, 0)
+
+    def release(self) -> None:
+        """Remove what :func:`choose` made for this confinement (the empty folder the namespace's root is built on)."""
+        root = self.setup.get("root")
+        if root:
+            try:
+                os.rmdir(root)
+            except OSError:
+                pass
+
 
 def _unshare(as_root: bool) -> tuple[str, ...]:
     unshare = shutil.which("unshare") or "/usr/bin/unshare"
@@ -90,7 +118,7 @@ def _namespaces_work(as_root: bool) -> str | None:
     return None if done.returncode == 0 else (done.stderr.strip().splitlines() or ["unshare failed"])[-1]
 
 
-def python_folders() -> list[str]:
+def _python_folders() -> list[str]:
     """The folders the submission's Python needs: its prefixes and site-packages (never the grader's working folder
     or the book's source, which ``sys.path`` may also name)."""
     paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *site.getsitepackages(),
@@ -108,6 +136,10 @@ def choose(protected: list[str]) -> Confinement:
     """The strongest confinement this machine offers for a sandbox whose submission may not read ``protected``
     (folders, as real paths), or the mode :data:`MODE_VARIABLE` names. Raises :class:`Unconfined` where there is none
     and :data:`UNCONFINED_VARIABLE` is not set."""
+    if not isinstance(protected, (list, tuple)) or not all(isinstance(path, str) and os.path.isabs(path)
+                                                          for path in protected):
+        raise TypeError(f"protected must be a list of absolute paths (str), got {type(protected).__name__}: pass "
+                        "mha.exercises.grading.protected_folders(...)")
     wanted = os.environ.get(MODE_VARIABLE, "")
     if wanted and wanted not in MODES:
         raise ValueError(f"{MODE_VARIABLE}={wanted!r}: use one of {', '.join(MODES)}, or unset it for the strongest "
@@ -118,7 +150,7 @@ def choose(protected: list[str]) -> Confinement:
         problem = _namespaces_work(as_root)
         if problem is None:
             setup = {"mode": "namespaces", "root": tempfile.mkdtemp(prefix="mha-sandbox-root-"),
-                     "binds": [path for path in (*SYSTEM_FOLDERS, *python_folders()) if os.path.lexists(path)],
+                     "binds": [path for path in (*SYSTEM_FOLDERS, *_python_folders()) if os.path.lexists(path)],
                      "protected": protected, "uid": _new_id() if as_root else None, "scratch_mb": 64}
             return Confinement("namespaces", "its own user, mount, pid and network namespaces, with read-only system "
                                "and Python folders, the grader's files absent, and no network",
@@ -127,7 +159,7 @@ def choose(protected: list[str]) -> Confinement:
             raise Unconfined(f"{MODE_VARIABLE}=namespaces, but namespaces are not available here: {problem}")
     if wanted in ("", "uid") and as_root:
         _hide_from_others(protected)
-        _open_to_others(python_folders())
+        _open_to_others(_python_folders())
         return Confinement("uid", f"an unprivileged user id of its own, with {len(protected)} grader folders made "
                            "unreadable to other users", (), {"mode": "uid", "uid": _new_id()})
     if wanted == "uid":
@@ -146,8 +178,13 @@ def choose(protected: list[str]) -> Confinement:
 
 
 def _hide_from_others(protected: list[str]) -> None:
-    """``chmod o-rwx`` each protected folder that other users could read or enter (``uid`` mode, as root)."""
+    """``chmod o-rwx`` each protected folder that other users could read or enter (``uid`` mode, as root): never the
+    root folder, a system folder or one that holds Python, which the sandbox's user needs."""
+    needed = {*SYSTEM_FOLDERS, *_python_folders()}
     for path in protected:
+        path = os.path.realpath(path)
+        if path == "/" or any(folder == path or folder.startswith(path.rstrip("/") + "/") for folder in needed):
+            continue
         try:
             mode = os.stat(path).st_mode
             if mode & stat.S_IRWXO:
@@ -171,21 +208,9 @@ def _open_to_others(folders: list[str]) -> None:
                 pass
 
 
-def describe(confinement: Confinement) -> str:
-    """One line for a grader's log: the mode and what it does."""
-    return f"submissions run confined by {confinement.mode}: {confinement.why}"
 
 
-def release(confinement: Confinement) -> None:
-    """Remove what :func:`choose` made for ``confinement`` (the empty folder the namespace's root is built on)."""
-    root = confinement.setup.get("root")
-    if root:
-        try:
-            os.rmdir(root)
-        except OSError:
-            pass
 
 
-def setup_argument(confinement: Confinement) -> str:
-    return json.dumps(confinement.setup)
+
 

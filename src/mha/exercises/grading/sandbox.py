@@ -269,9 +269,15 @@ class Sandbox:
                     self._zygote = None
 
     def sweep(self) -> None:
-        """End every process the last exercise left (a zygote that does not answer is started afresh)."""
+        """End every process the last exercise left: in the namespace, the zygote kills them (a zygote that does
+        not answer is started afresh, its namespace gone with it); under ``uid``, the grader kills every process of
+        the sandbox's user, the zygote included, which starts afresh for the next exercise."""
         with self._lock:
-            if self._zygote is not None and not self._zygote.sweep():
+            if self.confinement.mode == "uid" and self._zygote is not None:
+                self._zygote.close()
+                self._zygote = None
+                self.confinement.kill_everything()
+            elif self._zygote is not None and not self._zygote.sweep():
                 self._zygote.close()
                 self._zygote = None
 
@@ -280,7 +286,8 @@ class Sandbox:
             if self._zygote is not None:
                 self._zygote.close()
                 self._zygote = None
-            confinement.release(self.confinement)
+            self.confinement.kill_everything()
+            self.confinement.release()
 
 
 class IsolatedFunction:

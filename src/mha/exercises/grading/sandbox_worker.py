@@ -102,6 +102,9 @@ def confine(setup):
         root = setup["root"]
         _mount(None, "/", None, _MS["rec"] | _MS["private"])
         _mount("tmpfs", root, "tmpfs", _MS["nosuid"] | _MS["nodev"], "mode=0755,size=16m")
+        os.makedirs(root + "/tmp", mode=0o1777, exist_ok=True)  # the scratch first: a Python under /tmp binds on it
+        _mount("tmpfs", root + "/tmp", "tmpfs", _MS["nosuid"] | _MS["nodev"],
+               f"mode=1777,size={int(setup.get('scratch_mb', 64))}m")
         for path in setup["binds"]:
             if _place(path, root):
                 _bind_read_only(path, root + path)
@@ -112,9 +115,6 @@ def confine(setup):
         for device in ("null", "zero", "random", "urandom"):
             open(f"{root}/dev/{device}", "w").close()
             _mount(f"/dev/{device}", f"{root}/dev/{device}", None, _MS["bind"])
-        os.makedirs(root + "/tmp", mode=0o1777, exist_ok=True)
-        _mount("tmpfs", root + "/tmp", "tmpfs", _MS["nosuid"] | _MS["nodev"],
-               f"mode=1777,size={int(setup.get('scratch_mb', 64))}m")
         os.makedirs(root + "/proc", exist_ok=True)
         try:
             _mount("proc", root + "/proc", "proc", _MS["nosuid"] | _MS["nodev"] | _MS["noexec"])
@@ -205,14 +205,26 @@ def _where(error):
 
 
 def _define(setup, namespace):
-    """Run the submission's imports and definitions; the problems met, by the names they concern."""
+    """Run the submission's imports, constants and definitions, one statement at a time, so that one that fails (a
+    constant read from a file the grader does not have) costs only the names it binds; the problems met, by name."""
+    import ast
+
     problems = {}
     for filename, source, names in setup:
         linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
         try:
-            exec(compile(source, filename, "exec"), namespace)
-        except BaseException as error:  # a definition that fails costs only the functions it defines
-            problems.update({name: f"{type(error).__name__}: {error}{_where(error)}"[:500] for name in names})
+            statements = ast.parse(source, filename).body
+        except BaseException as error:
+            problems.update({name: f"{type(error).__name__}: {error}"[:500] for name in names})
+            continue
+        for statement in statements:
+            try:
+                exec(compile(ast.Module([statement], type_ignores=[]), filename, "exec"), namespace)
+            except BaseException as error:  # a definition that fails costs only the names it binds
+                bound = [target.id for target in ast.walk(statement) if isinstance(target, ast.Name)
+                         and isinstance(target.ctx, ast.Store)] + [getattr(statement, "name", "")]
+                problems.update({name: f"{type(error).__name__}: {error}{_where(error)}"[:500]
+                                 for name in bound if name})
     return problems
 
 

@@ -1,7 +1,8 @@
 """What the grader takes from a submitted notebook, and what it refuses (instructors' page, "Grading").
 
 The rule: from every code cell, in order, the grader keeps the ``def`` and ``class`` statements, the imports of
-:data:`ALLOWED_MODULES` and the names set to a plain constant (``n_heads = 4``); everything else is dropped unrun
+:data:`ALLOWED_MODULES` and the names set to a constant: a plain one (``n_heads = 4``) or an expression of the allowed
+modules, earlier constants and a few built-ins (``SCALE = 1 / np.sqrt(8)``); everything else is dropped unrun
 (the check calls, prints, plots, a line that patches the grader). A cell that does not parse is dropped whole, and the
 exercises it defines report its SyntaxError. The book's package is never imported: a graded function that uses a name
 the notebook imported from ``mha`` (or ``otter``), or that *is* such a name (``my_softmax = attention_numpy.softmax``),
@@ -61,7 +62,36 @@ def _bound_by(node: ast.stmt) -> list[str]:
             if isinstance(name, ast.Name)]
 
 
-def _keeps(node: ast.stmt) -> bool:
+SAFE_BUILTINS = frozenset({
+    "abs", "all", "any", "bool", "chr", "complex", "dict", "divmod", "enumerate", "filter", "float", "frozenset",
+    "int", "isinstance", "len", "list", "map", "max", "min", "ord", "pow", "range", "reversed", "round", "set",
+    "slice", "sorted", "str", "sum", "tuple", "zip"})
+"""The built-in functions a kept constant may call (``INF = float("inf")``): none that reads, runs or looks up."""
+
+
+def _is_constant(value: ast.expr, known: set[str]) -> bool:
+    """Whether ``value`` is a plain constant, or an expression of the allowed modules' names, constants set before,
+    and :data:`SAFE_BUILTINS` (``SCALE = 1 / np.sqrt(8)``): it calls none of the notebook's own functions."""
+    try:
+        ast.literal_eval(value)
+        return True
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        pass
+    local = {node.id for node in ast.walk(value) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)}
+    for node in ast.walk(value):
+        if isinstance(node, (ast.Lambda, ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom)):
+            return False
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and \
+                node.id not in known | local | SAFE_BUILTINS:
+            return False
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_"):
+            return False
+    return True
+
+
+def _keeps(node: ast.stmt, known: set[str]) -> bool:
+    """Whether the grader runs ``node``: a definition, an allowed import, or a constant (:func:`_is_constant`)
+    given the names ``known`` (the allowed imports and constants kept before it)."""
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return True
     if isinstance(node, ast.Import):
@@ -69,11 +99,9 @@ def _keeps(node: ast.stmt) -> bool:
     if isinstance(node, ast.ImportFrom):
         return node.level == 0 and _root(node.module) in ALLOWED_MODULES
     if isinstance(node, ast.Assign) and all(isinstance(target, ast.Name) for target in node.targets):
-        try:
-            ast.literal_eval(node.value)
-        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-            return False
-        return True
+        return _is_constant(node.value, known)
+    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+        return _is_constant(node.value, known)
     return False
 
 
@@ -91,6 +119,7 @@ def read_submission(notebook: dict | str | Path) -> Submission:
                               ".ipynb file you worked in (File → Save, then that file), not an export or a copy of "
                               "its text.")
         return submission
+    known: set[str] = set()  # the names the allowed imports and kept constants bind so far
     for index, cell in enumerate(cells, start=1):
         raw = cell.get("source", "")
         source = _MAGIC.sub(lambda match: f"{match[1]}pass", "".join(raw) if isinstance(raw, list) else str(raw))
@@ -104,13 +133,16 @@ def read_submission(notebook: dict | str | Path) -> Submission:
             submission.syntax_errors.append((source, line, getattr(error, "msg", str(error))))
             continue
         lines = source.splitlines()
-        kept_lines, names = set(), []
+        kept_lines, names, kept = set(), [], {}
         for node in tree.body:
             start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
             span = range(start, node.end_lineno + 1)
-            if _keeps(node):
+            kept[id(node)] = _keeps(node, known)
+            if kept[id(node)]:
                 kept_lines.update(span)
                 names += _bound_by(node)
+                if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    known.update(_bound_by(node))
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     submission.functions[node.name] = node
                 if isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -119,6 +151,7 @@ def read_submission(notebook: dict | str | Path) -> Submission:
                         if _root(module) not in submission.modules:
                             submission.modules.append(_root(module))
             else:
+                known.difference_update(_bound_by(node))
                 for name in _bound_by(node):
                     segment = ast.get_source_segment(source, node) or name
                     submission.assigned[name] = segment.splitlines()[0][:120]
@@ -130,7 +163,7 @@ def read_submission(notebook: dict | str | Path) -> Submission:
                             submission.references[(alias.asname or alias.name).split(".")[0]] = module
         dropped = {line for line in range(1, len(lines) + 1) if line not in kept_lines}
         for node in tree.body:  # a line shared by a kept and a dropped statement is dropped
-            if not _keeps(node):
+            if not kept[id(node)]:
                 dropped.update(range(node.lineno, node.end_lineno + 1))
         text = "\n".join("" if number in dropped else line for number, line in enumerate(lines, start=1))
         for name in names:
@@ -222,6 +255,7 @@ def why_undefined(submission: Submission) -> dict[str, str]:
     allowed = ", ".join(ALLOWED_MODULES)
     for name, statement in submission.assigned.items():
         reasons[name] = (f"your notebook sets it with `{statement}`, a line the grader does not run (it keeps only "
-                         f"`def` and `class` statements, imports of {allowed}, and names set to a plain constant such "
-                         "as `n_heads = 4`). Compute it inside your function instead")
+                         f"`def` and `class` statements, imports of {allowed}, and names set to a constant such as "
+                         "`n_heads = 4` or `scale = 1 / np.sqrt(8)`, which call none of your own functions). Compute "
+                         "it inside your function instead")
     return {name: why for name, why in reasons.items() if name not in submission.defined}
