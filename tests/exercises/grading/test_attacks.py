@@ -12,6 +12,7 @@ times the book's solution and 2 s more.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
@@ -27,8 +28,10 @@ from conftest import load_script
 from submissions import RIGHT, SECTION, notebook
 
 import mha
+from mha.exercises.grading import protected_folders
 from mha.exercises.grading.confinement import MODE_VARIABLE, Unconfined, choose
-from mha.exercises.grading.otter_plugin import grade_test
+from mha.exercises.grading.otter_plugin import grade_test, limits_of
+from mha.exercises.grading.sandbox import Sandbox
 from mha.exercises.grading.submission import read_submission
 
 grading = load_script("grading")
@@ -96,6 +99,26 @@ def secrets_of(zipped: Path, plugin: dict) -> list[str]:
     return [str(seed) for seed in plugin["seeds"].values()] + lines
 
 
+def revealed(text: str) -> str:
+    """``text`` with every payload attack 4 raised (``LEAK <base64>``) decoded beside it."""
+    payloads = re.findall(r"LEAK ([A-Za-z0-9+/=]{4,})", text)
+    return text + "".join(base64.b64decode(payload + "===").decode(errors="replace") for payload in payloads)
+
+
+def leaked(text: str, zipped: Path, plugin: dict, mode: str) -> list[str]:
+    """The secrets of this autograder that ``text`` shows, decoded: under ``namespaces`` its seeds and any line of
+    its test files; under ``uid``, whatever else on the machine other users may read stays readable (other copies of
+    1.1's test files, such as a build of the autograders), so only this autograder's own seeds are secret."""
+    secrets = secrets_of(zipped, plugin) if mode == "namespaces" else [str(seed) for seed in plugin["seeds"].values()]
+    shown = revealed(text)
+    found = [secret for secret in secrets if secret in shown]
+    if re.search(r"HIDDEN INPUT n=\d", shown):
+        found.append("a hidden input")
+    if mode == "namespaces" and re.search(r"LEAK [A-Za-z0-9+/]{4}", text):
+        found.append("a file found from inside the namespace")
+    return found
+
+
 def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -113,7 +136,7 @@ def test_attacks_one_two_three_and_five_through_otter_run_score_zero_and_change_
     assert json.loads((out / "results.json").read_text()) == results  # attack 3 did not rewrite it afterwards
     assert canary.read_text() == "the instructor's file\n"
     assert left_behind() == []
-    assert not any(secret in text for secret in secrets_of(zipped, plugin))
+    assert leaked(text, zipped, plugin, MODES[0]) == []
 
 
 def test_attacks_four_and_seven_through_otter_run_score_zero_and_leak_nothing(tmp_path):
@@ -124,8 +147,7 @@ def test_attacks_four_and_seven_through_otter_run_score_zero_and_leak_nothing(tm
     got = scores(results)
     assert got["ex-stable-softmax"] == 0 and got["ex-attention"] == 0, text
     assert got["ex-causal-mask"] == 1  # the public case only: the function that raises a hidden input
-    assert not any(secret in text for secret in secrets_of(zipped, plugin))
-    assert not re.search(r"HIDDEN INPUT n=\d", text) and not re.search(r"LEAK [A-Za-z0-9+/]{4}", text)
+    assert leaked(text, zipped, plugin, MODES[0]) == []
     assert "A hidden case (other inputs of the same kind) failed: it raised an exception" in text
     assert "where the grader allows" in text or "time budget" in text, text
     assert left_behind() == []
@@ -167,16 +189,14 @@ def test_every_attack_scores_zero_under_every_confinement_this_machine_offers(mo
     cases = ["public", "hidden_seed_1", "hidden_seed_2"]
     said = []
     for submission in (one, two):
-        for name in plugin["exercises"]:
-            graded = grade_test(submission, name, cases, plugin, tests)
+        with Sandbox(protected_folders(tests, tmp_path), limits_of(plugin)) as sandbox:  # one per submission
+            graded_tests = {name: grade_test(submission, name, cases, plugin, tests, sandbox=sandbox)
+                            for name in plugin["exercises"]}
+        for name, graded in graded_tests.items():
             said += [result.message for result in graded]
             passed = [result.passed for result in graded]
             allowed = [True, False, False] if submission is two and name == "ex-causal-mask" else [False] * 3
             assert passed == allowed, (mode, name, [result.message for result in graded])
     assert canary.read_text() == "the instructor's file\n" and results_file.read_text() == "{}"
     assert left_behind() == []
-    # under ``uid`` the rest of the machine stays readable where other users may read it (other copies of 1.1's
-    # test files, such as a build of the autograders), so only this autograder's own seeds are secret there
-    secret = secrets_of(zipped, plugin) if mode == "namespaces" else [str(seed) for seed in plugin["seeds"].values()]
-    assert not any(each in message for each in secret for message in said)
-    assert not any(re.search(r"HIDDEN INPUT n=\d|LEAK [A-Za-z0-9+/]{4}", message) for message in said)
+    assert leaked("\n".join(said), zipped, plugin, mode) == []

@@ -1,13 +1,15 @@
 """A submitted function run in a process of its own, for grading (instructors' page, "Grading").
 
-:class:`IsolatedFunction` runs the function in a fresh process, forked from a plain Python (``python -I``, not the
-student's kernel) running :mod:`~mha.exercises.grading.sandbox_worker` that has imported the submission's modules
-once for every function graded. It hands that process the submission's definitions and stands in for the function:
-calling it sends the inputs to that process and reads back the answer as plain data (numbers, text, arrays), so the
-book's checks run unchanged in the grader, with the expected answers computed here and never sent. The process has a
-time limit for each call and a memory limit (:class:`Limits`); when it hangs, dies or runs out of memory the check
-ends with :class:`Stopped`, whose message says so.
-"""
+:class:`Sandbox` is where one submission's code runs: a confinement of its own
+(:mod:`~mha.exercises.grading.confinement`: namespaces, or a user id of its own) and, inside it, a plain Python
+(``python -I``, not the student's kernel) running :mod:`~mha.exercises.grading.sandbox_worker`, which imports the
+submission's modules once and forks a fresh process for every function graded. :class:`IsolatedFunction` hands that
+process the submission's definitions and stands in for the function: calling it sends the inputs to that process and
+reads back the answer as plain data (numbers, text, arrays), so the book's checks run unchanged in the grader, with
+the expected answers computed here and never sent. The process has a time limit for each call, a time budget for the
+exercise and the submission, and a memory limit (:class:`Limits`); when it hangs, dies or runs out of memory the
+check ends with :class:`Stopped`, whose message says so. At the end of each exercise every process it started is
+killed."""
 
 from __future__ import annotations
 
