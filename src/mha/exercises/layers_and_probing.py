@@ -255,9 +255,30 @@ def check_probe_accuracy(accuracy_fn: Callable, seed: int = 0) -> CheckResult:
             "train": (float(fit_probe(train_features, train_labels, train_features, train_labels).mean()),
                       "That is the accuracy on the training words; score the probe on the test words."),
         }
-        return compare_number(got, expected, slips, "the test accuracy", atol=0.011)
+        problem = compare_number(got, expected, slips, "the test accuracy", atol=0.011)
+        if problem is not None and compare_number(got, _default_probe_accuracy(*case), {}, "the test accuracy",
+                                                  atol=0.011) is None:
+            return None  # scikit-learn's default solver, stopped short of the optimum, is a right answer too
+        return problem
 
     return run_check(accuracy_fn, cases(), compare, "fits and scores a linear probe")
+
+
+def _default_probe_accuracy(train_features, train_labels, test_features, test_labels) -> float:
+    """The test accuracy of the probe a learner most often writes: scikit-learn's ``LogisticRegression()`` with its
+    defaults (lbfgs, at most 100 steps) on standardised features, which on some draws stops short of the optimum
+    that :func:`~mha.analysis.caveats.probing.fit_probe` reaches."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import StandardScaler
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        scaler = StandardScaler().fit(train_features)
+        probe = LogisticRegression().fit(scaler.transform(train_features), train_labels)
+    return float((probe.predict(scaler.transform(test_features)) == test_labels).mean())
 
 
 # --- Layer dependence: how much choosing inflates a score, on the real model --------------------------
