@@ -30,7 +30,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 if not __package__:  # run as a file, it could not import the other tools
     sys.exit("run it from the repository's root as a module: python -m scripts.course")
-from scripts import student_edition  # noqa: E402
+from scripts import exercise_index, student_edition  # noqa: E402
 
 CHAPTERS = ROOT / "chapters"
 SYLLABUS = CHAPTERS / "syllabus.yml"
@@ -239,9 +239,30 @@ def record_measurements(measured: dict) -> None:
 
 # ---- the instructors' page's generated blocks ----
 
+def core_minutes(week: Week) -> tuple[int, int, int]:
+    """(reading, core exercises, every exercise) of a week, in minutes: the exercise index's estimates, summed over
+    the week's sections; the core path is the reading and the core exercises."""
+    reading = core = every = 0
+    for path in week.notebooks:
+        notebook = json.loads(path.read_text())
+        reading += exercise_index.reading_minutes(notebook)
+        found = student_edition.exercises(notebook)
+        core += sum(e.minutes or 0 for e in found if e.importance == "core")
+        every += sum(e.minutes or 0 for e in found)
+    return reading, core, every
+
+
+def _hours(minutes: int) -> str:
+    return f"{minutes // 60} h {minutes % 60:02d}"
+
+
 def syllabus_table(weeks: list[Week]) -> str:
-    rows = ["| Week | Sections | Theme |", "| --- | --- | --- |"]
-    rows += [f"| {each.number} | {', '.join(each.sections)} | {each.theme} |" for each in weeks]
+    rows = ["| Week | Sections | Theme | Core path (reading + core exercises) | Every exercise |",
+            "| --- | --- | --- | --- | --- |"]
+    for each in weeks:
+        reading, core, every = core_minutes(each)
+        rows.append(f"| {each.number} | {', '.join(each.sections)} | {each.theme} | {_hours(reading + core)} "
+                    f"({_hours(reading)} + {_hours(core)}) | {_hours(every)} |")
     return "\n".join(rows)
 
 

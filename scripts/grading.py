@@ -95,7 +95,7 @@ def points_of(exercise: dict, scheme: dict[int, float] = POINTS_BY_DIFFICULTY) -
     if exercise.get("difficulty") not in scheme:
         raise ValueError(f"{exercise['label']} has difficulty {exercise.get('difficulty')!r}, and the points scheme "
                          f"covers {sorted(scheme)} stars: give the exercise a header line such as "
-                         "'**Write and check** · ★★ · 15 min', or the scheme a value for it (--points).")
+                         "'**Write and check** · ★★ · 15 min · core', or the scheme a value for it (--points).")
     return scheme[exercise["difficulty"]]
 
 

@@ -6,7 +6,7 @@ a first line that says its kind, difficulty and time (:data:`HEADER`), followed 
     ```{exercise} Stable softmax
     :label: ex-stable-softmax
 
-    **Write and check** · ★ · 10 min
+    **Write and check** · ★ · 10 min · core
 
     Write `my_softmax(scores)` ...
     ```
@@ -64,11 +64,13 @@ SOLUTION_START = re.compile(r"```\{solution-start\}\s*(\S+)[^`]*?```", re.S)
 SOLUTION_END = re.compile(r"```\{solution-end\}\s*```", re.S)
 EXERCISE_PARTS = re.compile(r"```\{exercise\}[ \t]*(?P<title>[^\n]*)\n(?P<body>.*?)```", re.S)
 LABEL = re.compile(r":label:\s*(\S+)")
-# The first line of every exercise's body: its kind, difficulty (one to three stars) and time in minutes.
+# The first line of every exercise's body: its kind, difficulty (one to three stars), time in minutes and importance
+# (core: the syllabus's core path; recommended; optional: for those who want more).
 KINDS = {"Write and check": "check", "Predict, then check": "predict", "Explain in words": "explain",
          "Open investigation": "investigate"}
 HEADER = re.compile(r"^\*\*(?P<kind>" + "|".join(map(re.escape, KINDS)) + r")\*\* · (?P<stars>★{1,3}) · "
-                    r"(?P<minutes>\d+) min$", re.M)
+                    r"(?P<minutes>\d+) min · (?P<importance>core|recommended|optional)$", re.M)
+IMPORTANCE = ("core", "recommended", "optional")
 HINT = re.compile(r"```\{hint\}\s*\n:class: dropdown\n", re.S)
 STUB_CHECK = re.compile(r"^(check_\w+)\((my_\w+)", re.M)
 PREDICTION = re.compile(r"^(my_\w+)\s*=", re.M)  # where a "Predict, then check" exercise takes the prediction
@@ -84,6 +86,7 @@ class Exercise:
     difficulty: int | None  # 1 to 3 stars
     minutes: int | None
     has_hint: bool
+    importance: str | None = None  # "core", "recommended" or "optional" (IMPORTANCE); None where the header is missing
     hints: int = 0  # how many hint dropdowns follow the statement (tiers, from a nudge to nearly the answer)
     check: str | None = None  # the check its learner's cell calls, where it has one
     function: str | None = None  # the learner's function (check), or the variable that holds a prediction
@@ -111,7 +114,8 @@ def exercises(notebook: dict) -> list[Exercise]:
                     label=label.group(1) if label else "", title=match["title"].strip(),
                     kind=KINDS[header["kind"]] if header else None,
                     difficulty=len(header["stars"]) if header else None,
-                    minutes=int(header["minutes"]) if header else None, has_hint=has_hint, hints=hints)
+                    minutes=int(header["minutes"]) if header else None, has_hint=has_hint, hints=hints,
+                    importance=header["importance"] if header else None)
                 found.append(open_exercise)
         elif open_exercise is not None and open_exercise.function is None:
             call, prediction = STUB_CHECK.search(text), PREDICTION.search(text)

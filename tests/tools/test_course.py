@@ -50,8 +50,19 @@ def test_the_instructors_page_shows_the_syllabus_that_the_bundles_follow():
     assert course.page_text(page) == page, "the instructors' page is out of date: run python -m scripts.course"
     rows = [line.split("|")[1:-1] for line in page_block("syllabus").strip().splitlines()[2:]]
     listed = yaml.safe_load((ROOT / "chapters" / "syllabus.yml").read_text())["weeks"]
-    assert [[cell.strip() for cell in row] for row in rows] == [
+    assert [[cell.strip() for cell in row][:3] for row in rows] == [
         [str(week["week"]), ", ".join(week["sections"]), week["theme"]] for week in listed]
+
+
+def test_each_week_has_a_core_path_of_two_to_three_hours_and_a_label_on_every_exercise():
+    for week in course.read_syllabus():
+        reading, core, every = course.core_minutes(week)
+        labels = [e.importance for path in week.notebooks
+                  for e in course.student_edition.exercises(json.loads(path.read_text()))]
+        assert labels and all(label in ("core", "recommended", "optional") for label in labels), week.number
+        # the core path is what a course sets every week: about two to three hours with the reading
+        assert 105 <= reading + core <= 195, (week.number, reading, core)
+        assert core < every, f"week {week.number}: everything is core; label the deeper exercises recommended"
 
 
 def test_the_measured_weekly_autograders_are_those_of_the_syllabus():

@@ -72,9 +72,10 @@ def test_every_exercise_of_the_book_declares_title_kind_difficulty_time_and_hint
             where = f"{path.name}: {exercise.label}"
             assert exercise.title, f"{where} has no title (```{{exercise}} Title)"
             assert exercise.kind in index.KIND_NAMES, (
-                f"{where}: no header line such as **Write and check** · ★ · 10 min"
+                f"{where}: no header line such as **Write and check** · ★ · 10 min · core"
             )
             assert exercise.difficulty in (1, 2, 3) and 0 < exercise.minutes <= 120, where
+            assert exercise.importance in index.student_edition.IMPORTANCE, f"{where}: no importance (core, ...)"
             assert exercise.has_hint, f"{where} has no ```{{hint}} with :class: dropdown after its statement"
             assert (exercise.check is not None) == (exercise.kind == "check"), \
                 f"{where}: a check-kind exercise calls a check on its stub, and no other kind has a stub"
@@ -131,10 +132,10 @@ def test_the_index_counts_the_exercises_with_tiered_hints():
     tiered = sum(e.hints >= 2 for e in every)
     assert tiered >= 18 and f"; {tiered} of them have two or three hints" in index.PAGE.read_text()
     one = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": (
-        "```{exercise} A\n:label: ex-a\n\n**Write and check** · ★ · 5 min\n```\n\n"
+        "```{exercise} A\n:label: ex-a\n\n**Write and check** · ★ · 5 min · core\n```\n\n"
         "```{hint}\n:class: dropdown\nFirst.\n```\n\n```{hint}\n:class: dropdown\nSecond.\n```\n\n"
         "```{solution-start} ex-a\n:class: dropdown\n```\n```{hint}\n:class: dropdown\nNot a hint of ex-a.\n```\n"
-        "```{exercise} B\n:label: ex-b\n\n**Explain in words** · ★ · 5 min\n```\n\n"
+        "```{exercise} B\n:label: ex-b\n\n**Explain in words** · ★ · 5 min · optional\n```\n\n"
         "```{hint}\n:class: dropdown\nOnly one.\n```\n")}]}
     assert [e.hints for e in index.student_edition.exercises(one)] == [2, 1]
 
@@ -157,11 +158,11 @@ def test_reading_time_counts_the_prose_a_student_reads_at_the_stated_speed():
     words = " ".join(["attention"] * 399) + " {eval}`glue.text(\"n_heads\")`"  # 400 words, one a glued number
     one = {"cells": [
         {"cell_type": "markdown", "metadata": {}, "source": words + "\n\n```{exercise} A\n:label: ex-a\n\n"
-         "**Write and check** · ★ · 5 min\n```\n\n```{hint}\n:class: dropdown\n" + "hint " * 500 + "\n```\n"},
+         "**Write and check** · ★ · 5 min · core\n```\n\n```{hint}\n:class: dropdown\n" + "hint " * 500 + "\n```\n"},
         {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": "x = 1 " * 300},
         {"cell_type": "markdown", "metadata": {}, "source": "```{solution-start} ex-a\n:class: dropdown\n```\n"
          + "solution " * 700 + "\n```{solution-end}\n```\n"}]}
-    assert index.prose_words(one) == 400 + len("A Write and check 5 min".split())
+    assert index.prose_words(one) == 400 + len("A Write and check 5 min core".split())
     assert index.WORDS_PER_MINUTE == 200 and index.reading_minutes(one) == 2
     page = index.PAGE.read_text()
     assert f"at {index.WORDS_PER_MINUTE} words a minute" in page
