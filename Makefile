@@ -1,6 +1,10 @@
 # The two commands of the quick start, and a few more.
 #   make book      build the website into _build/html (executing every notebook); its scripts (MathJax at build time, ...) come
-#                  from npm: package-lock.json, installed into node_modules by `npm ci`
+#                  from npm: package-lock.json, installed into node_modules by `npm ci`. The build ends by writing the
+#                  reader edition into _build/html/notebooks, and every launch button opens it (site/reader_buttons.py)
+#   make reader-edition   write the reader branch's files (every notebook readable on Colab, solutions folded) into
+#                  _build/reader; record and publish them: python -m scripts.reader_edition --out _build/reader
+#                  --commit && git push origin reader (scripts/reader_edition.py)
 #   make test      run every test: unit tests and every notebook through nbval
 #   make test-quick   the unit tests alone (no notebook, browser or slow test), for the edit-and-test loop
 #   make jupyter   open the notebooks in JupyterLab, with their MyST markup (exercises, math, citations) rendered
@@ -46,7 +50,7 @@ COMMA := ,
 # JupyterLab's address and the folder it opens (make jupyter JUPYTER_PORT=8890)
 JUPYTER_PORT ?= 8888
 
-.PHONY: book serve test test-quick jupyter bench notebooks lab student student-site release-solutions clean
+.PHONY: book serve test test-quick jupyter bench notebooks lab student student-site reader-edition release-solutions clean
 
 $(STAMP): requirements.txt $(LOCK) pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Need $(PYTHON) (Python 3.11) on PATH, or run: make PYTHON=/path/to/python3.11"; exit 1; }
@@ -100,6 +104,12 @@ bench: $(STAMP) book
 	$(BIN)/python -m scripts.run_notebooks
 	$(BIN)/python -m scripts.bench_views
 	$(BIN)/python -m scripts.bench_site_views
+
+# The reader edition, which every launch button of the website opens, as the reader branch's files
+# (scripts/reader_edition.py); `make book` writes the same notebooks into the website
+reader-edition: $(STAMP)
+	$(BIN)/python -m scripts.reader_edition --out _build/reader
+	@echo "Publish it: $(BIN)/python -m scripts.reader_edition --out _build/reader --commit && git push origin reader"
 
 student: $(STAMP)
 	$(BIN)/python -m scripts.student_edition --out _build/student

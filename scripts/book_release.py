@@ -50,7 +50,8 @@ def repository_url(root: Path = ROOT) -> str:
 
 
 def repository_branch(root: Path = ROOT) -> str:
-    """The branch the launch buttons open (``_config.yml``'s ``repository.branch``)."""
+    """The source's branch (``_config.yml``'s ``repository.branch``); the website's launch buttons open the reader
+    edition's branch instead (``sphinx.config.reader_edition_branch``, scripts/reader_edition.py)."""
     return str(config(root)["repository"].get("branch") or "main")
 
 

@@ -34,10 +34,11 @@ stored output is cleared, and the cell refuses to run until a prediction is ente
 exercise marked by hand (a prediction, an explanation, an investigation) gets a place for its answer, as an otter
 manual question (:func:`with_answer_cells`), which scripts/written_answers.py collects and exports to PDF. Its
 markdown is then made readable outside JupyterLab (Colab, plain Jupyter, nbconvert's HTML), where MyST's roles and
-directives show as raw text
-(:func:`readable_markdown`): every ``{eval}`` role becomes the text it showed when the book was executed, every
-exercise a bold title above its statement, every hint an HTML ``<details>`` fold, and ``{doc}`` and ``{ref}`` roles
-plain links and words. The book's own notebooks and the website keep the MyST.
+directives show as raw text, by the conversion the reader edition shares (scripts/readable.py,
+:func:`readable_markdown`): every ``{eval}`` role becomes the text it showed when the book was executed, every
+exercise a bold title above its statement, every hint an HTML ``<details>`` fold, no ``(label)=`` target is left,
+and ``{doc}`` and ``{ref}`` roles and relative links become links to the published website. The book's own
+notebooks and the website keep the MyST.
 
 The answer key is one markdown file per notebook: each exercise's title and statement, the solution's explanation
 and code, and what the check said of it, its glued numbers written in as in the student edition.
@@ -50,7 +51,6 @@ scripts/exercise_index.py reads the same headers (:func:`exercises`) to write th
 from __future__ import annotations
 
 import argparse
-import ast
 import copy
 import json
 import re
@@ -58,12 +58,19 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+if not __package__:  # run as a file, it could not import the other tools
+    sys.exit("run it from the repository's root as a module: python -m scripts.student_edition")
+from scripts import readable  # noqa: E402  (the markdown's conversion, shared with the reader edition)
+
+EXERCISE_PARTS, LABEL = readable.EXERCISE_PARTS, readable.LABEL
+readable_edition, readable_markdown = readable.readable_edition, readable.readable_markdown
+shown_expressions, with_numbers = readable.shown_expressions, readable.with_numbers
+_source, _set_source = readable._source, readable._set_source
+
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = ROOT / "chapters"
 SOLUTION_START = re.compile(r"```\{solution-start\}\s*(\S+)[^`]*?```", re.S)
 SOLUTION_END = re.compile(r"```\{solution-end\}\s*```", re.S)
-EXERCISE_PARTS = re.compile(r"```\{exercise\}[ \t]*(?P<title>[^\n]*)\n(?P<body>.*?)```", re.S)
-LABEL = re.compile(r":label:\s*(\S+)")
 # The first line of every exercise's body: its kind, difficulty (one to three stars), time in minutes and importance
 # (core: the syllabus's core path; recommended; optional: for those who want more).
 KINDS = {"Write and check": "check", "Predict, then check": "predict", "Explain in words": "explain",
@@ -141,14 +148,6 @@ class Solution:
     verdicts: list[str] = field(default_factory=list)  # what the checks printed for the solution
 
 
-def _source(cell: dict) -> str:
-    return "".join(cell["source"])
-
-
-def _set_source(cell: dict, text: str) -> None:
-    cell["source"] = text.splitlines(keepends=True)
-
-
 def _output_text(cell: dict) -> str:
     parts = []
     for output in cell.get("outputs", []):
@@ -157,6 +156,26 @@ def _output_text(cell: dict) -> str:
         elif "data" in output and "text/plain" in output["data"]:
             parts.append("".join(output["data"]["text/plain"]))
     return "".join(parts).strip()
+
+
+def solution_parts(text: str, label: str | None) -> tuple[list[tuple[str | None, str, bool]], str | None]:
+    """A markdown cell's ``text`` cut at its solution fences, given the label of a solution still open from an
+    earlier cell (or None): each piece with the label of the solution it lies in (None outside any) and whether that
+    solution's end follows it; and the label of the solution still open after the cell (its code cells follow)."""
+    pieces: list[tuple[str | None, str, bool]] = []
+    while True:
+        if label is None:
+            start = SOLUTION_START.search(text)
+            if start is None:
+                pieces.append((None, text, False))
+                return pieces, None
+            pieces.append((None, text[:start.start()], False))
+            label, text = start.group(1), text[start.end():]
+        end = SOLUTION_END.search(text)
+        pieces.append((label, text[:end.start()] if end else text, end is not None))
+        if end is None:
+            return pieces, label
+        label, text = None, text[end.end():]
 
 
 def split_notebook(notebook: dict) -> tuple[dict, list[Solution]]:
@@ -183,26 +202,19 @@ def split_notebook(notebook: dict) -> tuple[dict, list[Solution]]:
             continue
         # a markdown cell may open and close several solutions: keep what lies outside them
         kept_parts = []
-        while True:
+        pieces, _ = solution_parts(text, current.label if current else None)
+        for label, piece, ends in pieces:
+            if label is None:
+                kept_parts.append(piece)
+                continue
             if current is None:
-                start = SOLUTION_START.search(text)
-                if start is None:
-                    kept_parts.append(text)
-                    break
-                kept_parts.append(text[:start.start()])
-                title, statement = statements.get(start.group(1), ("", ""))
-                current = Solution(start.group(1), statement, title)
-                text = text[start.end():]
-            end = SOLUTION_END.search(text)
-            if end is None:
-                if text.strip():
-                    current.text.append(text.strip())
-                break
-            if text[:end.start()].strip():
-                current.text.append(text[:end.start()].strip())
-            solutions.append(current)
-            current = None
-            text = text[end.end():]
+                title, statement = statements.get(label, ("", ""))
+                current = Solution(label, statement, title)
+            if piece.strip():
+                current.text.append(piece.strip())
+            if ends:
+                solutions.append(current)
+                current = None
         kept_parts = [part.strip("\n") for part in kept_parts if part.strip()]
         if kept_parts == [_source(cell)]:
             cells.append(copy.deepcopy(cell))
@@ -339,97 +351,6 @@ def notebook_title(notebook: dict, path: Path) -> str:
             if heading:
                 return heading.group(1).strip()
     return path.stem
-
-
-EVAL_ROLE = re.compile(r"\{eval\}`([^`]+)`")
-DOC_ROLE = re.compile(r"\{doc\}`(?:(?P<text>[^`<]*?)\s*<(?P<target>[^`>]+)>|(?P<bare>[^`]+))`")
-REF_ROLE = re.compile(r"\{ref\}`(?:(?P<text>[^`<]*?)\s*<[^`>]+>|(?P<bare>[^`]+))`")
-HINT_PARTS = re.compile(r"```\{hint\}[^\n]*\n(?:[ \t]*:[\w-]+:[^\n]*\n)*(?P<body>.*?)\n?```", re.S)
-HINT_LEVEL = re.compile(r"^\*\*(?P<summary>Hint \d+ of \d+[^*]*?)\.?\*\*\s*")
-OPTION_LINE = re.compile(r"^[ \t]*:[\w-]+:[^\n]*\n?", re.M)
-
-
-def shown_expressions(notebook: dict) -> dict[str, str]:
-    """What each ``{eval}`` expression of an executed book notebook shows: the text stored in its markdown cells'
-    ``user_expressions`` metadata (what jupyterlab-myst displays), and for an expression stored nowhere, the text
-    ``mha.book.prose_expression_results`` computes from the glued values the notebook's outputs hold."""
-    shown: dict[str, str] = {}
-    for cell in notebook["cells"]:
-        for entry in cell.get("metadata", {}).get("user_expressions", []):
-            result = entry.get("result", {})
-            if result.get("status") == "ok" and "text/plain" in result.get("data", {}):
-                value = ast.literal_eval(result["data"]["text/plain"])
-                shown[entry["expression"]] = value if isinstance(value, str) else str(value)
-    wanted = {expression for cell in notebook["cells"] if cell["cell_type"] == "markdown"
-              for expression in EVAL_ROLE.findall(_source(cell))}
-    if wanted - set(shown):
-        import nbformat
-
-        from mha.book import prose_expression_results
-
-        computed = prose_expression_results(nbformat.reads(json.dumps(notebook), as_version=4))
-        for entries in filter(None, computed):
-            for entry in entries:
-                shown.setdefault(entry["expression"], ast.literal_eval(entry["result"]["data"]["text/plain"]))
-    return shown
-
-
-def _doc_link(match: re.Match, here: Path) -> str:
-    target = match["target"] or match["bare"]
-    notebook = (here.parent / target).with_suffix(".ipynb")
-    page = notebook if notebook.exists() else notebook.with_suffix(".md")
-    text = match["text"]
-    if not text:
-        text = notebook_title(json.loads(notebook.read_text()), notebook) if notebook.exists() else Path(target).name
-    return f"[{text}]({target}{page.suffix})"
-
-
-def with_numbers(text: str, shown: dict[str, str], here: Path) -> str:
-    """``text`` with every ``{eval}`` role replaced by what it shows (``shown``, :func:`shown_expressions` of the
-    notebook at ``here``); ValueError when one has no stored result: execute that notebook
-    (scripts/run_notebooks.py) first."""
-    def number(match: re.Match) -> str:
-        if match[1] not in shown:
-            raise ValueError(f"{here.name}: no stored result for {{eval}}`{match[1]}`: run scripts/run_notebooks.py "
-                             f"{here.relative_to(ROOT) if here.is_relative_to(ROOT) else here} --write first")
-        return shown[match[1]]
-
-    return EVAL_ROLE.sub(number, text)
-
-
-def readable_markdown(text: str, shown: dict[str, str], here: Path) -> str:
-    """One markdown cell of the student edition as any notebook front end shows it: glued numbers as their stored
-    text (:func:`with_numbers`), exercises as a bold title and hints as HTML ``<details>`` folds, ``{doc}`` roles as
-    links to the notebook ``here`` names and ``{ref}`` roles as their words."""
-    def exercise(match: re.Match) -> str:
-        label = LABEL.search(match["body"])
-        anchor = f'<a id="{label.group(1)}"></a>\n\n' if label else ""
-        body = OPTION_LINE.sub("", match["body"]).strip("\n")
-        return f"{anchor}**Exercise: {match['title'].strip()}**\n\n{body}"
-
-    def hint(match: re.Match) -> str:
-        body = match["body"].strip("\n")
-        level = HINT_LEVEL.match(body)
-        summary = level["summary"] if level else "Hint"
-        body = body[level.end():] if level else body
-        return f"<details>\n<summary>{summary}</summary>\n\n{body}\n\n</details>"
-
-    text = with_numbers(text, shown, here)
-    text = EXERCISE_PARTS.sub(exercise, text)
-    text = HINT_PARTS.sub(hint, text)
-    text = DOC_ROLE.sub(lambda match: _doc_link(match, here), text)
-    return REF_ROLE.sub(lambda match: (match["text"] or match["bare"]).strip(), text)
-
-
-def readable_edition(student: dict, book: dict, here: Path) -> dict:
-    """``student`` (:func:`split_notebook` of ``book``, the notebook at ``here``) with every markdown cell made
-    readable outside JupyterLab (:func:`readable_markdown`); its code cells and their outputs stay as they are."""
-    readable, shown = copy.deepcopy(student), shown_expressions(book)
-    for cell in readable["cells"]:
-        if cell["cell_type"] == "markdown":
-            _set_source(cell, readable_markdown(_source(cell), shown, here))
-            cell["metadata"].pop("user_expressions", None)  # nothing is left for jupyterlab-myst to evaluate
-    return readable
 
 
 def write_edition(out: Path, notebooks: list[Path] | None = None) -> dict[str, int]:

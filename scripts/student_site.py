@@ -60,11 +60,12 @@ def site_toc(released: list[str]) -> dict:
 def site_config() -> dict:
     """The book's ``_config.yml`` for the student website: its title says so, nothing is executed (the student
     notebooks keep the book's stored outputs), the site's extensions come from the repository's site/, and the
-    launch buttons open the student branch."""
+    launch buttons open the student branch (not the reader edition's, site/reader_buttons.py)."""
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     config["title"] = f"{config['title']} (student edition)"
     config["execute"]["execute_notebooks"] = "off"
     config["repository"]["branch"] = STUDENT_BRANCH
+    config["sphinx"].setdefault("config", {})["reader_edition_branch"] = ""  # its buttons open the student branch
     config["sphinx"]["local_extensions"] = {name: str(ROOT / path)
                                             for name, path in config["sphinx"]["local_extensions"].items()}
     if config.get("html", {}).get("favicon"):  # the book's path is relative to the repository, not to site/
@@ -99,6 +100,16 @@ def write_site(out: Path) -> Path:
     return site
 
 
+def write_binder(branch: Path) -> None:
+    """Binder's files in the folder of a branch that holds no package source (the student branch, the reader
+    branch of scripts/reader_edition.py): ``binder/`` installs the package from its release's commit."""
+    (branch / "binder").mkdir(parents=True)
+    (branch / "binder" / "requirements.txt").write_text(hosting_files.binder_requirements())
+    (branch / "binder" / "postBuild").write_text(hosting_files.binder_post_build(package="release"))
+    (branch / "binder" / "postBuild").chmod(0o755)
+    (branch / "binder" / "runtime.txt").write_text(hosting_files.binder_runtime())
+
+
 def write_branch(out: Path) -> Path:
     """What the student branch holds, in ``out``/branch: the student notebooks, the weekly notebooks, the released
     solutions and Binder's files; returns that folder."""
@@ -107,11 +118,7 @@ def write_branch(out: Path) -> Path:
     for folder in ("chapters", "weeks", "solutions"):
         if (out / folder).exists():
             shutil.copytree(out / folder, branch / folder)
-    (branch / "binder").mkdir(parents=True)
-    (branch / "binder" / "requirements.txt").write_text(hosting_files.binder_requirements())
-    (branch / "binder" / "postBuild").write_text(hosting_files.binder_post_build(package="release"))
-    (branch / "binder" / "postBuild").chmod(0o755)
-    (branch / "binder" / "runtime.txt").write_text(hosting_files.binder_runtime())
+    write_binder(branch)
     (branch / "README.md").write_text(
         "# The student edition\n\nThe book's notebooks without their solutions (`chapters/`), each week's assignment "
         "as one notebook (`weeks/`), and the solutions released so far (`solutions/`). Written by "
@@ -119,9 +126,11 @@ def write_branch(out: Path) -> Path:
     return branch
 
 
-def commit_branch(tree: Path, repository: Path = ROOT, branch: str = STUDENT_BRANCH) -> str:
+def commit_branch(tree: Path, repository: Path = ROOT, branch: str = STUDENT_BRANCH,
+                  message: str = "The student edition, written by scripts/student_site.py") -> str:
     """Record the folder ``tree`` as the next commit of ``branch`` in ``repository``, through a temporary index, so
-    that neither the working tree nor the index changes; the new commit's id."""
+    that neither the working tree nor the index changes; the new commit's id (the reader branch is recorded so too,
+    scripts/reader_edition.py)."""
     def git(*arguments: str, **environment: str) -> str:
         done = subprocess.run(["git", "-C", str(repository), *arguments], capture_output=True, text=True,
                               env=os.environ | environment)
@@ -135,8 +144,7 @@ def commit_branch(tree: Path, repository: Path = ROOT, branch: str = STUDENT_BRA
         written = git("write-tree", **index)
     parent = subprocess.run(["git", "-C", str(repository), "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}"],
                             capture_output=True, text=True).stdout.strip()
-    commit = git("commit-tree", written, *(["-p", parent] if parent else []), "-m",
-                 "The student edition, written by scripts/student_site.py")
+    commit = git("commit-tree", written, *(["-p", parent] if parent else []), "-m", message)
     git("update-ref", f"refs/heads/{branch}", commit)
     return commit
 

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 from conftest import CHROMIUM_ARGS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,6 +87,23 @@ def test_every_notebook_page_has_launch_buttons_and_alt_text(built_site, index):
     assert "mybinder.org/v2/gh/" in page and "colab.research.google.com/github/" in page, (
         "Binder and Colab launch buttons"
     )
+    # every launch button opens the reader edition (site/reader_buttons.py): the reader branch, the notebook at
+    # its path; the ".ipynb" download button its copy in the site, which the build wrote; the repository button
+    # still opens the source
+    notebook = NOTEBOOKS[index].relative_to(ROOT).as_posix()
+    reader = yaml.safe_load((ROOT / "_config.yml").read_text())["sphinx"]["config"]["reader_edition_branch"]
+    launches = re.findall(r'href="(https://(?:mybinder\.org|colab\.research\.google\.com|[^"]*git-pull)[^"]*)"',
+                          page)
+    assert len(launches) >= 2 and all(reader in launch and notebook in launch for launch in launches), launches
+    assert all(f"/blob/{reader}/{notebook}" in launch or f"/{reader}?urlpath=" in launch
+               or f"branch={reader}" in launch for launch in launches), launches
+    downloads = [link for link in re.findall(r'href="([^"]+\.ipynb)"', page) if not link.startswith("http")]
+    assert downloads and not [link for link in downloads if "_sources" in link], downloads
+    for link in downloads:
+        assert (notebook_pages(built_site)[index].parent / link).resolve() == \
+            (built_site / "notebooks" / notebook).resolve(), link
+    assert (built_site / "notebooks" / notebook).is_file()
+    assert re.search(r'href="https://github\.com/[^"/]+/[^"/]+"', page), "the repository button"
     images = re.findall(r"<img [^>]*>", page)
     output_images = [tag for tag in images if "_images/" in tag]
     assert output_images, "each section shows at least one figure"
