@@ -4,6 +4,7 @@ import sys
 
 import numpy as np
 import pytest
+from slips import assert_key_passes_and_stub_fails, assert_slip_named
 
 from mha import exercises
 
@@ -337,3 +338,51 @@ def test_a_newer_cell_that_does_not_parse_is_reported_as_a_syntax_error_in_a_ker
         assert shell.user_ns["result"].passed, shell.user_ns["result"].message
     finally:
         InteractiveShell.clear_instance()
+
+
+# --- more named slips of 1.1 and 1.2, on the public case and hidden seeds -----------------------------
+
+def attention_with_inverted_mask(blocked=-np.inf):
+    """The learner's attention with True read as blocked (``blocked``: -inf, or a large finite negative)."""
+    def my_attention(q, k, v, mask=None):
+        scores = q @ k.T / np.sqrt(q.shape[-1])
+        if mask is not None:
+            scores = np.where(mask, blocked, scores)
+        with np.errstate(invalid="ignore"):
+            weights = softmax_solution(scores)
+        return weights @ v, weights
+    return my_attention
+
+
+def attention_scaled_by_key_length(q, k, v, mask=None):
+    scores = q @ k.T / np.sqrt(k.shape[0])
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    weights = softmax_solution(scores)
+    return weights @ v, weights
+
+
+def head_contributions_with_W_O_transposed(z, W_O):
+    batch, n_heads, seq, d_head = z.shape
+    return np.einsum("bhsd,hdm->bhsm", z, W_O.T.reshape(n_heads, d_head, -1))
+
+
+@pytest.mark.parametrize("check, slip, words", [
+    (exercises.check_attention, attention_with_inverted_mask(), ["✗ Case 2 (", "The mask is inverted",
+                                                                 "True means the query MAY attend"]),
+    (exercises.check_attention, attention_with_inverted_mask(-1e9), ["✗ Case 2 (", "The mask is inverted"]),
+    (exercises.check_attention, attention_scaled_by_key_length, ["✗ Case 1 (", "number of keys (seq_k)"]),
+    (exercises.check_head_contributions, head_contributions_with_W_O_transposed, ["✗ Case 1 (", "You used W_O.T"]),
+], ids=["inverted mask", "inverted mask, finite", "sqrt(seq_k)", "W_O.T"])
+def test_more_slips_of_chapter_1_are_named_on_hidden_seeds_too(check, slip, words):
+    assert_slip_named(check, slip, words, seeds=(0, 1, 7))
+
+
+def test_an_inverted_mask_is_not_sent_hunting_for_an_overflow():
+    message = exercises.check_attention(attention_with_inverted_mask()).message
+    assert "NaN or infinity" in message and "overflow" not in message, message
+
+
+@pytest.mark.parametrize("check, solution", [(c, s) for c, s, _ in CASES], ids=lambda f: f.__name__)
+def test_the_key_passes_on_several_seeds_and_a_stub_is_not_attempted(check, solution):
+    assert_key_passes_and_stub_fails(check, solution)

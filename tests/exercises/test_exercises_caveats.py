@@ -2,17 +2,22 @@
 learners really make."""
 
 import numpy as np
+import pytest
 from scipy.stats import rankdata
+from slips import assert_key_passes_and_stub_fails, assert_slip_named
 
 from mha.exercises.caveats import (
     check_attention_rollout,
     check_heads_removable,
     check_michel_importance,
     check_norm_based_attention,
+    check_patched_change,
     check_rank_correlation,
     check_ranking_accuracy,
     check_sentence_embedding,
+    check_similarity_without_head,
 )
+from mha.pretrained.sentence_embedding import sentence_embeddings
 
 
 def not_attempted(*args, **kwargs):
@@ -229,3 +234,134 @@ def test_heads_removable():
         result = check_heads_removable(wrong)
         assert not result and words in result.message, result.message
     assert not check_heads_removable(removable_solution(list(range(3)), [1, 1, 1], 1.0, 0.1))
+
+
+# --- named slips, on the public case and hidden seeds ------------------------------------------------
+
+def spearman_shortcut_formula(a, b):
+    n, d = len(a), rankdata(a) - rankdata(b)
+    return float(1 - 6 * (d ** 2).sum() / (n * (n * n - 1)))
+
+
+def test_the_shortcut_formula_is_named_on_hidden_seeds_too():
+    assert_slip_named(check_rank_correlation, spearman_shortcut_formula, ["Case 3", "shortcut 1 - 6 Σd²"],
+                      seeds=(0, 1, 2))
+
+
+def test_the_rank_correlation_key_passes_on_several_seeds_and_a_stub_is_not_attempted():
+    assert_key_passes_and_stub_fails(check_rank_correlation, spearman_solution)
+
+
+# --- 4.2 on the model: the learner's function removes a head and measures ---------------------------
+
+def _vectors(encoder, sentences, **options):
+    from mha.pretrained.sentence_embedding import embed
+
+    return embed(encoder, list(sentences), **options)
+
+
+def _cosine(a, b):
+    return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+def similarity_without_head(encoder, sentence_a, sentence_b, layer, head):
+    a, b = _vectors(encoder, [sentence_a, sentence_b], head_mask=encoder.head_mask([(layer, head)]))
+    return _cosine(a, b)
+
+
+def similarity_full_model(encoder, sentence_a, sentence_b, layer, head):
+    return _cosine(*_vectors(encoder, [sentence_a, sentence_b]))
+
+
+def similarity_without_layer(encoder, sentence_a, sentence_b, layer, head):
+    mask = encoder.head_mask([(layer, h) for h in range(12)])
+    return _cosine(*_vectors(encoder, [sentence_a, sentence_b], head_mask=mask))
+
+
+def similarity_uniform_head(encoder, sentence_a, sentence_b, layer, head):
+    override = encoder.uniform_attention([(layer, head)])
+    return _cosine(*_vectors(encoder, [sentence_a, sentence_b], attention_override=override))
+
+
+def _last_layer(encoder, sentence, layer, head):
+    return encoder.trace(sentence, head_mask=encoder.head_mask([(layer, head)])).hidden_states[-1][0].numpy()
+
+
+def similarity_dot_product(encoder, sentence_a, sentence_b, layer, head):
+    a, b = (_last_layer(encoder, s, layer, head).mean(axis=0) for s in (sentence_a, sentence_b))
+    return float(a @ b)
+
+
+def similarity_of_cls(encoder, sentence_a, sentence_b, layer, head):
+    return _cosine(*(_last_layer(encoder, s, layer, head)[0] for s in (sentence_a, sentence_b)))
+
+
+def test_the_similarity_key_passes_on_several_seeds_and_a_stub_is_not_attempted():
+    assert_key_passes_and_stub_fails(check_similarity_without_head, similarity_without_head, seeds=(0, 1, 2, 3))
+
+
+def test_similarity_without_head_names_each_slip():
+    for wrong, words in ((similarity_full_model, ["full model"]),
+                         (similarity_without_layer, ["every head of the layer"]),
+                         (similarity_uniform_head, ["uniform attention"]), (similarity_dot_product, ["cosine"]),
+                         (similarity_of_cls, ["[CLS]"])):
+        assert_slip_named(check_similarity_without_head, wrong, words)
+
+
+# --- patching one head between a minimal pair (4.1), the learner's own runs of the model ------------------
+
+def _patched_vectors(encoder, clean, corrupt, layer, heads):
+    """The sentence vectors of the clean run, the corrupt run, and the clean run with ``heads`` of ``layer`` taken
+    from the corrupt run."""
+    clean_run, corrupt_run = encoder.trace(clean), encoder.trace(corrupt)
+
+    def patch(at_layer, z):  # z: (batch, heads, seq, d_head)
+        if at_layer == layer:
+            z = z.clone()
+            z[:, heads] = corrupt_run.head_outputs[layer][:, heads]
+        return z
+
+    final = encoder.run_from_layer(clean_run.hidden_states[layer], layer, head_outputs_override=patch)
+    return [sentence_embeddings(states, clean_run.real_tokens)[0]
+            for states in (clean_run.hidden_states[-1], corrupt_run.hidden_states[-1], final)]
+
+
+def _share(vectors):
+    e_clean, e_corrupt, e_patched = vectors
+
+    def readout(x):
+        return float(x @ e_clean - x @ e_corrupt)
+
+    return (readout(e_clean) - readout(e_patched)) / (readout(e_clean) - readout(e_corrupt))
+
+
+def patched_change(encoder, clean, corrupt, layer, head):
+    return _share(_patched_vectors(encoder, clean, corrupt, layer, [head]))
+
+
+def patched_the_wrong_way(encoder, clean, corrupt, layer, head):
+    return _share(_patched_vectors(encoder, corrupt, clean, layer, [head]))
+
+
+def patched_the_whole_layer(encoder, clean, corrupt, layer, head):
+    return _share(_patched_vectors(encoder, clean, corrupt, layer, list(range(12))))
+
+
+def patched_cosine_change(encoder, clean, corrupt, layer, head):
+    e_clean, _, e_patched = _patched_vectors(encoder, clean, corrupt, layer, [head])
+    return float(1 - e_patched @ e_clean)
+
+
+@pytest.mark.slow
+def test_the_patched_change_key_passes_and_a_stub_is_not_attempted():
+    assert_key_passes_and_stub_fails(check_patched_change, patched_change, seeds=(0, 1, 2))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("wrong, words", [
+    (patched_the_wrong_way, ["patches the wrong way"]),
+    (patched_the_whole_layer, ["patches the whole layer"]),
+    (patched_cosine_change, ["1 - cos(e_patched, e_clean)"]),
+])
+def test_patched_change_slips(wrong, words):
+    assert_slip_named(check_patched_change, wrong, words, seeds=(0, 1))

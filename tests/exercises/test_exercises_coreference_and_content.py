@@ -3,6 +3,7 @@ message, on the mistakes learners really make."""
 
 import numpy as np
 import pytest
+from slips import assert_key_passes_and_stub_fails, assert_slip_named
 
 from mha.exercises.coreference_and_content import (
     check_candidate_picks,
@@ -208,3 +209,44 @@ def test_detection_power():
 def test_checks_reject_something_that_is_not_a_function(check):
     result = check(42)
     assert not result and "Expected a function" in result.message
+
+
+# --- named slips, on the public case and hidden seeds ------------------------------------------------
+
+def count_flips_with(combine=None, count=lambda halves: halves.sum(0)):
+    """The learner's count of flips, with each half's hits combined by ``combine`` (default: the key's rules) and
+    counted by ``count``."""
+    def my_count_flips(picks_first, picks_second, answers_first, answers_second):
+        first, second = picks_first == answers_first[:, None], picks_second == answers_second[:, None]
+        if combine is not None:
+            return count(combine(first, second)), count(combine(~first, ~second)), count(first != second)
+        return count(first & second), count(~first & ~second), count(first != second)
+    return my_count_flips
+
+
+def rarest_hits_with(rows_scored=True, mapped_back=True):
+    def my_rarest_hits(attention, rarity):
+        scored = np.flatnonzero(np.isfinite(rarity))
+        rarest = scored[rarity[scored] == rarity[scored].max()]
+        top = (attention[:, scored] if rows_scored else attention)[:, :, scored].argmax(axis=-1)
+        return np.isin(scored[top] if mapped_back else top, rarest).sum(axis=-1)
+    return my_rarest_hits
+
+
+@pytest.mark.parametrize("check, wrong, words, seeds", [
+    (check_count_flips, count_flips_with(np.logical_or), ["`right`", "EITHER half"], (0, 1, 4)),
+    (check_count_flips, count_flips_with(count=lambda halves: halves.mean(0)), ["shares of the pairs"], (0, 1, 4)),
+    (check_count_flips, count_flips_with(count=lambda halves: halves.sum(1)), ["summed over the heads axis"],
+     (0, 1, 4)),
+    (check_rarest_hits, rarest_hits_with(mapped_back=False), ["map it back with scored[argmax]"], (0, 1, 4)),
+    (check_rarest_hits, rarest_hits_with(rows_scored=False), ["You counted every row"], (0, 1)),
+], ids=["either half", "shares", "wrong axis", "not mapped back", "every row"])
+def test_named_slips_on_hidden_seeds(check, wrong, words, seeds):
+    assert_slip_named(check, wrong, words, seeds)
+
+
+@pytest.mark.parametrize("check, key", [(check_count_flips, count_flips_solution),
+                                        (check_rarest_hits, rarest_hits_solution)],
+                         ids=lambda value: getattr(value, "__name__", ""))
+def test_the_key_passes_on_several_seeds_and_a_stub_is_not_attempted(check, key):
+    assert_key_passes_and_stub_fails(check, key)

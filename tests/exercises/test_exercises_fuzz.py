@@ -184,6 +184,9 @@ SOLUTIONS = {  # check -> (test module, its reference solution)
     "check_held_out_relation_head": ("test_exercises_on_real_models", "relation_head_solution"),
     "check_phase_change_step": ("test_exercises_on_real_models", "phase_change_solution"),
     "check_attention_without_head": ("test_exercises_on_real_models", "without_head_solution"),
+    "check_model_previous_token_share": ("test_exercises_head_roles", "model_previous_token_share"),
+    "check_model_pair_accuracy": ("test_exercises_head_roles", "model_pair_accuracy"),
+    "check_similarity_without_head": ("test_exercises_caveats", "similarity_without_head"),
     "check_selection_inflation": ("test_exercises_on_real_models", "inflation_solution"),
     "check_stream_after_each_layer": ("test_exercises_background", "stream_solution"),
     "check_words_from_wordpieces": ("test_exercises_background", "words_solution"),
@@ -191,6 +194,9 @@ SOLUTIONS = {  # check -> (test module, its reference solution)
     "check_sign_flip_p_value": ("test_exercises_background", "p_value_solution"),
     "check_holm_adjusted": ("test_exercises_background", "holm_solution"),
     "check_bootstrap_interval": ("test_exercises_background", "interval_solution"),
+    "check_trained_previous_token_head": ("test_exercises_emergence", "trained_previous_token_head"),
+    "check_induction_scores": ("test_exercises_emergence", "induction_scores"),
+    "check_patched_change": ("test_exercises_caveats", "patched_change"),
 }
 
 

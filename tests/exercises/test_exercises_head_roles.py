@@ -2,11 +2,14 @@
 
 import numpy as np
 import pytest
+from slips import assert_key_passes_and_stub_fails, assert_slip_named
 
 from mha.exercises.head_roles import (
     check_best_offset,
     check_distance_matched_lift,
     check_is_positional,
+    check_model_pair_accuracy,
+    check_model_previous_token_share,
     check_previous_token_share,
     check_relation_accuracy,
     check_special_token_share,
@@ -215,3 +218,105 @@ def test_distance_matched_lift_explains_mistakes(wrong, words):
     assert not result.passed
     for word in words:
         assert word in result.message, result.message
+
+
+# --- named slips, on the public case and hidden seeds ------------------------------------------------
+
+def positional_over_every_row(maps):
+    rows = sum(len(w) for w in maps)
+    hits = [sum(int((w.argmax(1)[1:] == np.arange(len(w) - 1)).sum()) for w in maps),
+            sum(int((w.argmax(1)[:-1] == np.arange(1, len(w))).sum()) for w in maps)]
+    return bool(max(hits) / rows >= 0.9)
+
+
+def best_offset_ties_to_positive(pairs, direction, offsets=tuple(range(-5, 6))):
+    gaps = [t - s if direction == "source_to_target" else s - t for s, t in pairs]
+    best = max(sorted((k for k in offsets if k), key=lambda k: (abs(k), -k)), key=gaps.count)
+    return gaps.count(best) / len(gaps), best
+
+
+def best_offset_ignoring_offsets(pairs, direction, offsets=tuple(range(-5, 6))):
+    gaps = [t - s if direction == "source_to_target" else s - t for s, t in pairs]
+    best = max(sorted(set(gaps), key=lambda k: (abs(k), k)), key=gaps.count)
+    return gaps.count(best) / len(gaps), best
+
+
+@pytest.mark.parametrize("check, wrong, words, seeds", [
+    (check_is_positional, mean_share_instead_of_argmax, ["Case 3", "mean WEIGHT on the neighbour"], (0, 1, 2)),
+    (check_is_positional, both_directions_added, ["Case 5", "You added the previous-token and next-token"], (0, 1)),
+    (check_is_positional, positional_over_every_row, ["Case 1", "You divided by every row"], (0, 1)),
+    (check_best_offset, best_offset_ties_to_positive, ["then to the NEGATIVE one"], (0, 5)),
+    (check_best_offset, best_offset_ignoring_offsets, ["not among `offsets`"], (0, 17)),
+], ids=lambda value: getattr(value, "__name__", ""))
+def test_named_slips_on_hidden_seeds(check, wrong, words, seeds):
+    assert_slip_named(check, wrong, words, seeds)
+
+
+@pytest.mark.parametrize("check, key", [(check_is_positional, is_positional), (check_best_offset, best_offset)],
+                         ids=lambda value: getattr(value, "__name__", ""))
+def test_the_key_passes_on_several_seeds_and_a_stub_is_not_attempted(check, key):
+    assert_key_passes_and_stub_fails(check, key)
+
+
+# --- the learner's function runs the model (3.1, 3.2) -------------------------------------------------
+
+def model_previous_token_share(encoder, sentence, layer, head):
+    weights = encoder.trace(sentence).sentence().attention[layer, head]  # (seq, seq)
+    return float(np.mean([weights[i, i - 1] for i in range(1, len(weights))]))
+
+
+def _model_word_map(encoder, words, layer, head, exclude_self=True):
+    from mha.pretrained.word_maps import word_attention as merge
+
+    trace = encoder.trace(words, is_split_into_words=True).sentence()
+    word_map = merge(trace.attention[layer, head], trace.word_ids)  # (words, words)
+    if exclude_self:
+        np.fill_diagonal(word_map, -np.inf)
+    return word_map
+
+
+def model_pair_accuracy(encoder, words, pairs, layer, head):
+    word_map = _model_word_map(encoder, words, layer, head)
+    return sum(int(word_map[source].argmax() == target) for source, target in pairs) / len(pairs)
+
+
+def test_the_model_checks_pass_their_keys_on_several_seeds_and_a_stub_is_not_attempted():
+    assert_key_passes_and_stub_fails(check_model_previous_token_share, model_previous_token_share, seeds=(0, 1, 2, 3))
+    assert_key_passes_and_stub_fails(check_model_pair_accuracy, model_pair_accuracy, seeds=(0, 1, 2, 3))
+
+
+@pytest.mark.parametrize("wrong, words", [
+    (lambda encoder, sentence, layer, head: float(np.diagonal(
+        encoder.trace(sentence).sentence().attention[layer, head], offset=1).mean()), ["NEXT token", "swapped"]),
+    (lambda encoder, sentence, layer, head: float(np.diagonal(
+        encoder.trace(sentence).sentence().attention[layer], offset=-1, axis1=-2, axis2=-1).mean()), ["all 12 heads"]),
+    (lambda encoder, sentence, layer, head: float(np.diagonal(
+        encoder.trace(sentence).sentence().attention[layer - 1, head - 1], offset=-1).mean()), ["counted from 0"]),
+    (lambda encoder, sentence, layer, head: float(np.diagonal(
+        encoder.trace(sentence).sentence().attention[layer, head][1:-1, 1:-1], offset=-1).mean()), ["[CLS]"]),
+], ids=["next token", "whole layer", "counted from 1", "special tokens left out"])
+def test_model_previous_token_share_names_the_slip(wrong, words):
+    assert_slip_named(check_model_previous_token_share, wrong, words)
+
+
+def pair_accuracy_by_column(encoder, words, pairs, layer, head):
+    word_map = _model_word_map(encoder, words, layer, head)
+    return float(np.mean([word_map[:, source].argmax() == target for source, target in pairs]))
+
+
+def pair_accuracy_with_self(encoder, words, pairs, layer, head):
+    word_map = _model_word_map(encoder, words, layer, head, exclude_self=False)
+    return float(np.mean([word_map[source].argmax() == target for source, target in pairs]))
+
+
+def pair_accuracy_on_tokens(encoder, words, pairs, layer, head):
+    weights = encoder.trace(words, is_split_into_words=True).sentence().attention[layer, head].copy()
+    np.fill_diagonal(weights, -np.inf)
+    return float(np.mean([weights[source].argmax() == target for source, target in pairs]))
+
+
+@pytest.mark.parametrize("wrong, words", [(pair_accuracy_by_column, ["COLUMN"]),
+                                          (pair_accuracy_with_self, ["own column"]),
+                                          (pair_accuracy_on_tokens, ["merge the pieces"])])
+def test_model_pair_accuracy_names_the_slip(wrong, words):
+    assert_slip_named(check_model_pair_accuracy, wrong, words)

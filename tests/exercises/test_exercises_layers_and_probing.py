@@ -2,9 +2,11 @@
 fails, with a useful message, on the mistakes learners really make."""
 
 import numpy as np
+import pytest
 from scipy.stats import pearsonr, spearmanr
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
+from slips import assert_key_passes_and_stub_fails, assert_slip_named
 
 from mha.exercises.layers_and_probing import (
     check_control_labels,
@@ -128,3 +130,45 @@ def probe_accuracy_on_training_words(train_features, train_labels, test_features
 def test_probe_accuracy():
     assert check_probe_accuracy(probe_accuracy_solution)
     assert_fails_with(check_probe_accuracy(probe_accuracy_on_training_words), "training words")
+
+
+# --- named slips, on the public case and hidden seeds ------------------------------------------------
+
+def pooled_interval_percentile_of_fractions(numerators, denominators, n_resamples, seed):
+    draws = np.random.default_rng(seed).integers(0, len(numerators), size=(n_resamples, len(numerators)))
+    low, high = np.percentile(numerators[draws].sum(axis=1) / denominators[draws].sum(axis=1), [0.025, 0.975])
+    return low, high
+
+
+def depth_trend_of_sums(layer_values, early, late):
+    return (float(layer_values[late].sum() - layer_values[early].sum()),
+            depth_trend_solution(layer_values, early, late)[1])
+
+
+def probe_accuracy_scaled(how):
+    """The learner's probe on unscaled features (``how`` "none") or with the test words scaled on their own."""
+    def my_probe_accuracy(train_features, train_labels, test_features, test_labels):
+        if how == "none":
+            probe = LogisticRegression().fit(train_features, train_labels)
+            return float((probe.predict(test_features) == test_labels).mean())
+        probe = LogisticRegression().fit(StandardScaler().fit_transform(train_features), train_labels)
+        return float((probe.predict(StandardScaler().fit_transform(test_features)) == test_labels).mean())
+    return my_probe_accuracy
+
+
+@pytest.mark.parametrize("check, wrong, words", [
+    (check_pooled_ratio_interval, pooled_interval_percentile_of_fractions, ["np.percentile takes percents"]),
+    (check_depth_trend, depth_trend_of_sums, ["Case 1", "difference of SUMS"]),
+    (check_probe_accuracy, probe_accuracy_scaled("none"), ["the probe on the raw features"]),
+    (check_probe_accuracy, probe_accuracy_scaled("own"), ["with their OWN mean and deviation"]),
+], ids=["percentile of fractions", "sums", "unscaled", "own scaler"])
+def test_named_slips_on_hidden_seeds(check, wrong, words):
+    assert_slip_named(check, wrong, words, seeds=(0, 1, 2, 3))
+
+
+@pytest.mark.parametrize("check, key", [(check_pooled_ratio_interval, pooled_interval_solution),
+                                        (check_depth_trend, depth_trend_solution),
+                                        (check_probe_accuracy, probe_accuracy_solution)],
+                         ids=lambda value: getattr(value, "__name__", ""))
+def test_the_key_passes_on_several_seeds_and_a_stub_is_not_attempted(check, key):
+    assert_key_passes_and_stub_fails(check, key)

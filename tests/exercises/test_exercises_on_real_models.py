@@ -4,6 +4,7 @@ their expected answers as the package's reference and the model itself do."""
 
 import numpy as np
 import torch
+from slips import assert_slip_named
 
 from mha.analysis.head_roles.relations import select_and_report
 from mha.analysis.head_roles.seeded_sentences import treebank_relation_hits
@@ -153,3 +154,22 @@ def test_choosing_on_the_real_scores_inflates_them():
     rng = np.random.default_rng(0)
     splits = np.array([rng.permutation(len(scores)) < len(scores) // 2 for _ in range(200)])
     assert inflation_solution(scores, splits).mean() > 0  # the winner's curse, on the real model
+
+
+def without_head_reshaped_without_transpose(head_outputs, W_O, b_O, head):
+    z = head_outputs.copy()
+    z[head] = 0.0
+    heads, seq, d_head = z.shape
+    return z.reshape(seq, heads * d_head) @ W_O + b_O
+
+
+def without_head_with_W_O_transposed(head_outputs, W_O, b_O, head):
+    return without_head_solution(head_outputs, W_O.T, b_O, head)
+
+
+def test_attention_without_head_names_a_reshape_without_transpose_and_W_O_transposed_on_hidden_seeds_too():
+    assert_slip_named(check_attention_without_head, without_head_reshaped_without_transpose,
+                      ["without moving the heads axis", "z.transpose(1, 0, 2)"], seeds=(0, 2))
+    assert_slip_named(check_attention_without_head, without_head_with_W_O_transposed, ["You used W_O.T"],
+                      seeds=(0, 2))
+    assert check_attention_without_head(not_attempted).message.startswith("✗ Not attempted yet")

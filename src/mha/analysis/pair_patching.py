@@ -17,13 +17,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from mha.analysis.statistics import bootstrap_interval
-from mha.core.validation import as_path, check_items
+from mha.core.validation import as_path, check_items, check_type
 from mha.data_files import DATA_DIRECTORY
-from mha.pretrained.encoder import EncoderTrace, MiniLMEncoder
-from mha.pretrained.patching import head_patching_effects
+from mha.pretrained.encoder import EncoderTrace, MiniLMEncoder, check_encoder
+from mha.pretrained.patching import final_states_with_heads_patched, head_patching_effects
+from mha.pretrained.sentence_embedding import sentence_embeddings
 
 __all__ = ["PairPatching", "patch_between_halves", "HeadAgainstLayer", "NAMED_HEAD_PATCHING_PATH",
-           "load_named_head_patching"]
+           "load_named_head_patching", "MINIMAL_PAIRS", "sentence_vector_patching"]
 
 PairReadout = Callable[[EncoderTrace, object], np.ndarray]
 """``readout(target, states) -> values (rows,)``: one number per input of ``target``, read from ``states``
@@ -203,3 +204,41 @@ def load_named_head_patching(path=NAMED_HEAD_PATCHING_PATH, n_layers: int = 6) -
         raise ValueError(f"{what} {path} is malformed: it needs 'relations' (each with 'word' and 'sentence' pair "
                          f"patchings) and 'tiny' (with 'prefix_matching' and 'edits'). {how}") from None
     return {**content, "relations": relations, "tiny": {**tiny, "edits": edits}}
+
+
+MINIMAL_PAIRS = (
+    ("He lost his keys on the way home.", "He lost his shoes on the way home."),
+    ("The keys were on the table.", "The coins were on the table."),
+    ("She opened the door with a key.", "She opened the door with a knife."),
+    ("The dog chased the cat.", "The cat chased the dog."),
+    ("The children played in the park.", "The children slept in the park."),
+    ("A man was reading a book.", "A woman was reading a letter."),
+)
+"""Sentence pairs that differ in a word or two and split into the same number of tokens, for patching one head (4.1)."""
+
+
+def sentence_vector_patching(encoder: MiniLMEncoder, clean: str, corrupt: str, heads) -> dict[str, float]:
+    """Patch ``heads`` (a list of (layer, head)) from ``corrupt`` into ``clean`` and read the sentence vector (4.1).
+
+    Both sentences must split into the same number of tokens. With ``e`` the sentence vectors (last layer mean-pooled,
+    unit length) of the clean run, the corrupt run and the patched run, and the readout ``r(x) = cos(x, e_clean) -
+    cos(x, e_corrupt)``, which spans the pair's whole difference ``r(e_clean) - r(e_corrupt) = 2 (1 - cos(e_clean,
+    e_corrupt))``, returns ``"share"``: ``(r(e_clean) - r(e_patched)) / (r(e_clean) - r(e_corrupt))``, how much of the
+    difference the heads' outputs carry (1: all of it); ``"moved"``, that numerator alone; and ``"cosine change"``,
+    ``1 - cos(e_patched, e_clean)``. The patch is :func:`mha.pretrained.patching.final_states_with_heads_patched`.
+    """
+    encoder = check_encoder(encoder)
+    for name, sentence in (("clean", clean), ("corrupt", corrupt)):
+        check_type(name, sentence, str, "one sentence, e.g. 'The keys were on the table.'")
+    target, source = encoder.trace([clean]), encoder.trace([corrupt])
+    patched = final_states_with_heads_patched(encoder, target, source, heads)  # (1, seq, d_model)
+    e_clean, e_corrupt, e_patched = (sentence_embeddings(states, target.real_tokens)[0].double().numpy() for states
+                                     in (target.hidden_states[-1], source.hidden_states[-1], patched))
+
+    def readout(x: np.ndarray) -> float:
+        return float(x @ e_clean - x @ e_corrupt)
+
+    moved, difference = readout(e_clean) - readout(e_patched), readout(e_clean) - readout(e_corrupt)
+    if not difference > 1e-9:
+        raise ValueError(f"{clean!r} and {corrupt!r} have the same sentence vector; patching has nothing to carry.")
+    return {"share": moved / difference, "moved": moved, "cosine change": float(1 - e_patched @ e_clean)}

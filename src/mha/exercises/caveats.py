@@ -1,8 +1,10 @@
 """Checks for the exercises of chapter 4, "Caveats".
 
 Section "Attention is not explanation": :func:`check_norm_based_attention`,
-:func:`check_attention_rollout`, :func:`check_rank_correlation`. Section
+:func:`check_attention_rollout`, :func:`check_rank_correlation`, :func:`check_patched_change` (its learner patches
+the real model). Section
 "Redundancy and pruning": :func:`check_sentence_embedding`, :func:`check_attention_without_head`,
+:func:`check_similarity_without_head` (whose learner runs the model itself),
 :func:`check_ranking_accuracy`, :func:`check_michel_importance`,
 :func:`check_heads_removable`.
 
@@ -22,39 +24,44 @@ from functools import lru_cache
 
 import numpy as np
 import torch
-from scipy.stats import spearmanr
+from scipy.stats import rankdata, spearmanr
 
-from mha.analysis.caveats.ablation import heads_removable, michel_importance
+from mha.analysis.caveats.ablation import heads_removable, load_single_removals, michel_importance
 from mha.analysis.caveats.attention_flow import attention_rollout
 from mha.analysis.caveats.norms import norm_based_attention, transformed_value_norms
 from mha.analysis.head_roles.seeded_sentences import treebank_sentences
+from mha.analysis.pair_patching import MINIMAL_PAIRS, sentence_vector_patching
 from mha.core.validation import check_seed
-from mha.corpora.paraphrases import ranking_accuracy
+from mha.corpora.paraphrases import TRIPLES, ranking_accuracy
 from mha.pretrained.encoder import MiniLMEncoder
-from mha.pretrained.sentence_embedding import sentence_embeddings
+from mha.pretrained.sentence_embedding import cosine_similarity_matrix, embed, mean_pool, sentence_embeddings
 
 from .checking import (
     CheckResult,
     answer_number,
     array_or_none,
     compare_array,
+    compare_number,
     describe_difference,
     matches,
     random_attention_maps,
     run_check,
     scalar_difference,
+    uses_tools,
 )
 
 __all__ = [
     "check_norm_based_attention",
     "check_attention_rollout",
     "check_rank_correlation",
+    "check_patched_change",
     "check_sentence_embedding",
     "check_ranking_accuracy",
     "check_michel_importance",
     "check_heads_removable",
     "check_attention_without_head",
     "treebank_trace",
+    "check_similarity_without_head",
 ]
 
 
@@ -159,9 +166,46 @@ def check_rank_correlation(rank_correlation_fn: Callable, seed: int = 0) -> Chec
         if matches(got, np.corrcoef(ordinal(a), ordinal(b))[0, 1]):
             return problem + (" Tied values got different ranks; give every member of a tie the average of the ranks "
                               "they share (scipy.stats.rankdata does this).")
-        return problem
+        n, squared = len(a), ((rankdata(a) - rankdata(b)) ** 2).sum()
+        return compare_number(got, _spearman(a, b), {"shortcut": (1 - 6 * squared / (n * (n * n - 1)), "That is the "
+                              "shortcut 1 - 6 Σd² / (n(n² - 1)), exact only without ties: take Pearson's correlation "
+                              "of the (average) ranks instead, np.corrcoef(rank_a, rank_b)[0, 1].")}, "the correlation")
 
     return run_check(rank_correlation_fn, cases(), compare, "computes Spearman's rank correlation")
+
+
+@uses_tools("mha.pretrained.encoder", "mha.pretrained.sentence_embedding")
+def check_patched_change(patched_change: Callable, seed: int = 0) -> CheckResult:
+    """``fn(encoder, clean, corrupt, layer, head) -> float``: the share of the pair's sentence-vector difference that
+    one head's output carries, patched from ``corrupt`` into ``clean`` by the learner's own runs of the model, against
+    :func:`mha.analysis.pair_patching.sentence_vector_patching` (4.1). Another seed: other pairs and heads."""
+    def cases() -> Iterator:
+        encoder, rng = MiniLMEncoder.load(), np.random.default_rng(seed)
+        picks = [(0, 5, 9), (2, 2, 8)] if not seed else [(int(i), None, None) for i in rng.choice(6, 2, replace=False)]
+        for index, layer, head in picks:
+            clean, corrupt = MINIMAL_PAIRS[index]
+            for _ in range(12):  # another seed: draw the head until every slip is at least 1e-4 away
+                layer, head = (layer, head) if not seed else (int(rng.integers(6)), int(rng.integers(12)))
+                want = sentence_vector_patching(encoder, clean, corrupt, [(layer, head)])
+                slips = {"reverse": (sentence_vector_patching(encoder, corrupt, clean, [(layer, head)])["share"],
+                                     "That patches the wrong way: the CLEAN head's output into the corrupt run. Run "
+                                     "the clean sentence, with the head's output taken from the corrupt run."),
+                         "layer": (sentence_vector_patching(encoder, clean, corrupt, [(layer, h) for h in range(12)])
+                                   ["share"], "That patches the whole layer; copy only the one head's z[:, head]."),
+                         "moved": (want["moved"], "That is the move alone; divide by the pair's whole difference, "
+                                   "r(e_clean) - r(e_corrupt), to get a share."),
+                         "cosine": (want["cosine change"], "That is 1 - cos(e_patched, e_clean); the readout is "
+                                    "r(x) = cos(x, e_clean) - cos(x, e_corrupt), and the share is its fall over the "
+                                    "pair's difference.")}
+                values = [want["share"]] + [value for value, _ in slips.values()]
+                if min(abs(a - b) for i, a in enumerate(values) for b in values[i + 1:]) > 1e-4:
+                    break
+            yield f"{clean!r} patched from {corrupt!r} at L{layer}H{head}", (encoder, clean, corrupt, layer, head), \
+                {}, (want["share"], slips)
+
+    return run_check(patched_change, cases(),
+                     lambda got, want: compare_number(got, want[0], want[1], "the share", atol=2e-5),
+                     "patches one head between a minimal pair")
 
 
 # --- Redundancy and pruning ------------------------------------------------------------------------
@@ -361,11 +405,77 @@ def check_attention_without_head(attention_without_head: Callable, seed: int = 0
             "columns": (merged @ columns_zeroed + b_O, "You zeroed columns of W_O, which are output features; the "
                         "head is read by the ROWS head * d_head to (head + 1) * d_head."),
         }
+        removed = z.copy()
+        removed[head] = 0.0
+        kept = removed.transpose(1, 0, 2).reshape(seq, heads * d_head)  # (seq, d_model), the head's block zero
+        reshape = ("You reshaped (heads, seq, d_head) to (seq, heads * d_head) without moving the heads axis, so each "
+                   "row mixes the tokens: transpose to (seq, heads, d_head) first, z.transpose(1, 0, 2), then reshape.")
         scrambled = z.reshape(seq, heads * d_head).copy()  # the heads axis not moved first
         scrambled[:, rows] = 0.0
-        slips["reshape"] = (scrambled @ W_O + b_O, "You reshaped (heads, seq, d_head) to (seq, heads * d_head) "
-                            "without moving the heads axis: transpose to (seq, heads, d_head) first.")
+        slips["reshape"] = (scrambled @ W_O + b_O, reshape)
+        slips["reshape, head removed first"] = (removed.reshape(seq, heads * d_head) @ W_O + b_O, reshape)
+        slips["W_O.T"] = (kept @ W_O.T + b_O, "You used W_O.T, the output projection transposed; vectors are rows "
+                          "here, so the layer computes concat @ W_O + b_O with W_O as it is.")
         return compare_array(got, want, slips, "the attention output", atol=2e-4)
 
     return run_check(attention_without_head, cases(), compare, "removes one head from a real attention layer")
 
+
+def _similarities(encoder: MiniLMEncoder, pair: tuple[str, str], layer: int, head: int) -> dict[str, float]:
+    """The pair's cosine similarity with ``(layer, head)`` removed by the head mask (``"removed"``, the reference
+    of :func:`mha.pretrained.sentence_embedding.embed`), and what the classic slips give instead."""
+    def cosine(vectors) -> float:
+        vectors = np.asarray(vectors, dtype=np.float64)
+        return float(cosine_similarity_matrix(vectors[:1], vectors[1:])[0, 0])
+
+    mask = encoder.head_mask([(layer, head)])
+    layer_mask = encoder.head_mask([(layer, h) for h in range(encoder.config.n_heads)])
+    trace = encoder.trace(list(pair), head_mask=mask)
+    pooled = mean_pool(trace.hidden_states[-1], trace.real_tokens).double().numpy()  # (2, d_model)
+    return {"removed": cosine(embed(encoder, list(pair), head_mask=mask)), "full": cosine(embed(encoder, list(pair))),
+            "layer": cosine(embed(encoder, list(pair), head_mask=layer_mask)),
+            "uniform": cosine(embed(encoder, list(pair),
+                                    attention_override=encoder.uniform_attention([(layer, head)]))),
+            "dot": float(pooled[0] @ pooled[1]), "cls": cosine(trace.hidden_states[-1][:, 0].numpy())}
+
+
+_SIMILARITY_SLIPS = {
+    "full": "That is the full model's similarity: pass head_mask=encoder.head_mask([(layer, head)]) to the trace.",
+    "layer": "That removes every head of the layer; the mask should hold a 0 for the one (layer, head) only.",
+    "uniform": "That gives the head uniform attention (4.1's intervention); removing it sets its output to 0, "
+               "which is what encoder.head_mask([(layer, head)]) does.",
+    "dot": "That is the dot product of the mean-pooled vectors; the similarity is their cosine (divide by both "
+           "lengths, or normalise the vectors first).",
+    "cls": "That compares the [CLS] vectors; the sentence vector is the MEAN of the last layer over the real tokens.",
+}
+
+
+def check_similarity_without_head(similarity_without_head: Callable, seed: int = 0) -> CheckResult:
+    """``fn(encoder, sentence_a, sentence_b, layer, head)`` -> the cosine similarity of the two sentence vectors
+    (last layer mean-pooled) of the model with that one head removed by the head mask, which the function runs
+    itself (4.2). Seed 0: a triple of 4.2 and two heads; another seed: other pairs and heads, drawn until every slip
+    gives another answer."""
+    def cases() -> Iterator:
+        encoder, rng = MiniLMEncoder.load(), np.random.default_rng(check_seed("seed", seed))
+        changes = np.asarray(load_single_removals()["all"]["vector change (1 - cos)"])  # (layers * heads,)
+        picks = [(6, "paraphrase", 5, 9), (6, "distractor", 0, 5)] if seed == 0 else [
+            (int(t), str(rng.choice(["paraphrase", "distractor"])), None, None)
+            for t in rng.choice(len(TRIPLES), 2, replace=False)]
+        for triple, partner, layer, head in picks:
+            pair = (TRIPLES[triple].anchor, getattr(TRIPLES[triple], partner))
+            for _ in range(12):  # another seed: draw the head until all the answers are at least 1e-4 apart
+                if seed != 0:  # among the 24 heads whose removal moves the sentence vectors most (stored, 4.2)
+                    layer, head = divmod(int(rng.choice(np.argsort(-changes)[:24])), encoder.config.n_heads)
+                values = _similarities(encoder, pair, layer, head)
+                if seed == 0 or np.diff(sorted(values.values())).min() > 1e-4:
+                    break
+            slips = {name: (values[name], hint) for name, hint in _SIMILARITY_SLIPS.items()}
+            label = f"'{pair[0]}' and its {partner} '{pair[1]}', L{layer}H{head} removed"
+            yield label, (encoder, *pair, layer, head), {}, (values["removed"], slips)
+
+    return run_check(similarity_without_head, cases(),
+                     lambda got, want: compare_number(got, want[0], want[1], "the similarity", atol=5e-5),
+                     "removes one head from the model and measures the similarity")
+
+
+check_similarity_without_head.tools = ("mha.pretrained.encoder", "mha.pretrained.sentence_embedding")

@@ -33,14 +33,15 @@ from typing import Any
 import numpy as np
 import torch
 
-from mha.core.validation import check_items, check_whole_number
+from mha.core.validation import check_items, check_type, check_whole_number
 
 from .learner_errors import newer_cell_that_does_not_parse, undefined_name_feedback, where_it_failed
 
 __all__ = ["AnswerError", "CheckBug", "CheckResult", "answer_array", "answer_number", "answer_tuple", "array_or_none",
            "compare_array", "compare_number", "describe_difference", "describe_value", "expected_array",
-           "matches", "one_hot_attention", "random_attention_maps", "PredictionMissing", "PREDICTION_RECORD",
-           "prediction_fingerprint", "require_prediction", "run_check", "scalar_difference"]
+           "matches", "named_slip", "one_hot_attention", "random_attention_maps", "PredictionMissing",
+           "PREDICTION_RECORD", "prediction_fingerprint", "require_prediction", "run_check", "scalar_difference",
+           "uses_tools"]
 
 
 @dataclass(frozen=True)
@@ -326,6 +327,30 @@ def matches(got: Any, expected: Any, atol: float = 1e-6) -> bool:
     return _within(got, expected, atol, rtol=1e-5)
 
 
+def named_slip(got: Any, slips: dict[str, tuple[Any, str]], atol: float = 1e-6) -> str | None:
+    """The hint of the slip in ``slips`` (a name -> (the answer that slip gives, its hint)) whose answer ``got`` is,
+    or None; when slips with different hints give that same answer, all their hints, since it does not say which
+    was made. A number or an array matches within ``atol`` (NaN where the slip's answer has NaN too), True or False
+    only itself; never an error. For naming a wrong answer, after it failed the comparison with the right one."""
+    check_type("slips", slips, dict, "a dict of slip name -> (the answer that slip gives, its hint)")
+    hints = list(dict.fromkeys(hint for value, hint in slips.values() if _is_slip_answer(got, value, atol)))
+    if len(hints) > 1:
+        return "Several slips give exactly this answer: " + " Or: ".join(hints)
+    return hints[0] if hints else None
+
+
+def _is_slip_answer(got: Any, slip_value: Any, atol: float) -> bool:
+    if isinstance(slip_value, (bool, np.bool_)):
+        return isinstance(got, (bool, np.bool_)) and bool(got) == bool(slip_value)
+    slip_array, got_array = array_or_none(slip_value), array_or_none(got)
+    if slip_array is None or got_array is None or slip_array.shape != got_array.shape:
+        return False
+    if slip_array.dtype.kind == "f" and got_array.dtype.kind == "f":  # NaN where the slip's answer has NaN too
+        both_nan = np.isnan(slip_array) & np.isnan(got_array)
+        slip_array, got_array = np.where(both_nan, 0.0, slip_array), np.where(both_nan, 0.0, got_array)
+    return matches(got_array, slip_array, atol=atol)
+
+
 def compare_number(got: Any, want: float, slips: dict[str, tuple[float, str]], what: str,
                    atol: float = 1e-6) -> str | None:
     """None when ``got`` is ``want``; else what differs, naming a known slip when ``got`` matches one.
@@ -339,10 +364,8 @@ def compare_number(got: Any, want: float, slips: dict[str, tuple[float, str]], w
         return str(error)
     if _within(value, want, atol):
         return None
-    for hint_value, hint in slips.values():
-        if _within(value, hint_value, atol):
-            return f"you returned {value:.4g} for {what}, expected {want:.4g}. {hint}"
-    return f"you returned {value:.4g} for {what}, expected {want:.4g}."
+    hint = named_slip(value, slips, atol)
+    return f"you returned {value:.4g} for {what}, expected {want:.4g}." + (f" {hint}" if hint else "")
 
 
 def scalar_difference(name: str, got: Any, expected: float) -> str | None:
@@ -356,10 +379,12 @@ def compare_array(got: Any, want: np.ndarray, slips: dict[str, tuple[np.ndarray,
     problem = describe_difference(name, got, want, atol=atol, head_axis=head_axis)
     if problem is None:
         return None
-    for slip_value, hint in slips.values():
-        if matches(got, slip_value, atol=atol):
-            return f"{problem} {hint}"
-    return problem
+    hint = named_slip(got, slips, atol)
+    if hint is None:
+        return problem
+    if not np.isfinite(array_or_none(got).astype(float)).all():  # the slip explains the NaN: no hunt for an overflow
+        problem = f"{name} contains NaN or infinity where the answer is finite."
+    return f"{problem} {hint}"
 
 
 # --- test inputs ----------------------------------------------------------------------------------
@@ -445,3 +470,15 @@ def run_check(function: Callable, cases: Iterable[tuple[str, tuple, dict, Any]],
         if problem is not None:
             return CheckResult(False, f"✗ Case {count} ({label}): {problem}")
     return CheckResult(True, f"✓ {name} {what}: it matches the reference on all {count} test cases.")
+
+
+def uses_tools(*modules: str) -> Callable[[Callable], Callable]:
+    """Declare the modules of the book's package a check's learner function may import and use (a real-model
+    exercise: ``@uses_tools("mha.pretrained.encoder")`` over the check lets ``from mha.pretrained.encoder import
+    MiniLMEncoder``). Sets ``check.tools``; the grader then runs those imports, lets the function use their names and
+    lets its process read a copy of only those modules and what they import (:mod:`mha.exercises.grading.tools`).
+    A check may pass them ``MiniLMEncoder.load()``, which crosses to that process as a call to ``load()`` there."""
+    def declare(check: Callable) -> Callable:
+        check.tools = tuple(modules)
+        return check
+    return declare

@@ -23,6 +23,7 @@ from .checking import (
     answer_number,
     answer_tuple,
     array_or_none,
+    compare_array,
     compare_number,
     describe_difference,
     matches,
@@ -95,17 +96,27 @@ def check_count_flips(count_flips_fn: Callable, seed: int = 0) -> CheckResult:
     def compare(got, args) -> str | None:
         expected = count_flips(*args)
         got = answer_tuple(got, ("right", "wrong", "unchanged"), "three arrays of one count per head")
-        for name, value, want in zip(("right", "wrong", "unchanged"), got, (expected.right, expected.wrong,
-                                                                              expected.unchanged)):
-            problem = describe_difference(f"`{name}`", value, want, head_axis=0)
-            if problem is None:
-                continue
-            picks_first, picks_second = args[0], args[1]
-            changed = (picks_first != picks_second).sum(axis=0)
-            if name == "right" and matches(value, changed):
-                return problem + (" You counted every change of pick; a flip is right only when the head is "
-                                  "correct in BOTH halves.")
-            return problem
+        picks_first, picks_second, answers_first, answers_second = args
+        right_first, right_second = picks_first == answers_first[:, None], picks_second == answers_second[:, None]
+        counted = {"right": right_first & right_second, "wrong": ~right_first & ~right_second,
+                   "unchanged": right_first != right_second}  # (pairs, heads) each
+        either = {"right": right_first | right_second, "wrong": ~right_first | ~right_second}
+        for name, value, want in zip(counted, got, (expected.right, expected.wrong, expected.unchanged)):
+            slips = {
+                "every change": ((picks_first != picks_second).sum(axis=0) if name == "right" else None,
+                                 "You counted every change of pick; a flip is right only when the head is correct "
+                                 "in BOTH halves."),
+                "either half": (either[name].sum(axis=0) if name in either else None, "You counted a head when it "
+                                "is right (or wrong) in EITHER half (|); a right flip is right in BOTH halves (&), a "
+                                "wrong flip wrong in both."),
+                "share": (counted[name].mean(axis=0), "Those are shares of the pairs; return counts: sum over the "
+                          "pairs axis instead of taking the mean."),
+                "wrong axis": (counted[name].sum(axis=1), "You summed over the heads axis; sum over the pairs axis "
+                               "(axis 0), which leaves one count per head."),
+            }
+            problem = compare_array(value, want, slips, f"`{name}`", head_axis=0)
+            if problem is not None:
+                return problem
         return None
 
     return run_check(count_flips_fn, cases(), compare, "counts right flips, wrong flips and no flips")
@@ -259,7 +270,14 @@ def check_rarest_hits(hits_fn: Callable, seed: int = 0) -> CheckResult:
                               "that have a rarity.")
         if matches(got, extreme_hit_rates(attention, rarity, which="commonest").hits):
             return problem + " These are hits on the most COMMON token: larger rarity = rarer."
-        return problem
+        scored = np.flatnonzero(finite)
+        among_scored = attention[:, scored][:, :, scored].argmax(-1)  # (heads, scored rows): an index into `scored`
+        return compare_array(got, expected, {
+            "not mapped back": (np.isin(among_scored, rarest).sum(-1), "The argmax over the scored keys is an index "
+                                "among them, not a token position: map it back with scored[argmax]."),
+            "every row": (np.isin(scored[attention[:, :, scored].argmax(-1)], rarest).sum(-1), "You counted every "
+                          "row, [CLS] and [SEP] included; only the rows of tokens with a rarity take part."),
+        }, "the hit counts", head_axis=0)
 
     return run_check(hits_fn, cases(), compare, "counts rows whose most-attended token is the rarest")
 

@@ -2,10 +2,11 @@
 
 :func:`check_phase_change_step` (3.5) runs on real training runs instead: the held-out loss curves of the tiny
 induction models of the section's phase-change spread (``induction_phase_spread.json``), other runs for other seeds.
+In :func:`check_trained_previous_token_head` (any head within NEAR_BEST of the best counts) and
+:func:`check_induction_scores` the learner's own code trains or loads the model (``tools``), as the check does.
 
-Each ``check_*`` takes the learner's function, runs it on small seeded inputs
-(hand-made or random attention maps and weight matrices: no model needed),
-and compares with the package's own implementation
+Each other ``check_*`` runs the learner's function on small seeded inputs (hand-made or random attention maps and
+weight matrices: no model needed), and compares with the package's own implementation
 (:mod:`mha.lab.circuit_scores`, :mod:`mha.lab.induction`,
 :mod:`mha.lab.permutation`), which their own tests check on hand-made
 answers. When an answer is wrong the message says which common slip it
@@ -27,10 +28,23 @@ import numpy as np
 import torch
 
 from mha.core.geometry import ov_circuit, qk_circuit
-from mha.lab.checkpoints import load_json
-from mha.lab.circuit_scores import k_composition_score, prefix_matching_score, previous_token_score
-from mha.lab.induction import heads_with_role, uniform_causal_weights
+from mha.lab.checkpoints import load_checkpoint
+from mha.lab.circuit_scores import (
+    attention_pattern_scores,
+    k_composition_score,
+    prefix_matching_score,
+    previous_token_score,
+)
+from mha.lab.induction import (
+    INDUCTION_CHECKPOINTS,
+    PREVIOUS_TOKEN_HEAD_STEPS,
+    heads_with_role,
+    phase_spread_curves,
+    train_fast_model,
+    uniform_causal_weights,
+)
 from mha.lab.permutation import permute_head_weights
+from mha.lab.tasks import InductionTask
 from mha.lab.training import TrainingLog, steepest_drop
 
 from .checking import (
@@ -44,9 +58,11 @@ from .checking import (
     describe_difference,
     describe_value,
     matches,
+    named_slip,
     one_hot_attention,
     random_attention_maps,
     run_check,
+    uses_tools,
 )
 
 __all__ = [
@@ -57,6 +73,8 @@ __all__ = [
     "check_heads_with_role",
     "check_permute_heads",
     "check_uniform_previous_token_score",
+    "check_trained_previous_token_head",
+    "check_induction_scores",
 ]
 
 
@@ -162,6 +180,8 @@ def check_prefix_matching_score(prefix_matching_fn: Callable[[np.ndarray, np.nda
             scored = followers.any(axis=1)  # (seq,)
             on_copies = (weights * copy_keys).sum(-1)  # (heads, seq)
             on_followers = (weights * followers).sum(-1)  # (heads, seq)
+            last = [max(np.flatnonzero(copy_keys[i]), default=-1) + 1 for i in range(seq)]  # 0: no earlier copy
+            on_last_follower = weights[:, np.arange(seq), last] * scored  # (heads, seq)
             slips = {
                 "copy itself": (on_copies[:, scored].mean(-1),
                                 "That is the weight on the earlier COPY of the query's token (a duplicate-token "
@@ -170,6 +190,8 @@ def check_prefix_matching_score(prefix_matching_fn: Callable[[np.ndarray, np.nda
                 "all queries": (on_followers.mean(-1),
                                 "You averaged over every query; average only over the queries whose token occurred "
                                 "earlier (the others have nothing to match)."),
+                "last copy only": (on_last_follower[:, scored].mean(-1), "You counted only the token after the MOST "
+                                   "RECENT earlier copy; sum the weight on the followers of every earlier copy."),
             }
             yield label, (weights.copy(), tokens.copy()), {}, (want, slips)
 
@@ -361,20 +383,11 @@ def check_uniform_previous_token_score(uniform_score_fn: Callable[[int], float],
 
 # --- Induction heads: the phase change of real training runs ------------------------------------------
 
-@lru_cache(maxsize=1)
-def _spread_curves() -> tuple:
-    """(d_model, learning rate, seed, steps, held-out repeat losses) of each run of section 3.5's spread."""
-    study = load_json("induction_phase_spread.json")
-    return tuple((run["d_model"], run["learning_rate"], run["seed"], [row["step"] for row in run["head_scores"]],
-                  [row["repeat_loss"] for row in run["head_scores"]]) for run in study["runs"])
-
-
-
 def check_phase_change_step(phase_change_step: Callable, seed: int = 0) -> CheckResult:
     """``fn(steps (n,) ints, losses (n,) floats, window_steps int) -> int``: the logged step midway through the
     ``window_steps`` of training where the loss falls most, on real training runs (3.5)."""
     rng = np.random.default_rng(seed)
-    curves = _spread_curves()
+    curves = phase_spread_curves()
 
     def cases() -> Iterator:
         for index, window in zip(rng.choice(len(curves), size=4, replace=False), (200, 400, 200, 600)):
@@ -406,3 +419,82 @@ def check_phase_change_step(phase_change_step: Callable, seed: int = 0) -> Check
 
     return run_check(phase_change_step, cases(), compare, "finds the phase change on real training runs")
 
+
+# --- Induction heads: a head found on a model the learner's own code trains or loads -------------------
+
+NEAR_BEST = 0.05  # a head within this of the best score is right too: two heads can share a role
+GENERIC_SLIPS = (
+    (lambda layer, head, shape: divmod(layer * shape[1] + head, shape[0]), "That is the flat argmax unravelled with "
+     "the wrong size: index i of the flattened (layers, heads) array is (i // n_heads, i % n_heads)."),
+    (lambda layer, head, shape: (head, layer), "That is (head, layer); return (layer, head), the layer first."))
+
+
+def _head_answer(got, scores: np.ndarray, slips: dict, role: str) -> str | None:
+    """None when ``got`` is a (layer, head) whose ``role`` score (``scores``, (layers, heads)) is within NEAR_BEST of
+    the best; else what is wrong, naming a slip: of ``slips`` (name -> ((layer, head), hint)) or GENERIC_SLIPS."""
+    pair = tuple(answer_number(v, "a layer or head index", whole=True) for v in answer_tuple(got, ("layer", "head")))
+    near_best = heads_with_role(torch.from_numpy(scores), float(scores.max()) - NEAR_BEST)
+    accepted = sorted(near_best, key=lambda at: -scores[at])  # the best first
+    if pair in accepted:
+        return None
+    named = {tuple(int(i) for i in at) for at, _ in slips.values()}  # a specific slip wins over a generic one
+    slips = {**slips, **{(k, at): (slip(*at, scores.shape), text) for k, (slip, text) in enumerate(GENERIC_SLIPS)
+                         for at in accepted if tuple(slip(*at, scores.shape)) not in named}}
+    slips = {name: (np.array(at), text) for name, (at, text) in slips.items() if tuple(at) not in accepted}
+    hint, (layers, heads) = named_slip(np.array(pair), slips), scores.shape
+    score = f"its {role} score is {scores[pair]:.2f}" if 0 <= pair[0] < layers and 0 <= pair[1] < heads \
+        else f"the model has layers 0..{layers - 1} and heads 0..{heads - 1}"
+    others = f" (or {', '.join(map(str, accepted[1:]))}, within {NEAR_BEST})" if len(accepted) > 1 else ""
+    return f"you returned {pair}; {score}, but the best head is {accepted[0]}{others} with {scores.max():.2f}. " \
+        + (hint or "")
+
+
+@lru_cache(maxsize=4)
+def _fast_model_scores(train_seed: int, steps: int) -> dict:
+    """The reference: the fast model trained here from ``train_seed``, its heads scored on a batch of the task."""
+    return attention_pattern_scores(train_fast_model(train_seed, steps), InductionTask().sample(128, train_seed).inputs)
+
+
+@uses_tools("mha.lab.training", "mha.lab.tiny_model", "mha.lab.tasks", "mha.lab.induction")
+def check_trained_previous_token_head(previous_token_head: Callable, seed: int = 0) -> CheckResult:
+    """``fn(seed, steps) -> (layer, head)``: train :func:`mha.lab.induction.train_fast_model`'s model from ``seed``
+    for ``steps`` steps and return its head with the highest previous-token score on a batch of the task (3.5)."""
+    seeds = [0] if not seed else np.random.default_rng(seed).choice(np.arange(8, 200), 2, replace=False).tolist()
+    cases = ((f"the fast model trained from seed {train_seed} for {PREVIOUS_TOKEN_HEAD_STEPS} steps",
+              (train_seed, PREVIOUS_TOKEN_HEAD_STEPS), {}, train_seed) for train_seed in seeds)
+
+    def compare(got, train_seed) -> str | None:
+        scores = _fast_model_scores(train_seed, PREVIOUS_TOKEN_HEAD_STEPS)
+        previous = scores["previous_token"]  # (layers, heads)
+        return _head_answer(got, previous, {
+            "own token": (np.unravel_index(scores["own_token"].argmax(), previous.shape), "That head looks at the "
+                          "query's OWN token (the main diagonal); the previous token of row i is column i - 1."),
+            "layer 1": ((1, int(previous[1].argmax())), "You searched layer 1 only; search every layer (the "
+                        "previous-token head forms in layer 0).")}, "previous-token")
+
+    return run_check(previous_token_head, cases, compare, "trains a model and finds its previous-token head")
+
+
+@uses_tools("mha.lab.checkpoints", "mha.lab.tasks", "mha.lab.tiny_model")
+def check_induction_scores(induction_scores: Callable, seed: int = 0) -> CheckResult:
+    """``fn(name, seed) -> (layers, heads)``: load the stored checkpoint ``name``, run it on
+    ``InductionTask().held_out().sample(256, seed)`` and return every head's prefix-matching score (3.5)."""
+    rng = np.random.default_rng(seed)
+    names = INDUCTION_CHECKPOINTS[:2] if not seed else rng.choice(INDUCTION_CHECKPOINTS[2:], 2, replace=False).tolist()
+    cases = ((f"checkpoint {name!r}, batch seed {batch}", (name, batch), {}, (name, batch))
+             for name, batch in zip(names, rng.integers(1000, size=2).tolist() if seed else (0, 0)))
+
+    def compare(got, case) -> str | None:
+        tokens = InductionTask().held_out().sample(256, case[1]).inputs
+        scores = attention_pattern_scores(load_checkpoint(case[0])[0], tokens)
+        counted = float((tokens[:, :, None] == tokens[:, None, :]).tril(-1).any(-1).float().mean())  # has a copy
+        return compare_array(got, scores["prefix_matching"], {
+            "copy itself": (scores["duplicate_token"], "These are the weights on the earlier COPY of the query's "
+                            "token; prefix matching scores the key that FOLLOWED it (shift the mask one key right)."),
+            "previous token": (scores["previous_token"], "These are previous-token scores (weight on key i - 1); an "
+                               "induction head looks one key after an earlier copy."),
+            "every query": (scores["prefix_matching"] * counted, "You averaged over every query; average only over "
+                            "the queries whose token occurred earlier (the others have nothing to match).")},
+            "the prefix-matching scores", atol=1e-4)
+
+    return run_check(induction_scores, cases, compare, "scores every head of a stored model for induction")

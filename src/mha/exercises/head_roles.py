@@ -4,20 +4,18 @@ grammatical relations".
 :func:`check_held_out_relation_head` (3.2) draws its cases from the real model instead: all-MiniLM-L6-v2's relation
 hits on UD English-EWT dev sentences drawn with the check's ``seed``
 (:func:`~mha.analysis.head_roles.seeded_sentences.treebank_relation_hits`), so the hidden variants are other
-sentences; the learner's function still receives plain arrays only.
+sentences; the learner's function receives arrays, but that of :func:`check_model_previous_token_share` (3.1) and
+:func:`check_model_pair_accuracy` (3.2) receives the encoder and runs it itself.
 
-Each ``check_*`` takes the learner's function, runs it on small seeded
-attention maps whose answers are known, and compares with the package's own
-implementation (:func:`mha.analysis.head_roles.role_table.head_role_table`,
+Each ``check_*`` takes the learner's function, runs it on small seeded attention maps whose answers are known, and
+compares with the package's own implementation (:func:`mha.analysis.head_roles.role_table.head_role_table`,
 :func:`mha.analysis.head_roles.role_table.fixed_offset_baseline`, :func:`mha.pretrained.word_maps.word_attention`),
 which ``tests/analysis/head_roles/test_role_table.py`` and ``tests/pretrained/test_word_maps.py`` test on hand-made
-maps. When an answer is wrong the message also says which common slip it
-matches (the next token instead of the previous one, a row read instead of
-a column, a mean instead of a sum ...).
+maps. When an answer is wrong the message also says which common slip it matches (the next token instead of the
+previous one, a row read instead of a column, a mean instead of a sum ...).
 
-Convention, as everywhere in :mod:`mha`: a map is (seq_q, seq_k), ROW =
-query = the token attending FROM, COLUMN = key = the token attended TO, and
-each row sums to 1.
+Convention, as everywhere in :mod:`mha`: a map is (seq_q, seq_k), ROW = query = the token attending FROM, COLUMN =
+key = the token attended TO, and each row sums to 1.
 """
 
 from __future__ import annotations
@@ -26,9 +24,12 @@ from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
-from mha.analysis.head_roles.role_table import AttentionRecord, fixed_offset_baseline, head_role_table
+from mha.analysis.head_roles import seeded_sentences
+from mha.analysis.head_roles import synthetic_scores as synthetic
+from mha.analysis.head_roles.role_table import fixed_offset_baseline, head_role_table
 from mha.analysis.head_roles.seeded_sentences import RELATIONS, treebank_relation_hits
-from mha.corpora.templates import AnnotatedSentence, Relation
+from mha.pretrained.corpus_encoding import encode_records
+from mha.pretrained.encoder import MiniLMEncoder
 from mha.pretrained.word_maps import word_attention
 
 from .checking import (
@@ -39,6 +40,7 @@ from .checking import (
     compare_array,
     compare_number,
     describe_value,
+    named_slip,
     one_hot_attention,
     random_attention_maps,
     run_check,
@@ -53,32 +55,9 @@ __all__ = [
     "check_relation_accuracy",
     "check_best_offset",
     "check_word_attention",
+    "check_model_previous_token_share",
+    "check_model_pair_accuracy",
 ]
-
-
-# --- helpers ---------------------------------------------------------------------------------
-
-def _sentence_tokens(seq: int) -> tuple[list[str], list[int | None]]:
-    """[CLS] w0 ... [SEP]: tokens and word ids for a map of ``seq`` tokens."""
-    tokens = ["[CLS]", *[f"w{i}" for i in range(seq - 2)], "[SEP]"]
-    return tokens, [None, *range(seq - 2), None]
-
-
-def _table_for(maps: Sequence[np.ndarray], tokens: Sequence[Sequence[str]] | None = None, **options):
-    """head_role_table of one head (1 layer, 1 head) over several maps."""
-    records = []
-    for index, weights in enumerate(maps):
-        if tokens is None:
-            own_tokens, word_ids = _sentence_tokens(len(weights))
-        else:
-            own_tokens = list(tokens[index])
-            word_ids = [None if t.startswith("[") else 0 for t in own_tokens]
-            counter = 0
-            for position, word in enumerate(word_ids):  # number the non-special tokens 0, 1, 2, ...
-                if word is not None:
-                    word_ids[position], counter = counter, counter + 1
-        records.append(AttentionRecord(np.asarray(weights, dtype=float)[None, None], own_tokens, word_ids))
-    return head_role_table(records, **options).iloc[0]
 
 
 # --- chapter 3, section 1: a tour of all 72 heads --------------------------------------------
@@ -97,7 +76,7 @@ def check_previous_token_share(previous_token_share: Callable[[np.ndarray], floa
             ("a random 14 x 14 map", random_attention_maps(rng, (14, 14))),
         ]
         for label, weights in named:
-            want = float(_table_for([weights])["prev_token_share"])
+            want = float(synthetic.one_head_table([weights])["prev_token_share"])
             below = np.diagonal(weights, offset=-1)  # weights[i, i-1], i = 1..seq-1
             above = np.diagonal(weights, offset=1)  # weights[i, i+1]
             slips = {
@@ -136,7 +115,7 @@ def check_special_token_share(special_token_share: Callable[[np.ndarray, Sequenc
         ):
             options = {"cls_token": special} if special != "[SEP]" else {}
             column = "cls_share" if special != "[SEP]" else "sep_share"
-            want = float(_table_for([weights], [tokens], **options)[column])
+            want = float(synthetic.one_head_table([weights], [tokens], **options)[column])
             columns = [j for j, t in enumerate(tokens) if t == special]
             content_rows = [i for i, t in enumerate(tokens) if not t.startswith("[")]
             slips = {
@@ -173,59 +152,55 @@ def check_is_positional(is_positional: Callable[[Sequence[np.ndarray]], bool], s
             weights[row] = one_hot_attention([(row + 2) % seq] * seq)[0] * (1 - spread) + spread / seq
         return weights
 
-    def next_head(seq: int) -> np.ndarray:
-        return one_hot_attention(list(range(1, seq)) + [seq - 1])
-
-    def half_and_half(seq: int) -> np.ndarray:
-        targets = [min(i + 1, seq - 1) if i % 2 else max(i - 1, 0) for i in range(seq)]
-        return one_hot_attention(targets)
-
     def cases() -> Iterator:
         named = [
             ("a previous-token head on sentences of 5 and 6 tokens (row 0 has no previous token)",
              [previous_head(5), previous_head(6)]),
-            ("a next-token head (the largest weight of row i is on column i+1)", [next_head(6), next_head(8)]),
+            ("a next-token head (the largest weight of row i is on column i+1)",
+             [one_hot_attention([*range(1, n), n - 1]) for n in (6, 8)]),
             ("the largest weight is always on the previous token, but only 0.4 of it: argmax, not share, decides",
              [previous_head(12, spread=0.6), previous_head(10, spread=0.6)]),
             ("the previous token wins in 17 of 20 rows (85%): below the 90% threshold",
              [previous_head(11, miss_rows=(3, 7)), previous_head(11, miss_rows=(5,))]),
             ("half the rows look back, half look forward: neither direction reaches 90%",
-             [half_and_half(9), half_and_half(12)]),
+             [one_hot_attention([min(i + 1, n - 1) if i % 2 else max(i - 1, 0) for i in range(n)]) for n in (9, 12)]),
             ("random maps", [random_attention_maps(rng, (7, 7)), random_attention_maps(rng, (10, 10))]),
         ]
         for label, maps in named:
-            want = bool(_table_for(maps)["positional"])
-            yield label, ([m.copy() for m in maps],), {}, want
+            want = bool(synthetic.one_head_table(maps)["positional"])
+            yield label, ([m.copy() for m in maps],), {}, (want, _positional_slips(maps))
 
-    def compare(got, want) -> str | None:
-        if not isinstance(got, (bool, np.bool_)):
-            return f"return True or False, got {describe_value(got)}."
-        if bool(got) == want:
+    def compare(got, expected) -> str | None:
+        (want, slips), answer = expected, got
+        if not isinstance(answer, (bool, np.bool_)):
+            return f"return True or False, got {describe_value(answer)}."
+        if bool(answer) == want:
             return None
-        return (f"you said {bool(got)}, the answer is {want}. A head is positional when the argmax of a row is on the "
-                "previous token (rows 1..seq-1) or on the next token (rows 0..seq-2) in at least 90% of the rows of "
-                "all sentences pooled; count each direction on its own.")
+        hint = named_slip(answer, slips)
+        return (f"you said {bool(answer)}, the answer is {want}. A head is positional when the argmax of a row is on "
+                "the previous token (rows 1..seq-1) or on the next token (rows 0..seq-2) in at least 90% of the rows "
+                "of all sentences pooled; count each direction on its own." + (f" {hint}" if hint else ""))
 
     return run_check(is_positional, cases(), compare, "classifies positional heads")
 
 
+def _positional_slips(maps: Sequence[np.ndarray]) -> dict[str, tuple[bool, str]]:
+    """Voita et al.'s rule applied the classic wrong ways to ``maps``: each slip's verdict and how to fix it."""
+    rows = sum(len(m) - 1 for m in maps)
+    hits = [sum(int((m.argmax(1)[max(-d, 0):len(m) - max(d, 0)] == np.arange(len(m) - 1) + max(d, 0)).sum())
+                for m in maps) for d in (-1, 1)]  # (previous, next) hits
+    shares = [sum(np.diagonal(m, offset=d).sum() for m in maps) / rows for d in (-1, 1)]
+    return {
+        "share": (max(shares) >= 0.9, "You compared the mean WEIGHT on the neighbour with 0.9; the rule counts the "
+                  "rows whose largest weight (argmax) is on it, however large that weight is."),
+        "both directions": ((hits[0] + hits[1]) / rows >= 0.9, "You added the previous-token and next-token hits; "
+                            "count each direction on its own: one of the two shares must reach 0.9."),
+        "every row": (max(hits) / sum(len(m) for m in maps) >= 0.9, "You divided by every row; row 0 has no "
+                      "previous token (and the last row no next one), so divide by the seq - 1 rows that could hit."),
+    }
+
+
 # --- chapter 3, section 2: syntax ----------------------------------------------------------
-
-_DIRECTIONS = ("source_to_target", "target_to_source")
-
-
-def _annotated(n_words: int, pairs: Sequence[tuple[int, int]]) -> AnnotatedSentence:
-    """A sentence of n placeholder words with one det_noun relation per (source, target) pair."""
-    return AnnotatedSentence(tuple(f"w{i}" for i in range(n_words)),
-                             tuple(Relation("det_noun", s, t) for s, t in pairs))
-
-
-def _reference_relation_accuracy(word_maps, pairs, direction: str, ignore_self: bool = True) -> float:
-    records = [AttentionRecord(np.asarray(m, dtype=float)[None, None], [f"w{i}" for i in range(len(m))],
-                               list(range(len(m))), _annotated(len(m), p)) for m, p in zip(word_maps, pairs)]
-    column = "det_noun_acc" if direction == "source_to_target" else "noun_det_acc"
-    return float(head_role_table(records, ignore_self=ignore_self, min_relation_count=1).iloc[0][column])
-
 
 def check_relation_accuracy(relation_accuracy: Callable[[Sequence[np.ndarray], Sequence, str], float],
                             seed: int = 0) -> CheckResult:
@@ -255,16 +230,16 @@ def check_relation_accuracy(relation_accuracy: Callable[[Sequence[np.ndarray], S
                         weights[row] /= weights[row].sum()
                 maps.append(weights)
                 pairs.append(sentence_pairs)
-            want = _reference_relation_accuracy(maps, pairs, direction)
+            want = synthetic.relation_accuracy_on_maps(maps, pairs, direction)
             other = "target_to_source" if direction == "source_to_target" else "source_to_target"
             n_pairs = sum(len(p) for p in pairs)
-            per_sentence = float(np.mean([_reference_relation_accuracy([m], [p], direction)
+            per_sentence = float(np.mean([synthetic.relation_accuracy_on_maps([m], [p], direction)
                                           for m, p in zip(maps, pairs) if p]))
             slips = {
-                "self": (_reference_relation_accuracy(maps, pairs, direction, ignore_self=False),
+                "self": (synthetic.relation_accuracy_on_maps(maps, pairs, direction, ignore_self=False),
                          "A word's own column took part in the argmax: exclude it (e.g. set the diagonal to -inf)."),
-                "direction": (_reference_relation_accuracy(maps, pairs, other), f"That is the accuracy in the other "
-                              f"direction ({other}): with {direction} read the "
+                "direction": (synthetic.relation_accuracy_on_maps(maps, pairs, other), f"That is the accuracy in "
+                              f"the other direction ({other}): with {direction} read the "
                               f"{'source' if direction == 'source_to_target' else 'target'} word's ROW."),
                 "per sentence": (per_sentence, f"You averaged per-sentence accuracies; pool all {n_pairs} pairs "
                                  "and divide the hits by the number of pairs."),
@@ -276,25 +251,6 @@ def check_relation_accuracy(relation_accuracy: Callable[[Sequence[np.ndarray], S
                      "scores a head on a relation")
 
 
-def _random_offset_cases(seed: int) -> list:
-    """(label, pairs, direction, offsets) for random sentences whose pairs mostly sit one gap apart."""
-    rng = np.random.default_rng(seed)
-    found = []
-    for index in range(5):
-        n_words, gap = int(rng.integers(8, 20)), int(rng.choice([-3, -2, -1, 1, 2, 3]))
-        sources = rng.choice(n_words, size=int(rng.integers(3, 7)), replace=False)
-        pairs = []
-        for source in sources.tolist():
-            target = source + gap if rng.random() < 0.6 else int(rng.integers(0, n_words))
-            if 0 <= target < n_words and target != source:
-                pairs.append((source, target))
-        pairs = pairs or [(0, 1)]
-        direction = ("source_to_target", "target_to_source")[index % 2]
-        offsets = tuple(range(-3, 4)) if index == 4 else None
-        found.append((f"random pairs in a sentence of {n_words} words", pairs, direction, offsets))
-    return found
-
-
 def check_best_offset(best_offset: Callable[..., tuple[float, int]], seed: int = 0) -> CheckResult:
     """``best_offset(pairs, direction, offsets=range(-5, 6))`` -> (accuracy, offset): the fixed offset that most
     often lands on the gold word. For ``"source_to_target"`` the guess for the source at i is the word at
@@ -302,7 +258,7 @@ def check_best_offset(best_offset: Callable[..., tuple[float, int]], seed: int =
     ties go to the smallest |offset|, then the negative one. A seed other than 0 draws other sentences."""
 
     def cases() -> Iterator:
-        for label, pairs, direction, offsets in _random_offset_cases(seed) if seed else (
+        for label, pairs, direction, offsets in synthetic.random_offset_cases(seed) if seed else (
             ("determiner-like pairs: the noun mostly follows", [(0, 1), (3, 4), (2, 4), (5, 6), (1, 2)],
              "source_to_target", None),
             ("the same pairs read from the target: the sign flips", [(0, 1), (3, 4), (2, 4), (5, 6), (1, 2)],
@@ -312,25 +268,31 @@ def check_best_offset(best_offset: Callable[..., tuple[float, int]], seed: int =
             ("the most common gap (+7) is outside the offsets tried", [(0, 7), (1, 8), (2, 9), (3, 5), (4, 6)],
              "source_to_target", tuple(range(-3, 4))),
         ):
-            sentences = [_annotated(max(max(p) for p in pairs) + 1, pairs)]
+            sentences = [synthetic.placeholder_sentence(max(max(p) for p in pairs) + 1, pairs)]
             kwargs = {} if offsets is None else {"offsets": offsets}
             want = fixed_offset_baseline(sentences, "det_noun", direction, **kwargs)
-            flipped = fixed_offset_baseline(sentences, "det_noun", _DIRECTIONS[direction == "source_to_target"],
-                                            **kwargs)
-            yield label, ([tuple(p) for p in pairs], direction), kwargs, (want, flipped, direction)
+            flipped = fixed_offset_baseline(sentences, "det_noun",
+                                            synthetic.DIRECTIONS[direction == "source_to_target"], **kwargs)
+            gaps = [t - s if direction == "source_to_target" else s - t for s, t in pairs]
+            slips = {
+                "flipped": (flipped[1], f"the sign is flipped. With {direction} the guess is read from the "
+                            f"{direction.split('_')[0]} word: offset = (guessed word) - (word whose row is read)."),
+                "ties": (max(sorted((k for k in offsets or range(-5, 6) if k), key=lambda k: (abs(k), -k)),
+                             key=gaps.count), "a tie goes to the smallest |offset|, then to the NEGATIVE one: sort "
+                         "the candidates by (|k|, k) before taking the most common."),
+                "outside": (max(sorted(set(gaps), key=lambda k: (abs(k), k)), key=gaps.count), "that gap is not "
+                            "among `offsets`: choose only among the offsets you are given (0 excluded)."),
+            }
+            yield label, ([tuple(p) for p in pairs], direction), kwargs, (want, slips)
 
     def compare(got, want) -> str | None:
-        (accuracy, offset), flipped, direction = want
+        (accuracy, offset), slips = want
         got_accuracy, got_offset = answer_tuple(got, ("accuracy", "offset"))
         got_offset = answer_number(got_offset, "the offset")
-        if got_offset == flipped[1] and got_offset != offset:
-            return (f"you chose offset {got_offset:+g}, the answer is {offset:+d}: the sign is flipped. With "
-                    f"{direction} the guess is read from the "
-                    f"{'source' if direction == 'source_to_target' else 'target'} word: offset = (guessed word) - "
-                    "(word whose row is read).")
         if got_offset != offset:
-            return (f"you chose offset {got_offset:+g}, the answer is {offset:+d} (ties: smallest |offset|, then "
-                    "negative).")
+            hint = named_slip(got_offset, slips)
+            return f"you chose offset {got_offset:+g}, the answer is {offset:+d}" + (
+                f": {hint}" if hint else " (ties: smallest |offset|, then negative).")
         percentage = (100 * accuracy, "Give a fraction between 0 and 1, not a percentage.")
         problem = compare_number(got_accuracy, accuracy, {"percentage": percentage}, "its accuracy", atol=1e-9)
         return None if problem is None else f"offset {offset:+d} is right, but {problem}"
@@ -417,14 +379,6 @@ def check_distance_matched_lift(lift: Callable[[np.ndarray, int, int], float], s
 
 # --- real cases: the model on treebank sentences drawn by the seed (3.2) -----------------------------
 
-def _pooled_best(hits: np.ndarray, pairs: np.ndarray, items: np.ndarray) -> tuple[int, float]:
-    """The flat head with the highest pooled accuracy over ``items`` (first on ties), and that accuracy."""
-    accuracy = hits[items].sum(axis=0).ravel() / pairs[items].sum()  # (layers * heads,)
-    best = int(np.argmax(accuracy))
-    return best, float(accuracy[best])
-
-
-
 def check_held_out_relation_head(held_out_relation_head: Callable, seed: int = 0) -> CheckResult:
     """``fn(hits (sentences, layers, heads), pairs (sentences,), selection, held_out) -> (layer, head, selection
     accuracy, held-out accuracy)``, on the real model's hits for one relation on treebank sentences (3.2)."""
@@ -451,14 +405,14 @@ def check_held_out_relation_head(held_out_relation_head: Callable, seed: int = 0
             got, ["layer", "head", "selection_accuracy", "held_out_accuracy"], "a tuple of four")
         layer = answer_number(layer, "the layer", whole=True)
         head = answer_number(head, "the head", whole=True)
-        best, best_acc = _pooled_best(hits, pairs, selection)
+        best, best_acc = synthetic.pooled_best_head(hits, pairs, selection)
         if (layer, head) != divmod(best, n_heads):
             per_sentence = np.where(pairs[selection, None, None] > 0,
                                     hits[selection] / np.maximum(pairs[selection], 1)[:, None, None], np.nan)
             slips = {
-                divmod(_pooled_best(hits, pairs, held_out)[0], n_heads):
+                divmod(synthetic.pooled_best_head(hits, pairs, held_out)[0], n_heads):
                     "That head is the best on the HELD-OUT sentences: choose using the selection sentences only.",
-                divmod(_pooled_best(hits, pairs, np.arange(len(pairs)))[0], n_heads):
+                divmod(synthetic.pooled_best_head(hits, pairs, np.arange(len(pairs)))[0], n_heads):
                     "That head is the best over ALL sentences: the choice may look at the selection sentences only.",
                 divmod(int(np.nanargmax(np.nanmean(per_sentence, axis=0).ravel())), n_heads):
                     "That head has the best mean of per-sentence accuracies; pool instead: all hits over all pairs, "
@@ -474,10 +428,71 @@ def check_held_out_relation_head(held_out_relation_head: Callable, seed: int = 0
             return problem
         return compare_number(held_acc, held, {
             "selection": (best_acc, "That is its accuracy where it was chosen; score the same head on held_out."),
-            "best held out": (_pooled_best(hits, pairs, held_out)[1],
+            "best held out": (synthetic.pooled_best_head(hits, pairs, held_out)[1],
                               "That is the best held-out accuracy of any head; report the CHOSEN head's."),
         }, "the held-out accuracy")
 
     return run_check(held_out_relation_head, cases(), compare,
                      "chooses a head on some sentences and reports it on others")
 
+
+# --- the learner's function runs the model itself (3.1, 3.2) ----------------------------------------
+
+def check_model_previous_token_share(previous_token_share: Callable, seed: int = 0) -> CheckResult:
+    """``fn(encoder, sentence, layer, head)`` -> the head's ``prev_token_share`` (3.1) on the sentence, which the
+    function traces itself. Seed 0: 3.1's sentence; another seed: treebank sentences and other heads."""
+    def cases() -> Iterator:
+        encoder = MiniLMEncoder.load()
+        for sentence, layer, head in seeded_sentences.previous_token_cases(seed):
+            record = encode_records(encoder, [sentence])[0]
+            want = float(head_role_table([record]).set_index(["layer", "head"]).loc[(layer, head), "prev_token_share"])
+            below = np.diagonal(np.asarray(record.attention, dtype=float), offset=-1, axis1=-2, axis2=-1)  # A[i, i-1]
+            slips = {
+                "next": (float(np.diagonal(record.attention[layer, head], offset=1).mean()), "That is the weight on "
+                         "column i+1, the NEXT token: rows and columns swapped. Row i attends FROM token i; read "
+                         "attention[layer, head][i, i - 1], the diagonal just below the main one (offset=-1)."),
+                "layer": (float(below[layer].mean()), "That is the mean over all 12 heads of the layer; take the one "
+                          "head's map, attention[layer, head]."),
+                "from one": (float(below[layer - 1, head - 1].mean()), "That is the head before (layer - 1, head - 1): "
+                             "layers and heads are counted from 0, so L0H2 is attention[0, 2]."),
+                "words only": (float(below[layer, head, 1:-1].mean()), "You left out the rows at and next to [CLS] "
+                               "and [SEP]; the section's share averages every row that has a previous token, rows "
+                               "1..seq-1 of the whole map, special tokens included."),
+            }
+            label = f"L{layer}H{head} on '{sentence}' ({len(record.tokens)} tokens)"
+            yield label, (encoder, sentence, layer, head), {}, (want, slips)
+
+    return run_check(previous_token_share, cases(),
+                     lambda got, want: compare_number(got, want[0], want[1], "the share", atol=1e-5),
+                     "traces the sentence and measures the head's previous-token share")
+
+
+check_model_previous_token_share.tools = ("mha.pretrained.encoder",)
+
+_PAIR_SLIPS = {
+    "column": "You read the source word's COLUMN (which word attends to it most); 3.2 reads its ROW: the word it "
+              "attends to most, word_map[source].argmax() with its own column excluded.",
+    "self": "A word's own column took part in the argmax; exclude it (set the diagonal of the word map to -inf).",
+    "tokens": "You read the token map at the word indices: merge the pieces into words first (word_attention with "
+              "the trace's word_ids: pieces' columns summed, rows averaged, [CLS] and [SEP] dropped).",
+}
+
+
+def check_model_pair_accuracy(pair_accuracy: Callable, seed: int = 0) -> CheckResult:
+    """``fn(encoder, words, pairs, layer, head)`` -> the share of gold ``(source, target)`` pairs whose source word's
+    row in the word map of the function's own trace has its argmax (self excluded) on the target (3.2); each seed
+    draws a treebank sentence and two heads (:func:`~mha.analysis.head_roles.seeded_sentences.relation_pair_case`)."""
+    def cases() -> Iterator:
+        encoder, (sentence, pairs, heads, accuracies) = MiniLMEncoder.load(), seeded_sentences.relation_pair_case(seed)
+        for layer, head in heads:
+            slips = {name: (float(accuracies[name][layer, head]), hint) for name, hint in _PAIR_SLIPS.items()}
+            label = f"L{layer}H{head} on the treebank sentence '{sentence.text}', {len(pairs)} gold pairs"
+            yield label, (encoder, list(sentence.words), list(pairs), layer, head), {}, \
+                (float(accuracies["row"][layer, head]), slips)
+
+    return run_check(pair_accuracy, cases(),
+                     lambda got, want: compare_number(got, want[0], want[1], "the accuracy", atol=1e-9),
+                     "traces a treebank sentence and scores a head on its gold pairs")
+
+
+check_model_pair_accuracy.tools = ("mha.pretrained.encoder", "mha.pretrained.word_maps")

@@ -79,7 +79,9 @@ def check_pooled_ratio_interval(interval_fn: Callable, seed: int = 0) -> CheckRe
         pooled = numerators[draws].sum(axis=1) / denominators[draws].sum(axis=1)
         if matches(answer, np.quantile(pooled, [0.05, 0.95])):
             return problem + " Those are the 5th and 95th percentiles: a 95% interval leaves 2.5% in each tail."
-        return problem
+        return compare_array(answer, expected, {"fractions": (np.percentile(pooled, [0.025, 0.975]), "np.percentile "
+                             "takes percents (2.5, 97.5), not fractions: use np.quantile(ratios, [0.025, 0.975]).")},
+                             "(low, high)")
 
     return run_check(interval_fn, cases(), compare, "gives the pooled ratio's bootstrap interval")
 
@@ -154,6 +156,8 @@ def check_depth_trend(trend_fn: Callable, seed: int = 0) -> CheckResult:
         trend = depth_trend(values, np.tile(values, (2, 1)), early=early, late=late)
         problem = compare_number(difference, trend["difference"], {
             "reversed": (-trend["difference"], "That is early minus late; the trend is late minus early."),
+            "sums": (values[late].sum() - values[early].sum(), "That is a difference of SUMS; take the mean of the "
+                     "late layers minus the mean of the early ones."),
         }, "the difference")
         if problem is not None:
             return problem
@@ -254,6 +258,11 @@ def check_probe_accuracy(accuracy_fn: Callable, seed: int = 0) -> CheckResult:
         slips = {
             "train": (float(fit_probe(train_features, train_labels, train_features, train_labels).mean()),
                       "That is the accuracy on the training words; score the probe on the test words."),
+            "unscaled": (_default_probe_accuracy(*case, scaling="none"), "That is the probe on the raw features: "
+                         "standardise them first (StandardScaler fitted on the training words), since their scales "
+                         "differ a thousandfold."),
+            "own scaler": (_default_probe_accuracy(*case, scaling="own"), "You scaled the test words with their OWN "
+                           "mean and deviation; transform them with the scaler fitted on the training words."),
         }
         problem = compare_number(got, expected, slips, "the test accuracy", atol=0.011)
         if problem is not None and compare_number(got, _default_probe_accuracy(*case), {}, "the test accuracy",
@@ -264,10 +273,11 @@ def check_probe_accuracy(accuracy_fn: Callable, seed: int = 0) -> CheckResult:
     return run_check(accuracy_fn, cases(), compare, "fits and scores a linear probe")
 
 
-def _default_probe_accuracy(train_features, train_labels, test_features, test_labels) -> float:
+def _default_probe_accuracy(train_features, train_labels, test_features, test_labels, scaling: str = "train") -> float:
     """The test accuracy of the probe a learner most often writes: scikit-learn's ``LogisticRegression()`` with its
     defaults (lbfgs, at most 100 steps) on standardised features, which on some draws stops short of the optimum
-    that :func:`~mha.analysis.caveats.probing.fit_probe` reaches."""
+    that :func:`~mha.analysis.caveats.probing.fit_probe` reaches. ``scaling`` "none" leaves the features as they are,
+    "own" scales the test words with their own mean and deviation: two slips."""
     import warnings
 
     from sklearn.exceptions import ConvergenceWarning
@@ -276,9 +286,10 @@ def _default_probe_accuracy(train_features, train_labels, test_features, test_la
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        scaler = StandardScaler().fit(train_features)
+        scaler = StandardScaler(with_mean=scaling != "none", with_std=scaling != "none").fit(train_features)
         probe = LogisticRegression().fit(scaler.transform(train_features), train_labels)
-    return float((probe.predict(scaler.transform(test_features)) == test_labels).mean())
+        test_scaler = StandardScaler().fit(test_features) if scaling == "own" else scaler
+    return float((probe.predict(test_scaler.transform(test_features)) == test_labels).mean())
 
 
 # --- Layer dependence: how much choosing inflates a score, on the real model --------------------------

@@ -12,6 +12,7 @@ how to fix it: each slip's answer is computed from the same inputs and compared.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterator
 
 import numpy as np
@@ -102,12 +103,15 @@ def _attention_slips(q: np.ndarray, k: np.ndarray, mask: np.ndarray | None) -> d
     """The weights each classic slip gives for these inputs (computed, not guessed), and how to fix it."""
     d_k = q.shape[-1]
 
-    def weights(divide_by: float, axis: int = -1, mask_after: bool = False) -> np.ndarray:
+    def weights(divide_by: float, axis: int = -1, mask_after: bool = False, allowed=mask,
+                blocked: float = -np.inf) -> np.ndarray:
         scores = q @ k.T / divide_by  # (seq_q, seq_k)
-        if mask is not None and not mask_after:
-            scores = np.where(mask, scores, -np.inf)
-        result = attention_numpy.softmax(scores, axis=axis)
-        return result * mask if mask is not None and mask_after else result
+        if allowed is not None and not mask_after:
+            scores = np.where(allowed, scores, blocked)
+        with warnings.catch_warnings():  # an inverted mask blocks whole rows: NaN, as the learner's softmax gives
+            warnings.simplefilter("ignore")
+            result = attention_numpy.softmax(scores, axis=axis)
+        return result * allowed if allowed is not None and mask_after else result
 
     slips = {
         "unscaled": (weights(1.0), "These are the weights without the scale: the scores were not divided by √d_k "
@@ -118,10 +122,16 @@ def _attention_slips(q: np.ndarray, k: np.ndarray, mask: np.ndarray | None) -> d
         "queries axis": (weights(np.sqrt(d_k), axis=0), "The softmax ran over the queries (down each column, axis 0), "
                          "so each key's column sums to 1. It runs over the keys, along each row (axis -1), so that "
                          "each query's weights sum to 1."),
+        "key length": (weights(np.sqrt(k.shape[0])), "You divided the scores by the square root of the number of keys "
+                       "(seq_k); the scale is √d_k, the width of a query and a key: np.sqrt(q.shape[-1])."),
     }
     if mask is not None:
         slips["masked after"] = (weights(np.sqrt(d_k), mask_after=True), "The blocked weights were zeroed after the "
                                  "softmax, so the rows no longer sum to 1. Set the blocked scores to -inf before it.")
+        inverted = ("The mask is inverted: you blocked the keys where the mask is True. True means the query MAY "
+                    "attend to that key; block where it is False: np.where(mask, scores, -np.inf).")
+        slips["inverted mask"] = (weights(np.sqrt(d_k), allowed=~mask), inverted)
+        slips["inverted mask, finite"] = (weights(np.sqrt(d_k), allowed=~mask, blocked=-1e9), inverted)
     return slips
 
 
@@ -221,9 +231,16 @@ def check_head_contributions(contributions: Callable[[np.ndarray, np.ndarray], n
             interleaved = W_O.reshape(d_head, n_heads, d_model).transpose(1, 0, 2)  # head h: rows h, h + heads, ...
             slips = {"interleaved rows": (np.einsum("bhsd,hdm->bhsm", z, interleaved), "Head h used rows h, "
                                           "h + heads, ... of W_O; it writes with one block of d_head neighbouring "
-                                          "rows, the block its features came from in the concatenation.")}
+                                          "rows, the block its features came from in the concatenation."),
+                     "W_O.T": (np.einsum("bhsd,hdm->bhsm", z, W_O.T.reshape(n_heads, d_head, d_model)),
+                               _TRANSPOSED_W_O)}
             yield f"z {z.shape}, W_O {W_O.shape}", (z.copy(), W_O.copy()), {}, (want, slips)
 
     return run_check(contributions, cases(),
                      lambda got, want: compare_array(got, want[0], want[1], "the result", head_axis=1),
                      "splits the output into per-head contributions")
+
+
+_TRANSPOSED_W_O = ("You used W_O.T, the output projection transposed (the column-vector convention). Here vectors are "
+                   "rows: W_O is (heads * d_head, d_model) as it is, and head h writes z_h @ W_O[h * d_head:(h + 1) "
+                   "* d_head].")

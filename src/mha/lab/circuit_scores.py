@@ -29,12 +29,13 @@ LayerNorm and the ``1/sqrt(d_head)`` scale are left out of the weight scores
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch import Tensor
 
 from mha.core.geometry import ov_circuit, qk_circuit
 from mha.core.layouts import BATCH_HEADS, LAYERS_BATCH_HEADS, takes_attention
-from mha.core.validation import InputError, check_rank, check_real_tensor, check_size, check_whole_number
+from mha.core.validation import InputError, check_rank, check_real_tensor, check_size, check_type, check_whole_number
 from mha.lab.tiny_model import check_tiny_model
 
 __all__ = [
@@ -49,6 +50,7 @@ __all__ = [
     "v_composition_score",
     "composition_score_baseline",
     "head_role_scores",
+    "attention_pattern_scores",
     "k_composition_scores",
 ]
 
@@ -347,3 +349,25 @@ def k_composition_scores(model, earlier_layer: int = 0, later_layer: int = 1) ->
         return torch.tensor([[k_composition_score(qk_circuit(b.W_Q, b.W_K), ov_circuit(a.W_V, a.W_O)) for b in later]
                              for a in earlier])  # (heads_earlier, heads_later)
 
+
+def attention_pattern_scores(model, tokens: Tensor) -> dict[str, np.ndarray]:
+    """Four attention-pattern scores of every head of ``model`` (a TinyTransformer) on ``tokens`` (batch, seq).
+
+    Returns a dict of (layers, heads) numpy arrays: ``previous_token`` and ``prefix_matching`` (as above), ``own_token``
+    (mean weight of a query on itself) and ``duplicate_token`` (the weight on the earlier copies of the query's token
+    themselves, averaged over the queries that have one; both 0 when no query has one). Chapter 3.
+    """
+    model = check_tiny_model(model)
+    check_type("tokens", tokens, Tensor, "(batch, seq) integer token ids, e.g. InductionTask().sample(128, 0).inputs")
+    with torch.no_grad():
+        weights = model(tokens).attention_weights  # (layers, batch, heads, seq, seq); the model checks the tokens
+    seq = tokens.shape[1]
+    earlier_copy = (tokens[:, :, None] == tokens[:, None, :]) & torch.ones(seq, seq, dtype=torch.bool).tril(-1)
+    scored = earlier_copy.any(-1)  # (batch, seq): the queries whose token occurred earlier
+    on_copies = (weights * earlier_copy[:, None]).sum(-1) * scored[:, None]  # (layers, batch, heads, seq)
+    on_copies = on_copies.sum(dim=(1, -1)) / scored.sum().clamp(min=1)  # (layers, heads)
+    return {"previous_token": previous_token_score(weights).numpy(),
+            "prefix_matching": prefix_matching_score(weights, tokens).numpy() if scored.any()
+            else np.zeros(on_copies.shape),
+            "own_token": weights.diagonal(dim1=-2, dim2=-1).mean(dim=(1, -1)).numpy(),
+            "duplicate_token": on_copies.numpy()}

@@ -166,6 +166,26 @@ class MiniLMEncoder(nn.Module):
         # the package's own weights are compared with the sha256 of the pinned release
         return _load_cached(str(folder), dtype, PRETRAINED_WEIGHTS_SHA256 if folder == default else None)
 
+    def __reduce_ex__(self, protocol):
+        """Pickled as the call ``MiniLMEncoder.load()`` when this is the encoder :meth:`load` returns (the pinned
+        model, float32), loaded again where it is unpickled, once per process (the grader's sandbox does,
+        :mod:`mha.exercises.grading`); any other encoder with its weights. ``copy`` and ``deepcopy`` still copy."""
+        if self.model_path is not None and self.word_embeddings.dtype == torch.float32 and \
+                self.model_path.resolve() == default_model_path().resolve() and self is MiniLMEncoder.load():
+            return (MiniLMEncoder.load, ())
+        return super().__reduce_ex__(protocol)
+
+    def __copy__(self, memo: dict | None = None) -> MiniLMEncoder:
+        import copy  # as copy.copy and copy.deepcopy (memo given) copy a module, whatever pickling does
+
+        fresh = MiniLMEncoder.__new__(type(self))
+        if memo is not None:
+            memo[id(self)] = fresh
+        fresh.__setstate__(dict(self.__dict__) if memo is None else copy.deepcopy(self.__dict__, memo))
+        return fresh
+
+    __deepcopy__ = __copy__
+
     @classmethod
     def from_folder(cls, path: str | Path, dtype: torch.dtype = torch.float32, *,
                     sha256: str | None = None) -> MiniLMEncoder:

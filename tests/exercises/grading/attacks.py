@@ -16,6 +16,10 @@ and, with 7, a function that passes its public case and raises a hidden case's i
 
 from __future__ import annotations
 
+import os
+
+from mha.exercises.grading.confinement import MODE_VARIABLE, Unconfined, choose
+
 TOKEN = "mha-attack-7f3e9c"  # in every process an attack starts, to find any left behind
 UNHOOK = '''
 def unhook():
@@ -163,4 +167,19 @@ def left_behind() -> list[str]:
             continue
         if TOKEN in line and int(pid) != os.getpid():
             found.append(line[:200])
+    return found
+
+
+def available_modes() -> list[str]:
+    """The confinements this machine offers (the strongest first)."""
+    found = []
+    for mode in ("namespaces", "uid"):
+        os.environ[MODE_VARIABLE] = mode
+        try:
+            choose([])
+            found.append(mode)
+        except Unconfined:
+            pass
+        finally:
+            del os.environ[MODE_VARIABLE]
     return found

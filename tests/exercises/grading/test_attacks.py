@@ -23,13 +23,13 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from attacks import attack_notebook_one, attack_notebook_two, left_behind, truncate_classmate
+from attacks import attack_notebook_one, attack_notebook_two, available_modes, left_behind, truncate_classmate
 from conftest import load_script
 from submissions import RIGHT, SECTION, notebook
 
 import mha
 from mha.exercises.grading import protected_folders
-from mha.exercises.grading.confinement import MODE_VARIABLE, Unconfined, choose
+from mha.exercises.grading.confinement import MODE_VARIABLE
 from mha.exercises.grading.otter_plugin import grade_test, limits_of
 from mha.exercises.grading.sandbox import Sandbox
 from mha.exercises.grading.submission import read_submission
@@ -39,21 +39,6 @@ grade_all = load_script("grade_all")
 PLUGIN = "mha.exercises.grading.otter_plugin.IsolatedGrading"
 PACKAGE_PARENT = str(Path(mha.__file__).resolve().parents[1])
 SLEEP = 2.5
-
-
-def available_modes() -> list[str]:
-    """The confinements this machine offers (the strongest first)."""
-    found = []
-    for mode in ("namespaces", "uid"):
-        os.environ[MODE_VARIABLE] = mode
-        try:
-            choose([])
-            found.append(mode)
-        except Unconfined:
-            pass
-        finally:
-            del os.environ[MODE_VARIABLE]
-    return found
 
 
 MODES = available_modes()

@@ -22,6 +22,7 @@ from conftest import load_script
 
 from mha.exercises.grading import takes_seed
 from mha.exercises.grading.submission import read_submission
+from mha.exercises.grading.tools import tools_of
 
 ROOT = Path(__file__).resolve().parents[3]
 NOTEBOOKS = sorted(p for p in (ROOT / "chapters").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
@@ -29,9 +30,12 @@ grading = load_script("grading")
 
 
 def key_functions(book: dict) -> dict:
-    """The answer key's definitions, run here as the grader's sandbox runs a submission's."""
+    """The answer key's definitions, run here as the grader's sandbox runs a submission's (with the imports of the
+    modules its real-model exercises' checks declare, their ``tools``)."""
     namespace: dict = {"__name__": "__key__"}
-    for filename, source, _ in read_submission(grading.key_submission(book)).setup:
+    tools = tuple(sorted({tool for exercise in grading.exercises_of(book) for tool in tools_of(getattr(
+        importlib.import_module(f"mha.exercises.{exercise['module']}"), exercise["check"]))}))
+    for filename, source, _ in read_submission(grading.key_submission(book)).setup_for(tools):
         for statement in ast.parse(source, filename).body:  # one at a time, as the sandbox runs them
             try:
                 exec(compile(ast.Module([statement], type_ignores=[]), filename, "exec"), namespace)

@@ -1,7 +1,9 @@
 """Every head scored over real text, and what the scores say about its role (3.1 "A tour of all 72 heads", 3.2).
 
 - :mod:`~mha.analysis.head_roles.seeded_sentences`: treebank sentences drawn by a seed and the model's relation hits
-  on them, the real inputs of the exercises' checks (3.2, 4.1, 4.3).
+  on them, the real inputs of the exercises' checks (3.1, 3.2, 4.1, 4.3).
+- :mod:`~mha.analysis.head_roles.synthetic_scores`: one head's role-table scores on given maps and seeded synthetic
+  pairs, the reference answers of the synthetic checks (3.1 "A tour of all 72 heads", 3.2).
 - :mod:`~mha.analysis.head_roles.role_table`: the head-role table, every head scored over a corpus (3.1 "A tour of
   all 72 heads", 3.2, 4.2).
 - :mod:`~mha.analysis.head_roles.attention_patterns`: what a head's map looks like, Kovaleva et al.'s pattern types,

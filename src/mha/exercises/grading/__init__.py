@@ -9,6 +9,8 @@ The checks are the chapters' modules of :mod:`mha.exercises`; this subpackage ru
   with a time and a memory limit, inside one submission's sandbox;
 - :mod:`~mha.exercises.grading.confinement`: how the operating system keeps that sandbox from the grader
   (namespaces, a user id of its own, or a refusal);
+- :mod:`~mha.exercises.grading.tools`: what a real-model exercise's function may use of the book's package: a
+  read-only copy of only the modules its check declares, and what they import;
 - :mod:`~mha.exercises.grading.predictions`: whether each prediction was made before its measurement was shown;
 - :mod:`~mha.exercises.grading.sandbox_worker`: the process itself, started as a script, never imported by the grader;
 - :mod:`~mha.exercises.grading.otter_plugin`: otter-grader's interface, whose test results the grade replaces.

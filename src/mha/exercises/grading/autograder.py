@@ -27,6 +27,7 @@ from pathlib import Path
 from ..checking import CheckResult
 from .sandbox import IsolatedFunction, Limits, Sandbox, Stopped
 from .submission import Submission, problem_with, read_submission, why_undefined
+from .tools import tools_of
 
 __all__ = ["modules_of_checks", "grade", "grade_exercise", "protected_folders", "takes_seed"]
 
@@ -82,22 +83,25 @@ def grade_exercise(submission: Submission | dict | str | Path, module: str, chec
 
     The function runs in its own process (:class:`~mha.exercises.grading.sandbox.IsolatedFunction`), inside
     ``sandbox`` (one submission's confinement; by default one of its own for this exercise), which holds only the
-    submission's definitions; the check computes its expected answers here. A function that is missing, is the book's
-    reference or uses it, or whose process hangs, dies or runs out of memory, fails every seed with one message. A
-    case whose calls took longer than ``limits.slow_factor`` times the check's own work (the reference's) and
-    ``limits.slow_floor_seconds`` more fails as too slow.
+    submission's definitions (and, for a check that declares ``tools``, a copy of those modules of the package alone,
+    :mod:`~mha.exercises.grading.tools`); the check computes its expected answers here. A function that is missing,
+    is the book's reference or uses it (but its check's tools), or whose process hangs, dies or runs out of memory,
+    fails every seed with one message. A case whose calls took longer than ``limits.slow_factor`` times the check's
+    own work (the reference's) and ``limits.slow_floor_seconds`` more fails as too slow.
     """
     if not isinstance(submission, Submission):
         submission = read_submission(submission)
     found = getattr(importlib.import_module(f"mha.exercises.{module}"), check)
-    problem = problem_with(submission, function, check, list(notebook_functions) or [function])
+    tools = tools_of(found)  # a real-model exercise's modules of the package, which its function may use
+    problem = problem_with(submission, function, check, list(notebook_functions) or [function], tools)
     if problem:
         return [CheckResult(False, problem)] * len(seeds)
     results: list[CheckResult] = []
     undefined = why_undefined(submission)
     try:
-        with IsolatedFunction(function, submission.setup, submission.modules, protected_folders(*protected),
-                              limits, undefined=undefined, sandbox=sandbox) as stand_in:
+        with IsolatedFunction(function, submission.setup_for(tools), submission.modules,
+                              protected_folders(*protected), limits, undefined=undefined, sandbox=sandbox,
+                              tools=tools) as stand_in:
             if stand_in.missing:
                 missing = re.match(r"NameError: name '(\w+)' is not defined", stand_in.missing)
                 why = f" `{missing[1]}`: {undefined[missing[1]]}" if missing and missing[1] in undefined else ""

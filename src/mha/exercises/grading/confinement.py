@@ -17,10 +17,16 @@ submission's code is read:
 
 Every mode limits the processes a submission may start, and at the end of each exercise kills every process the
 exercise left behind.
+
+A real-model exercise, whose check declares tools (:mod:`~mha.exercises.grading.tools`), runs in a confinement of
+its own (:meth:`Confinement.with_tools`): the same, with a read-only copy of only the modules it declares (and what
+they import) bound into its root and first on its path, and, where the grader is root, a user id of its own that
+alone may read that copy. The package's own folder stays covered, or unreadable, for every exercise.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import os
@@ -85,6 +91,15 @@ class Confinement:
                 finally:
                     os._exit(0)
             os.waitpid(pid, 0)
+
+    def with_tools(self, folder: str) -> Confinement:
+        """The confinement of the zygote that grades a real-model exercise: this one, with ``folder`` (its tool
+        folder, :func:`~mha.exercises.grading.tools.copy_tools`) bound read-only in its root at the same path and
+        first on its ``sys.path``, and a user id of its own where this one has one (the only id that may read
+        ``folder``). :meth:`release` stays this one's."""
+        uid = _new_id() if self.setup.get("uid") is not None else None
+        return dataclasses.replace(self, why=f"{self.why}; with a read-only copy of the modules its check declares",
+                                   setup=self.setup | {"tools": folder, "uid": uid})
 
     def release(self) -> None:
         """Remove what :func:`choose` made for this confinement (the empty folder the namespace's root is built on)."""

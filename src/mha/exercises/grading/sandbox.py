@@ -9,7 +9,14 @@ reads back the answer as plain data (numbers, text, arrays), so the book's check
 the expected answers computed here and never sent. The process has a time limit for each call, a time budget for the
 exercise and the submission, and a memory limit (:class:`Limits`); when it hangs, dies or runs out of memory the
 check ends with :class:`Stopped`, whose message says so. At the end of each exercise every process it started is
-killed."""
+killed.
+
+A real-model exercise (its check declares ``tools``, :mod:`~mha.exercises.grading.tools`) runs in a zygote of its
+own, started lazily, one per set of tools: its confinement
+(:meth:`~mha.exercises.grading.confinement.Confinement.with_tools`) shows it a read-only copy of only the modules it
+declares and what they import, which no other exercise's process can read, and it imports them (and loads the
+pretrained encoder, if they hold it) before forking. A call's arguments may include that encoder, which crosses the
+pipe as a call to ``MiniLMEncoder.load()``, cached there. The copies are removed when the sandbox closes."""
 
 from __future__ import annotations
 
@@ -21,10 +28,12 @@ import os
 import pickle
 import select
 import selectors
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -37,6 +46,7 @@ from ..checking import AnswerError
 from ..learner_errors import UndefinedName
 from . import confinement
 from .confinement import Confinement, Unconfined
+from .tools import closure, copy_tools
 
 __all__ = ["IsolatedFunction", "Limits", "Sandbox", "Stopped", "WORKER"]
 
@@ -225,7 +235,7 @@ def _environment() -> dict[str, str]:
     kept = ("PATH", "LANG", "LC_ALL", "ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "OPENBLAS_CORETYPE")
     environment = {key: os.environ[key] for key in kept if key in os.environ}
     return environment | {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
-                          "HOME": "/tmp", "TMPDIR": "/tmp"}
+                          "TOKENIZERS_PARALLELISM": "false", "HOME": "/tmp", "TMPDIR": "/tmp"}
 
 
 class Sandbox:
@@ -240,7 +250,8 @@ class Sandbox:
         self.confinement = confinement.choose(protected)
         self.limits = limits
         self.deadline = time.monotonic() + limits.submission_seconds
-        self._zygote: _Zygote | None = None
+        self._zygotes: dict[tuple[str, ...], _Zygote] = {}  # one per set of tools; () for the plain exercises
+        self._tools: dict[tuple[str, ...], Confinement] = {}  # each set of tools' confinement, its folder inside
         self._lock = threading.Lock()
 
     def __enter__(self) -> Sandbox:
@@ -252,43 +263,73 @@ class Sandbox:
     def seconds_left(self) -> float:
         return self.deadline - time.monotonic()
 
-    def worker(self, modules: list[str]) -> _Worker:
-        """A fresh worker forked from the zygote, which is started again for modules it has not imported, or once
-        more if it has died."""
+    def confinement_for(self, tools: tuple[str, ...] = ()) -> Confinement:
+        """The confinement of the exercises that use ``tools`` (:data:`confinement` for none): made on first use,
+        with a fresh copy of their modules that only its zygote may read (:func:`~.tools.copy_tools`)."""
+        if not tools:
+            return self.confinement
+        if tools not in self._tools:
+            folder = os.path.realpath(tempfile.mkdtemp(prefix="mha-tools-"))
+            try:
+                made = self.confinement.with_tools(folder)
+                copy_tools(tools, Path(folder), made.setup.get("uid"))
+            except BaseException:
+                shutil.rmtree(folder, ignore_errors=True)
+                raise
+            self._tools[tools] = made
+        return self._tools[tools]
+
+    def tool_folders(self) -> list[str]:
+        """The tool folders made so far (no plain exercise's process may read them)."""
+        return [made.setup["tools"] for made in self._tools.values()]
+
+    def worker(self, modules: list[str], tools: tuple[str, ...] = ()) -> _Worker:
+        """A fresh worker forked from the zygote of ``tools`` (none: the plain exercises'), which is started again
+        for modules it has not imported, or once more if it has died."""
         with self._lock:
             for attempt in range(2):
-                if self._zygote is None or not set(modules) <= self._zygote.modules:
-                    if self._zygote is not None:
-                        self._zygote.close()
-                    self._zygote = None  # so that a start that fails leaves none behind
-                    self._zygote = _Zygote(frozenset(modules), self.confinement, self.limits.seconds + 60.0)
+                zygote = self._zygotes.get(tools)
+                if zygote is None or not set(modules) <= zygote.modules:
+                    if zygote is not None:
+                        zygote.close()
+                    self._zygotes.pop(tools, None)  # so that a start that fails leaves none behind
+                    zygote = _Zygote(frozenset(modules), self.confinement_for(tools), self.limits.seconds + 60.0)
+                    self._zygotes[tools] = zygote
                 try:
-                    return self._zygote.fork()
+                    return zygote.fork()
                 except OSError:
                     if attempt:
                         raise
-                    self._zygote.close()
-                    self._zygote = None
+                    zygote.close()
+                    del self._zygotes[tools]
 
-    def sweep(self) -> None:
-        """End every process the last exercise left: in the namespace, the zygote kills them (a zygote that does
-        not answer is started afresh, its namespace gone with it); under ``uid``, the grader kills every process of
-        the sandbox's user, the zygote included, which starts afresh for the next exercise."""
+    def sweep(self, tools: tuple[str, ...] = ()) -> None:
+        """End every process the last exercise (which used ``tools``) left: in the namespace, the zygote kills them
+        (a zygote that does not answer is started afresh, its namespace gone with it); under ``uid``, the grader
+        kills every process of the exercise's user, the zygote included, which starts afresh for the next
+        exercise."""
         with self._lock:
-            if self.confinement.mode == "uid" and self._zygote is not None:
-                self._zygote.close()
-                self._zygote = None
-                self.confinement.kill_everything()
-            elif self._zygote is not None and not self._zygote.sweep():
-                self._zygote.close()
-                self._zygote = None
+            zygote = self._zygotes.get(tools)
+            if zygote is None:
+                return
+            if self.confinement.mode == "uid":
+                zygote.close()
+                del self._zygotes[tools]
+                self.confinement_for(tools).kill_everything()
+            elif not zygote.sweep():
+                zygote.close()
+                del self._zygotes[tools]
 
     def close(self) -> None:
         with self._lock:
-            if self._zygote is not None:
-                self._zygote.close()
-                self._zygote = None
-            self.confinement.kill_everything()
+            for zygote in self._zygotes.values():
+                zygote.close()
+            self._zygotes.clear()
+            for made in [self.confinement, *self._tools.values()]:
+                made.kill_everything()
+            for made in self._tools.values():
+                shutil.rmtree(made.setup["tools"], ignore_errors=True)
+            self._tools.clear()
             self.confinement.release()
 
 
@@ -299,12 +340,14 @@ class IsolatedFunction:
     submission's own definitions and allowed imports only; ``modules`` the modules it imports before that
     (those the submission's imports name); ``protected`` the folders it may not read (the grader's tests, the
     package); ``undefined`` says, for a name the submission reads but the grader does not define, why (a line it does
-    not run). Use it as a context manager, or call :meth:`close`.
+    not run); ``tools`` the book's modules it may use (a real-model exercise's, in a process of their own that
+    alone may read a copy of them). Use it as a context manager, or call :meth:`close`.
     """
 
     def __init__(self, name: str, setup: list, modules: list[str], protected: list[str], limits: Limits = Limits(),
-                 undefined: dict[str, str] | None = None, sandbox: Sandbox | None = None):
+                 undefined: dict[str, str] | None = None, sandbox: Sandbox | None = None, tools: tuple[str, ...] = ()):
         self.__name__ = name
+        self.tools = tuple(sorted(set(tools)))
         self.limits = limits
         self.undefined = dict(undefined or {})
         self.calls = 0
@@ -313,14 +356,17 @@ class IsolatedFunction:
         self.sandbox = Sandbox(protected, limits) if sandbox is None else sandbox
         self.deadline = min(time.monotonic() + limits.exercise_seconds, self.sandbox.deadline)
         self._buffer, self._closed = b"", False
+        modules = [*modules, *(tool for tool in self.tools if tool not in modules)]
         try:
-            self.process = self.sandbox.worker(modules)
+            self.process = self.sandbox.worker(modules, self.tools)
+            others = [folder for folder in self.sandbox.tool_folders()
+                      if folder != self.sandbox.confinement_for(self.tools).setup.get("tools")]
         except BaseException:
             if self._own:
                 self.sandbox.close()
             raise
-        request = {"setup": setup, "modules": modules, "protected": protected, "memory": limits.memory_bytes,
-                   "function": name}
+        request = {"setup": setup, "modules": modules, "protected": [*protected, *others],
+                   "memory": limits.memory_bytes, "function": name, "tools": sorted(closure(self.tools))}
         reply = self._exchange(json.dumps(request), "while defining it")
         self.missing = None if reply.get("ready") else reply.get("missing", "not defined")
 
@@ -338,7 +384,7 @@ class IsolatedFunction:
         if self._own:
             self.sandbox.close()  # its zygote, and with it every process it started
         elif self.sandbox.confinement.confined:
-            self.sandbox.sweep()  # the worker's pid is the namespace's: the zygote kills it there
+            self.sandbox.sweep(self.tools)  # the worker's pid is the namespace's: the zygote kills it there
         elif self.process.poll() is None:
             self.process.kill()
         self.process.wait()

@@ -5,11 +5,14 @@ That process (:func:`serve`) first confines itself (:func:`confine`, the operati
 :mod:`~mha.exercises.grading.confinement`): it builds the root it will see, read-only and without the grader's files,
 and gives up every privilege, before any of the submission's code is read. Then it imports only what the
 submissions' allowed imports name (numpy, torch, math...), never the book's package, and forks a fresh worker
-(:func:`main`) for each function graded, so that each one starts with those imports done.
+(:func:`main`) for each function graded, so that each one starts with those imports done. The zygote of a real-model
+exercise also sees its tool folder (a read-only copy of only the modules its check declares,
+:mod:`~mha.exercises.grading.tools`), first on its path, and imports those modules from it before forking.
 
-The worker also installs an audit hook that refuses to import ``mha`` or ``otter``, to open the grader's files or
-write any file, and to start or signal other processes. Code that finds the hook can disable it, so the hook only
-makes the usual mistakes fail with a clear message; the confinement is what keeps the grader safe. Under it, the
+The worker also installs an audit hook that refuses to import ``mha`` (but the tool folder's modules) or ``otter``,
+to open the grader's files or write any file, and to start or signal other processes. Code that finds the hook can
+disable it, so the hook only makes the usual mistakes fail with a clear message; the confinement is what keeps the
+grader safe. Under it, the
 worker runs the submission's definitions, then answers calls: each request holds the inputs (pickled by the
 grader), each reply the function's answer as plain data (JSON: numbers, text, arrays as bytes), so that no object of
 the submission's reaches the grader and the expected answers never reach this process.
@@ -111,6 +114,8 @@ def confine(setup):
         for path in setup["protected"]:  # covered by an empty, read-only folder wherever a bind shows it
             if os.path.isdir(root + path):
                 _mount("tmpfs", root + path, "tmpfs", _MS["rdonly"] | _MS["nosuid"] | _MS["nodev"], "mode=000,size=4k")
+        if setup.get("tools") and _place(setup["tools"], root):  # a real-model exercise's copy of its modules
+            _bind_read_only(setup["tools"], root + setup["tools"])
         os.makedirs(root + "/dev", exist_ok=True)
         for device in ("null", "zero", "random", "urandom"):
             open(f"{root}/dev/{device}", "w").close()
@@ -139,11 +144,13 @@ def confine(setup):
     resource.setrlimit(resource.RLIMIT_NPROC, (running + PROCESSES, running + PROCESSES))
 
 
-def _refuse(protected):
-    def hook(event, args):
+def _refuse(protected, tools=frozenset()):
+    """The audit hook: ``protected`` folders are not read, and of the book's package only ``tools`` (the modules of
+    a real-model exercise's tool folder) are imported."""
+    def hook(event, args, tools=tools):
         if event in BLOCKED_EVENTS:
             raise PermissionError(f"the grader does not let a submission call {event}")
-        if event == "import" and args[0].split(".")[0] in BLOCKED_MODULES:
+        if event == "import" and args[0].split(".")[0] in BLOCKED_MODULES and args[0] not in tools:
             raise PermissionError(f"the grader runs your function without the book's package: `import {args[0]}` "
                                   "is not allowed; write the computation yourself with numpy or torch")
         if event == "open" and isinstance(args[0], (str, bytes, os.PathLike)):
@@ -238,6 +245,16 @@ def _import(modules):
         sys.modules["torch"].set_num_threads(1)
 
 
+def _warm():
+    """Where a real-model exercise imported the pretrained encoder, load it (and its tokenizer) once, in the zygote:
+    each worker then finds it cached when a call's arguments, pickled as ``MiniLMEncoder.load()``, ask for it."""
+    module = sys.modules.get("mha.pretrained.encoder")
+    if module is not None:
+        with contextlib.suppress(Exception):
+            module.MiniLMEncoder.load()
+            module.load_wordpieces()
+
+
 def main():
     channel = os.fdopen(os.dup(1), "w")
     os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # what the submission writes to fd 1 goes nowhere
@@ -245,7 +262,8 @@ def main():
     sys.stdout = io.StringIO()
     request = json.loads(sys.stdin.readline())
     _import(request["modules"])
-    sys.addaudithook(_refuse([os.path.realpath(folder) for folder in request["protected"]]))
+    sys.addaudithook(_refuse([os.path.realpath(folder) for folder in request["protected"]],
+                             frozenset(request.get("tools", ()))))
     pages = int(open("/proc/self/statm").read().split()[0]) if os.path.exists("/proc/self/statm") else 0
     limit = pages * os.sysconf("SC_PAGE_SIZE") + request["memory"]
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
@@ -288,7 +306,10 @@ def serve(control_fd: int, modules: list[str], setup: dict) -> None:
     except OSError as error:
         control.sendall(f"failed {error}"[:900].encode() + b"\n")
         os._exit(1)
+    if setup.get("tools"):  # a real-model exercise: its tool folder's modules come first, before any installed mha
+        sys.path.insert(0, setup["tools"])
     _import(modules)
+    _warm()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the system reaps the monitors
     control.sendall(b"ready\n")
     while True:

@@ -7,11 +7,18 @@ modules, earlier constants and a few built-ins (``SCALE = 1 / np.sqrt(8)``); eve
 exercises it defines report its SyntaxError. The book's package is never imported: a graded function that uses a name
 the notebook imported from ``mha`` (or ``otter``), or that *is* such a name (``my_softmax = attention_numpy.softmax``),
 scores 0 with a message saying why.
+
+One exception: a real-model exercise, whose check declares the modules its function may use (``tools``,
+:mod:`~mha.exercises.grading.tools`: ``from mha.pretrained.encoder import MiniLMEncoder``). For that exercise alone,
+the imports of those modules are run (:meth:`Submission.setup_for`) and its function may use their names
+(:func:`problem_with`'s ``tools``); any other name of the package still scores 0, and every other exercise sees
+those imports dropped as before.
 """
 
 from __future__ import annotations
 
 import ast
+import collections
 import json
 import re
 from dataclasses import dataclass, field
@@ -46,6 +53,24 @@ class Submission:
     syntax_errors: list[tuple[str, int, str]] = field(default_factory=list)  # (cell source, line, what)
     calls: dict[str, list[str]] = field(default_factory=dict)  # check_x -> the functions its cell defines
     problem: str | None = None  # why the whole file cannot be graded
+    # a dropped import of the package alone on its lines: (cell, first line, its lines, modules, names it binds)
+    tool_imports: list[tuple[int, int, list[str], tuple[str, ...], list[str]]] = field(default_factory=list)
+
+    def setup_for(self, tools: tuple[str, ...] = ()) -> list:
+        """:attr:`setup` with the imports of ``tools`` (a real-model exercise's modules) run too."""
+        setup = [list(cell) for cell in self.setup]
+        for cell, first, lines, modules, names in self.tool_imports:
+            if tools and all(_within(module, tools) for module in modules):
+                filename, text, bound = setup[cell]
+                rows = text.split("\n")
+                rows[first - 1:first - 1 + len(lines)] = lines
+                setup[cell] = [filename, "\n".join(rows), [*bound, *names]]
+        return [tuple(cell) for cell in setup]
+
+
+def _within(module: str, tools: tuple[str, ...]) -> bool:
+    """Whether ``module`` (or a name, ``mha.pretrained.encoder.MiniLMEncoder``) is one of ``tools`` or in one."""
+    return any(module == tool or module.startswith(tool + ".") for tool in tools)
 
 
 def _root(module: str | None) -> str:
@@ -134,6 +159,8 @@ def read_submission(notebook: dict | str | Path) -> Submission:
             continue
         lines = source.splitlines()
         kept_lines, names, kept = set(), [], {}
+        statements_on = collections.Counter(line for node in tree.body
+                                            for line in range(node.lineno, node.end_lineno + 1))
         for node in tree.body:
             start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
             span = range(start, node.end_lineno + 1)
@@ -157,10 +184,18 @@ def read_submission(notebook: dict | str | Path) -> Submission:
                     submission.assigned[name] = segment.splitlines()[0][:120]
                     submission.defined.discard(name)
                 if isinstance(node, (ast.Import, ast.ImportFrom)):
+                    modules = []
                     for alias in node.names:
                         module = alias.name if isinstance(node, ast.Import) else f"{node.module}.{alias.name}"
                         if _root(module if isinstance(node, ast.Import) else node.module) in REFERENCE_MODULES:
                             submission.references[(alias.asname or alias.name).split(".")[0]] = module
+                            modules.append(module)
+                    alone = all(statements_on[line] == 1 for line in range(node.lineno, node.end_lineno + 1))
+                    if alone and len(modules) == len(node.names) and all(_root(name) == "mha" for name in modules) \
+                            and getattr(node, "level", 0) == 0:  # an import a real-model exercise may run
+                        submission.tool_imports.append((len(submission.setup), node.lineno,
+                                                        lines[node.lineno - 1:node.end_lineno], tuple(modules),
+                                                        _bound_by(node)))
         dropped = {line for line in range(1, len(lines) + 1) if line not in kept_lines}
         for node in tree.body:  # a line shared by a kept and a dropped statement is dropped
             if not kept[id(node)]:
@@ -185,8 +220,9 @@ def _free_names(function: ast.FunctionDef) -> set[str]:
     return (used - local) | imported
 
 
-def _uses_the_reference(submission: Submission, name: str) -> tuple[str, str] | None:
-    """(function, reference) where ``name`` or a function it calls reads a name bound to the book's package."""
+def _uses_the_reference(submission: Submission, name: str, tools: tuple[str, ...] = ()) -> tuple[str, str] | None:
+    """(function, reference) where ``name`` or a function it calls reads a name bound to the book's package (but
+    to ``tools``, the modules a real-model exercise declares)."""
     seen, todo = set(), [name]
     while todo:
         current = todo.pop()
@@ -194,19 +230,22 @@ def _uses_the_reference(submission: Submission, name: str) -> tuple[str, str] | 
             continue
         seen.add(current)
         for used in sorted(_free_names(submission.functions[current])):
-            if used.startswith("import ") and _root(used.removeprefix("import ")) in REFERENCE_MODULES:
-                return current, used.removeprefix("import ")
-            if used in submission.references:
+            module = used.removeprefix("import ")
+            if used.startswith("import ") and _root(module) in REFERENCE_MODULES and not _within(module, tools):
+                return current, module
+            if used in submission.references and not _within(submission.references[used], tools):
                 return current, used
             todo.append(used)
     return None
 
 
-def problem_with(submission: Submission, function: str, check: str, notebook_functions: list[str]) -> str | None:
+def problem_with(submission: Submission, function: str, check: str, notebook_functions: list[str],
+                 tools: tuple[str, ...] = ()) -> str | None:
     """Why ``function`` cannot earn points before it runs (missing, renamed, a SyntaxError, the reference), or None.
 
     ``notebook_functions`` are all the functions the section's exercises ask for: a notebook that defines none of
-    them is another section's."""
+    them is another section's. ``tools``: the modules of the package the check declares (a real-model exercise),
+    whose names the function may use."""
     if submission.problem:
         return submission.problem
     if function in submission.references and function not in submission.defined:
@@ -234,7 +273,7 @@ def problem_with(submission: Submission, function: str, check: str, notebook_fun
             return (f"✗ This notebook defines none of this section's exercises ({', '.join(notebook_functions)}): is "
                     "it the submission for another section? Upload the notebook of this section.")
         return f"✗ {function} is not defined in the submission: write `def {function}(...)` in the exercise's cell."
-    found = _uses_the_reference(submission, function)
+    found = _uses_the_reference(submission, function, tools)
     if found:
         where, reference = found
         via = "" if where == function else f" (through {where}, which it calls)"
