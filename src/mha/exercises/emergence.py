@@ -459,7 +459,7 @@ def _fast_model_scores(train_seed: int, steps: int) -> dict:
 def check_trained_previous_token_head(previous_token_head: Callable, seed: int = 0) -> CheckResult:
     """``fn(seed, steps) -> (layer, head)``: train :func:`mha.lab.induction.train_fast_model`'s model from ``seed``
     for ``steps`` steps and return its head with the highest previous-token score on a batch of the task (3.5)."""
-    seeds = [0] if not seed else np.random.default_rng(seed).choice(np.arange(8, 200), 2, replace=False).tolist()
+    seeds = [0] if not seed else [int(np.random.default_rng(seed).integers(8, 200))]  # one training a case
     cases = ((f"the fast model trained from seed {train_seed} for {PREVIOUS_TOKEN_HEAD_STEPS} steps",
               (train_seed, PREVIOUS_TOKEN_HEAD_STEPS), {}, train_seed) for train_seed in seeds)
 
