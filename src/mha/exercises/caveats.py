@@ -450,6 +450,7 @@ _SIMILARITY_SLIPS = {
 }
 
 
+@uses_tools("mha.pretrained.encoder", "mha.pretrained.sentence_embedding")
 def check_similarity_without_head(similarity_without_head: Callable, seed: int = 0) -> CheckResult:
     """``fn(encoder, sentence_a, sentence_b, layer, head)`` -> the cosine similarity of the two sentence vectors
     (last layer mean-pooled) of the model with that one head removed by the head mask, which the function runs
@@ -478,4 +479,3 @@ def check_similarity_without_head(similarity_without_head: Callable, seed: int =
                      "removes one head from the model and measures the similarity")
 
 
-check_similarity_without_head.tools = ("mha.pretrained.encoder", "mha.pretrained.sentence_embedding")

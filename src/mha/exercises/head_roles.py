@@ -44,6 +44,7 @@ from .checking import (
     one_hot_attention,
     random_attention_maps,
     run_check,
+    uses_tools,
 )
 
 __all__ = [
@@ -438,6 +439,7 @@ def check_held_out_relation_head(held_out_relation_head: Callable, seed: int = 0
 
 # --- the learner's function runs the model itself (3.1, 3.2) ----------------------------------------
 
+@uses_tools("mha.pretrained.encoder")
 def check_model_previous_token_share(previous_token_share: Callable, seed: int = 0) -> CheckResult:
     """``fn(encoder, sentence, layer, head)`` -> the head's ``prev_token_share`` (3.1) on the sentence, which the
     function traces itself. Seed 0: 3.1's sentence; another seed: treebank sentences and other heads."""
@@ -467,8 +469,6 @@ def check_model_previous_token_share(previous_token_share: Callable, seed: int =
                      "traces the sentence and measures the head's previous-token share")
 
 
-check_model_previous_token_share.tools = ("mha.pretrained.encoder",)
-
 _PAIR_SLIPS = {
     "column": "You read the source word's COLUMN (which word attends to it most); 3.2 reads its ROW: the word it "
               "attends to most, word_map[source].argmax() with its own column excluded.",
@@ -478,6 +478,7 @@ _PAIR_SLIPS = {
 }
 
 
+@uses_tools("mha.pretrained.encoder", "mha.pretrained.word_maps")
 def check_model_pair_accuracy(pair_accuracy: Callable, seed: int = 0) -> CheckResult:
     """``fn(encoder, words, pairs, layer, head)`` -> the share of gold ``(source, target)`` pairs whose source word's
     row in the word map of the function's own trace has its argmax (self excluded) on the target (3.2); each seed
@@ -495,4 +496,3 @@ def check_model_pair_accuracy(pair_accuracy: Callable, seed: int = 0) -> CheckRe
                      "traces a treebank sentence and scores a head on its gold pairs")
 
 
-check_model_pair_accuracy.tools = ("mha.pretrained.encoder", "mha.pretrained.word_maps")
