@@ -47,12 +47,18 @@ import json, sys, time
 import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, CellTimeoutError
+from traitlets.config import Config
 
 path, workdir, kernel, timeout = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 notebook = nbformat.read(path, as_version=4)
+# Unix sockets, not TCP ports: two kernels started side by side could both pick the same free port
+# ("Address already in use"); a socket file named after the kernel's own connection file cannot collide
+config = Config()
+config.KernelManager.transport = "ipc"
 started = time.perf_counter()
 try:
-    NotebookClient(notebook, timeout=timeout, kernel_name=kernel, resources={"metadata": {"path": workdir}}).execute()
+    NotebookClient(notebook, timeout=timeout, kernel_name=kernel, resources={"metadata": {"path": workdir}},
+                   config=config).execute()
     problem = None
 except (CellExecutionError, CellTimeoutError) as error:
     problem = str(error)
@@ -152,6 +158,7 @@ def main(argv: list[str] | None = None) -> int:
         venv = folder / "venv"
         environment = clean_environment(venv)
         environment["JUPYTER_DATA_DIR"] = str(folder / "jupyter-data")  # no kernel of the user's own shadows ours
+        environment["JUPYTER_RUNTIME_DIR"] = str(folder / "run")  # a short path: a Unix socket's is at most 107
         python = install(folder, wheel, args.python, environment)
         workdir = folder / "work"
         workdir.mkdir()
