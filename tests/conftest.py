@@ -32,6 +32,29 @@ def load_script(name: str):
     return importlib.import_module(f"scripts.{name}")
 
 
+def _start_kernel_on_unix_sockets(startup_timeout: float = 60, kernel_name: str = "python3", **kwargs):
+    """nbval's kernel, started as jupyter_client's ``start_new_kernel`` starts it but on Unix sockets (files named
+    after its own connection file) instead of TCP ports: two workers starting kernels at once could otherwise both
+    pick the same free port, and one kernel would fail to start ("Address already in use"). The sockets live in a
+    fresh temporary folder of their own, not in the notebook's folder, where two kernels would share names."""
+    import tempfile
+
+    from jupyter_client import KernelManager
+
+    sockets = Path(tempfile.mkdtemp(prefix="nbval-kernel-")) / "socket"  # short: a socket's path is at most 107
+    manager = KernelManager(kernel_name=kernel_name, transport="ipc", ip=str(sockets))
+    manager.start_kernel(**kwargs)
+    client = manager.client()
+    client.start_channels()
+    try:
+        client.wait_for_ready(timeout=startup_timeout)
+    except RuntimeError:
+        client.stop_channels()
+        manager.shutdown_kernel()
+        raise
+    return manager, client
+
+
 # The browser, the quiet file server and the offline proxy, shared with the scripts that weigh and time the site
 HARNESS = load_script("browser_harness")
 CHROMIUM_ARGS, offline_proxy, served = HARNESS.CHROMIUM_ARGS, HARNESS.offline_proxy, HARNESS.served
@@ -137,12 +160,17 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
-    """Name the speed markers; under ``--quick``, select the tests that carry none (with any ``-m`` given too)."""
+    """Name the speed markers; under ``--quick``, select the tests that carry none (with any ``-m`` given too); start
+    nbval's kernels on Unix sockets."""
     for name, meaning in SPEED_MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {meaning}")
     if config.getoption("quick"):
         given = config.option.markexpr
         config.option.markexpr = f"({QUICK}) and ({given})" if given else QUICK
+    if config.pluginmanager.hasplugin("nbval"):
+        import nbval.kernel
+
+        nbval.kernel.start_new_kernel = _start_kernel_on_unix_sockets
 
 
 def pytest_ignore_collect(collection_path, config):
