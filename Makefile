@@ -1,7 +1,7 @@
 # The two commands of the quick start, and a few more.
 #   make book      build the website into _build/html (executing every notebook); its scripts (MathJax at build time, ...) come
 #                  from npm: package-lock.json, installed into node_modules by `npm ci`. The build ends by writing the
-#                  reader edition into _build/html/notebooks, and every launch button opens it (site/reader_buttons.py)
+#                  reader edition into _build/html/notebooks, and every launch button opens it (website/reader_buttons.py)
 #   make reader-edition   write the reader branch's files (every notebook readable on Colab, solutions folded) into
 #                  _build/reader; record and publish them: python -m scripts.reader_edition --out _build/reader
 #                  --commit && git push origin reader (scripts/reader_edition.py)
@@ -69,7 +69,8 @@ else
 endif
 	touch $(STAMP)
 
-# The site serves its own scripts (site/offline_site.py copies them from node_modules into _build/html/_vendor).
+# The site serves its own scripts (website/offline_site.py copies them from node_modules into _build/html/_vendor).
+# npm ci installs the devDependencies too: ESLint, which the tests run over every JavaScript file (npx eslint).
 $(NODE_STAMP): package.json package-lock.json
 	@command -v npm >/dev/null 2>&1 || { echo "Need npm (Node.js) on PATH for the site's scripts: apt-get install nodejs npm"; exit 1; }
 	npm ci --no-audit --no-fund

@@ -135,13 +135,13 @@ def main() -> int:
         leace = leace_eraser(head_train, y_train)
         randoms = [random_eraser(head_train, leace.rank, seed=seed) for seed in range(RANDOM_DRAWS)]
 
-        def head_probe(features_train, features_test):
+        def head_probe(features_train, features_test, y_train=y_train, y_test=y_test):
             scaler, probe = fitted_probe(features_train, y_train)
             return probe.predict(scaler.transform(features_test)) == y_test
 
         final_scaler, final_probe = fitted_probe(clean_train_words, y_train)
 
-        def use(eraser):
+        def use(eraser, layer=layer, head=head, final_scaler=final_scaler, final_probe=final_probe, y_test=y_test):
             words, sentences = final_word_vectors(encoder, test_words, layer, head, eraser)
             correct = final_probe.predict(final_scaler.transform(words)) == y_test
             moved = 1 - (sentences * clean_test_sentences).sum(axis=1)

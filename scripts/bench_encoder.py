@@ -72,11 +72,11 @@ def main() -> None:
         inputs = ours.tokenize(text)
         attention_mask = inputs.real_tokens.long()  # (batch, seq), 1 = real token
 
-        def run_ours() -> None:
+        def run_ours(inputs=inputs) -> None:
             with torch.inference_mode():
                 ours(inputs)
 
-        def run_theirs() -> None:
+        def run_theirs(inputs=inputs, attention_mask=attention_mask) -> None:
             with torch.inference_mode():
                 theirs(input_ids=inputs.input_ids, attention_mask=attention_mask, token_type_ids=inputs.token_type_ids,
                        output_attentions=True, output_hidden_states=True)

@@ -118,7 +118,7 @@ def summary(times: dict[int, list[float]]) -> dict:
     """Every repeat's seconds, their median per head count, and the median over repeats of each repeat's ratio to
     one head: a repeat measures every head count within about a second, so its ratios share the machine's load."""
     counts = list(times)  # one head first
-    ratios = [statistics.median(t / one for t, one in zip(times[h], times[counts[0]])) for h in counts]
+    ratios = [statistics.median(t / one for t, one in zip(times[h], times[counts[0]], strict=True)) for h in counts]
     return {"median": [statistics.median(times[h]) for h in counts],
             "median_ratio_to_one_head": ratios, "repeats": [times[h] for h in counts]}
 
@@ -200,7 +200,7 @@ def main() -> int:
     layers = measure_layers(args.repeats)
     step_peaks, forward_peaks = [], []
     for h in HEAD_COUNTS:
-        step_peaks.append(peak_bytes(lambda: train(model_with(h), TASK, training(1), progress=False)))
+        step_peaks.append(peak_bytes(lambda h=h: train(model_with(h), TASK, training(1), progress=False)))
         model = models[h]
 
         def forward(model=model):
@@ -237,13 +237,15 @@ def main() -> int:
     print(f"wrote {OUTPUT}")
     for name in ("train_step_seconds", "forward_seconds"):
         ratios = content[name]["median_ratio_to_one_head"]
-        print(f"{name} relative to h=1: " + ", ".join(f"h={h} {r:.2f}" for h, r in zip(HEAD_COUNTS, ratios)))
+        print(f"{name} relative to h=1: "
+              + ", ".join(f"h={h} {r:.2f}" for h, r in zip(HEAD_COUNTS, ratios, strict=True)))
     for setting in layers:
         print(f"layer d_model {setting['d_model']}, {setting['seq_len']} tokens, relative to h=1: " + ", ".join(
             f"h={h} {r:.2f}" for h, r in zip(setting["head_counts"],
-                                              setting["forward_seconds"]["median_ratio_to_one_head"])))
+                                              setting["forward_seconds"]["median_ratio_to_one_head"], strict=True)))
     for name in ("train_step_peak_bytes", "forward_peak_bytes"):
-        print(f"{name}: " + ", ".join(f"h={h} {b / 1e6:.2f} MB" for h, b in zip(HEAD_COUNTS, content[name])))
+        print(f"{name}: "
+              + ", ".join(f"h={h} {b / 1e6:.2f} MB" for h, b in zip(HEAD_COUNTS, content[name], strict=True)))
     return 0
 
 

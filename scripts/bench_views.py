@@ -16,11 +16,11 @@ BUDGET_MS = 50.0
 RETRAIN_BUDGET_S = 20.0  # the head-count explorer's live retrain of the slowest model (h = 32), full length
 
 
-def time_head_explorer() -> tuple[float, list[float]]:
-    from mha.views.head_explorer import HeadExplorer
+def time_random_layer_explorer() -> tuple[float, list[float]]:
+    from mha.views.random_layer_explorer import RandomLayerExplorer
 
     start = time.perf_counter()
-    explorer = HeadExplorer()
+    explorer = RandomLayerExplorer()
     first = time.perf_counter() - start
     timings = []
     for n_heads in (1, 2, 3, 4, 6, 8, 12, 4):
@@ -76,10 +76,10 @@ def time_every_control(make_view) -> tuple[float, list[float]]:
     return first, timings
 
 
-def time_head_count_explorer() -> tuple[float, list[float]]:
-    from mha.views.head_count_explorer import HeadCountExplorer
+def time_head_count_study_explorer() -> tuple[float, list[float]]:
+    from mha.views.head_count_explorer import HeadCountStudyExplorer
 
-    return time_every_control(HeadCountExplorer)
+    return time_every_control(HeadCountStudyExplorer)
 
 
 def time_lab_explorer() -> tuple[float, list[float]]:
@@ -90,9 +90,9 @@ def time_lab_explorer() -> tuple[float, list[float]]:
 
 def time_live_retrain() -> float:
     """Seconds for the head-count explorer to retrain its slowest model (32 heads) for the full live run."""
-    from mha.views.head_count_explorer import HeadCountExplorer
+    from mha.views.head_count_explorer import HeadCountStudyExplorer
 
-    explorer = HeadCountExplorer()
+    explorer = HeadCountStudyExplorer()
     explorer.seed_picker.value = 0
     explorer.train_heads.value = "32"
     started = time.perf_counter()
@@ -116,8 +116,10 @@ def _controls_of(explorer) -> list:
     return moves
 
 
-VIEWS = {"chapter 1: HeadExplorer": time_head_explorer, "chapter 3: ModelHeadExplorer": time_model_explorer,
-         "chapter 3: InductionLabExplorer": time_lab_explorer, "chapter 3: HeadCountExplorer": time_head_count_explorer}
+VIEWS = {"chapter 1: RandomLayerExplorer": time_random_layer_explorer,
+         "chapter 3: ModelHeadExplorer": time_model_explorer,
+         "chapter 3: InductionLabExplorer": time_lab_explorer,
+         "chapter 3: HeadCountStudyExplorer": time_head_count_study_explorer}
 
 
 def main() -> int:

@@ -1,4 +1,5 @@
-"""Time the page's model (src/mha/views/web/model.js) on a 20-token sentence, under Node and in headless Chromium.
+"""Time the page's model (model.js, joined from src/mha/views/web/model/) on a 20-token sentence, under Node and in
+headless Chromium.
 
     python -m scripts.bench_web_model [--runs 20]
 
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import shutil
 import statistics
 import sys
 import tempfile
@@ -24,10 +24,9 @@ from pathlib import Path
 if not __package__:  # run as a file, it could not import the other tools
     sys.exit("run it from the repository's root as a module: python -m scripts.bench_web_model")
 from mha.pretrained.web_export import export_web_model
-from scripts import site_module
+from mha.views.widget import web_file
 from scripts.browser_harness import CHROMIUM_ARGS, find_chromium, served
 
-ROOT = Path(__file__).resolve().parents[1]
 SENTENCE = "The committee said on Tuesday that the new bridge would open to traffic early next spring here."
 
 PAGE = """<!doctype html><meta charset="utf-8"><title>model bench</title>
@@ -63,7 +62,7 @@ async function cancelled() {
 
 
 def node_times(folder: Path, runs: int) -> dict:
-    run_model_in_node = site_module("model_in_node").run_model_in_node  # the site build's runner of model.js under Node
+    from website.model_in_node import run_model_in_node  # the site build's runner of model.js under Node
 
     with tempfile.TemporaryDirectory() as out:
         return run_model_in_node(folder, [{"text": SENTENCE, "run": True}], Path(out), time_runs=runs)
@@ -99,7 +98,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as temporary:
         folder = Path(temporary)
         export_web_model(folder / "parts")
-        shutil.copy(ROOT / "src" / "mha" / "views" / "web" / "model.js", folder / "model.js")
+        (folder / "model.js").write_text(web_file("model.js"), encoding="utf-8")  # as the site serves it
         (folder / "bench.html").write_text(PAGE)
         node = node_times(folder / "parts", args.runs)
         simd, plain, from_disk, cancel = asyncio.run(chromium_times(folder, args.runs))

@@ -60,7 +60,7 @@ def grade_key(section: str, exercise: dict, key: dict, seeds: tuple[int, ...], f
     results = grade_exercise(key, exercise["module"], exercise["check"], exercise["function"], seeds=with_seeds,
                              notebook_functions=functions)
     failed = [f"{'public inputs' if seed is None else f'seed {seed}'}: {result.message}"
-              for seed, result in zip(with_seeds, results) if not result.passed]
+              for seed, result in zip(with_seeds, results, strict=True) if not result.passed]
     return f"{section}, {exercise['label']} ({exercise['check']}): " + "; ".join(failed) if failed else None
 
 

@@ -178,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
 
         results = {}
         with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-            for path, outcome in zip(notebooks, pool.map(execute, notebooks)):
+            for path, outcome in zip(notebooks, pool.map(execute, notebooks), strict=True):
                 results[path] = outcome
                 verdict = "ok" if outcome["problem"] is None else "FAILED"
                 print(f"{verdict:>6}  {outcome['seconds']:6.1f} s  {path.relative_to(ROOT)}", flush=True)

@@ -7,7 +7,7 @@ Run from the repository root:
 For each pronoun pair of :func:`mha.corpora.templates.pronoun_pairs` whose halves have the same number of tokens,
 every one of the 72 heads of all-MiniLM-L6-v2 is patched from one half into the other, both ways
 (:func:`mha.analysis.coreference_and_content.coreference.pair_patching`, on :mod:`mha.pretrained.patching`), and the
-move of the pronoun's final vector is stored as :class:`~mha.analysis.coreference_and_content.coreference.PairPatching`
+move of the pronoun's final vector is stored as :class:`~mha.analysis.pair_patching.PairPatching`
 rounded to 6 decimals, which section 3.3 reads with
 :func:`~mha.analysis.coreference_and_content.coreference.load_pair_patching`. Precomputed because the 72 patched runs of
 every pair would take the notebook several seconds; the rounding keeps the file the same on any CPU at the precision the

@@ -120,7 +120,7 @@ def _concatenate(week: Week, parts: list[dict]) -> dict:
     combined["cells"] = [{"cell_type": "markdown", "id": f"{week.name}-title", "metadata": {}, "source": [
         f"# Week {week.number}: {week.theme}\n", "\n",
         f"Sections {listing}, one after the other. Hand in this notebook: it is graded as one assignment.\n"]}]
-    for section, part in zip(week.sections, parts):
+    for section, part in zip(week.sections, parts, strict=True):
         for cell in copy.deepcopy(part["cells"]):
             if "id" in cell:
                 cell["id"] = f"s{section.replace('.', '-')}-{cell['id']}"
@@ -301,7 +301,7 @@ def page_text(page: str, weeks: list[Week] | None = None, measured: dict | None 
         pattern = re.compile(re.escape(start) + r".*?" + re.escape(end), re.S)
         if not pattern.search(page):
             raise ValueError(f"{PAGE.name} has no block {start} ... {end}")
-        page = pattern.sub(lambda _: f"{start}\n\n{block}\n\n{end}", page)
+        page = pattern.sub(lambda _, text=f"{start}\n\n{block}\n\n{end}": text, page)
     return page
 
 

@@ -38,7 +38,7 @@ def main(argv: list[str]) -> int:
         return 1
     documents = [dataclasses.replace(read_coref_conll(path), name=path.stem) for path in files]
     entities = [read_entity_tsv(source / "entities" / f"{path.stem}.tsv") for path in files]
-    for document, layer in zip(documents, entities):
+    for document, layer in zip(documents, entities, strict=True):
         if document.sentences != layer.sentences:
             print(f"{layer.name}: the entity file's words differ from the coreference file's.", file=sys.stderr)
             return 1

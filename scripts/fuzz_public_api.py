@@ -338,7 +338,8 @@ def _tensor():
     return torch.rand(2, 4, 4, generator=torch.Generator().manual_seed(0))
 
 
-_OBJECTS = (("MiniLMEncoder", _encoder), ("EncoderTrace", lambda: _encoder().trace("the cat sat on the mat .")),
+_OBJECTS = (("MiniLMEncoder", _encoder), ("TracedEncoder", _encoder),
+            ("EncoderTrace", lambda: _encoder().trace("the cat sat on the mat .")),
             ("TokenizedBatch", lambda: _encoder().tokenize("the cat sat on the mat .")),
             ("TinyTransformerConfig", _tiny_config), ("TinyTransformer", _tiny_model), ("nn.Module", _tiny_model),
             ("TrainingConfig", _training), ("InductionTask", _task), ("Task", _task), ("Tensor", _tensor),

@@ -65,7 +65,7 @@ def grade_file(student: str, notebook: bytes, config: dict, tests: list[Test], f
             for test in tests:
                 results = grade_test(submission, test.name, [case for case, _ in test.cases], config,
                                      folder / "tests", sandbox=sandbox)
-                points = sum(share for (_, share), result in zip(test.cases, results) if result.passed)
+                points = sum(share for (_, share), result in zip(test.cases, results, strict=True) if result.passed)
                 failed = list(dict.fromkeys(result.message for result in results if not result.passed))
                 message = " | ".join(failed) if failed else results[0].message
                 rows.append({"student": student, "exercise": test.name, "points": f"{points:g}",

@@ -108,7 +108,7 @@ def parse_points(text: str) -> dict[int, float]:
     if len(values) != 3 or any(value <= 0 for value in values):
         raise argparse.ArgumentTypeError(f"--points {text!r}: give three positive numbers separated by commas, the "
                                          "points of a ★, a ★★ and a ★★★ exercise, e.g. --points 2,3,5")
-    return dict(zip((1, 2, 3), values))
+    return dict(zip((1, 2, 3), values, strict=True))
 
 
 def test_file(exercise: dict, points: float) -> str:

@@ -47,8 +47,9 @@ import torch
 from mha.analysis.pair_patching import NAMED_HEAD_PATCHING_PATH, PairPatching, patch_between_halves
 from mha.corpora.treebank import EWT_DEV_PATH, UDTree, read_ud_trees, split_sentences
 from mha.data_files import write_recorded_json
-from mha.pretrained.encoder import EncoderTrace, MiniLMEncoder
+from mha.pretrained.encoder import MiniLMEncoder
 from mha.pretrained.sentence_embedding import sentence_embeddings
+from mha.pretrained.traces import EncoderTrace
 from mha.pretrained.word_maps import word_units
 
 PAIRS_PER_RELATION = 96
@@ -93,7 +94,7 @@ def replacement_candidates(trees: Sequence[UDTree]) -> dict[tuple[str, str], lis
     """Every lower-case alphabetic word form of the treebank as ``(upos, feats) -> sorted [(form, lemma)]``."""
     found: dict[tuple[str, str], set[tuple[str, str]]] = {}
     for tree in trees:
-        for word, upos, lemma, feats in zip(tree.words, tree.upos, tree.lemmas, tree.feats):
+        for word, upos, lemma, feats in zip(tree.words, tree.upos, tree.lemmas, tree.feats, strict=True):
             if word.isalpha() and word.islower():
                 found.setdefault((upos, feats), set()).add((word, lemma))
     return {key: sorted(values) for key, values in found.items()}
@@ -127,7 +128,7 @@ def edit_pairs(encoder: MiniLMEncoder, trees: Sequence[UDTree], relation: str, *
         tree = trees[int(index)]
         if len(tree.words) > max_words:
             continue
-        for dependent, (head, label) in enumerate(zip(tree.heads, tree.deprels)):
+        for dependent, (head, label) in enumerate(zip(tree.heads, tree.deprels, strict=True)):
             if label.split(":")[0] != deprel or head < 0 or tree.upos[dependent] not in dependent_upos \
                     or tree.upos[head] not in head_upos:
                 continue
@@ -214,7 +215,7 @@ def sink_heads(encoder: MiniLMEncoder, sentences: Sequence[Sequence[str]], bar: 
             totals += on_cls.double().mean(-1)
     weight = (totals / len(sentences)).numpy()
     return [[int(layer), int(head), round(float(weight[layer, head]), 6)]
-            for layer, head in zip(*np.nonzero(weight >= bar))]
+            for layer, head in zip(*np.nonzero(weight >= bar), strict=True)]
 
 
 # ---------------------------------------------------------------- the tiny induction model

@@ -119,7 +119,7 @@ async def _weigh_all(chromium: str, site: str, paths: list[str]) -> dict[str, We
 
         weights = await asyncio.gather(*(one(path) for path in paths))
         await browser.close()
-    return dict(zip(paths, weights))
+    return dict(zip(paths, weights, strict=True))
 
 
 def weigh(chromium: str, site: str, paths: list[str]) -> dict[str, Weight]:

@@ -119,7 +119,7 @@ def pair_statistics(encoder: MiniLMEncoder, treebank: list, report: list[int]) -
     full, _ = embeddings_in_length_chunks(encoder, [treebank[i].text for i in report])
     documents = [treebank_document(treebank[i].origin) for i in report]
     rows, columns = np.triu_indices(len(report), k=1)
-    same = np.array([documents[a] == documents[b] for a, b in zip(rows, columns)])
+    same = np.array([documents[a] == documents[b] for a, b in zip(rows, columns, strict=True)])
     similarity = pairwise_similarities(full)
     return {"mean_cosine": round(float(similarity.mean()), 4), "same_document_pairs": int(same.sum()),
             "mean_cosine_same_document": round(float(similarity[same].mean()), 4) if same.any() else None,
@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     kept = [i for i, sentence in enumerate(treebank) if WORDS[0] <= len(sentence.words) <= WORDS[1]]
     stored = None if design == "both" else load_pruning_treebank()
     by_design = {}
-    for name, key in zip(DESIGNS, ("splits", "document_splits")):
+    for name, key in zip(DESIGNS, ("splits", "document_splits"), strict=True):
         if design in ("both", name):
             by_design[key] = design_splits(encoder, treebank, kept, name, started)
         else:  # kept from the stored file; the pair statistics are cheap and recomputed

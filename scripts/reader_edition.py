@@ -18,7 +18,7 @@ Code cells and their stored outputs stay as the book stores them (the notebooks 
 goes:
 
 - into the website, as ``_build/html/notebooks/<path of the notebook>`` (``--site _build/html``): the Sphinx
-  extension site/reader_buttons.py runs this at the end of every build (``make book``), and points each notebook
+  extension website/reader_buttons.py runs this at the end of every build (``make book``), and points each notebook
   page's launch buttons at the reader branch and its ".ipynb" download button at that copy;
 - into a folder ready to be the branch :func:`reader_branch` names (``reader``, from ``_config.yml``), the branch
   the launch buttons open (``make reader-edition``: ``_build/reader``, with ``chapters/``, ``binder/`` and a
@@ -60,7 +60,7 @@ SOLUTION_TAG = "solution"
 
 def reader_branch(root: Path = ROOT) -> str:
     """The branch that holds the reader edition, which the website's launch buttons open: ``_config.yml``'s
-    ``sphinx.config.reader_edition_branch`` (site/reader_buttons.py reads the same value)."""
+    ``sphinx.config.reader_edition_branch`` (website/reader_buttons.py reads the same value)."""
     return config(root)["sphinx"]["config"]["reader_edition_branch"]
 
 

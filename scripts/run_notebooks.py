@@ -76,7 +76,7 @@ def store_prose_numbers(notebook) -> None:
             cell.source = MYST_NB_NUMBER.sub(lambda match: f'{{eval}}`glue.text("{match[1]}")`', cell.source)
             cell.source = MYST_NB_CITATION.sub(
                 lambda match: f'{{eval}}`glue.cite_{match[1]}("{match[2].replace(" ", "")}")`', cell.source)
-    for cell, results in zip(notebook.cells, prose_expression_results(notebook)):
+    for cell, results in zip(notebook.cells, prose_expression_results(notebook), strict=True):
         if results is None:
             cell.metadata.pop("user_expressions", None)
         else:

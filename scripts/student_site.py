@@ -59,8 +59,8 @@ def site_toc(released: list[str]) -> dict:
 
 def site_config() -> dict:
     """The book's ``_config.yml`` for the student website: its title says so, nothing is executed (the student
-    notebooks keep the book's stored outputs), the site's extensions come from the repository's site/, and the
-    launch buttons open the student branch (not the reader edition's, site/reader_buttons.py)."""
+    notebooks keep the book's stored outputs), the site's extensions come from the repository's website/, and the
+    launch buttons open the student branch (not the reader edition's, website/reader_buttons.py)."""
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     config["title"] = f"{config['title']} (student edition)"
     config["execute"]["execute_notebooks"] = "off"
@@ -68,7 +68,7 @@ def site_config() -> dict:
     config["sphinx"].setdefault("config", {})["reader_edition_branch"] = ""  # its buttons open the student branch
     config["sphinx"]["local_extensions"] = {name: str(ROOT / path)
                                             for name, path in config["sphinx"]["local_extensions"].items()}
-    if config.get("html", {}).get("favicon"):  # the book's path is relative to the repository, not to site/
+    if config.get("html", {}).get("favicon"):  # the book's path is relative to the repository, not to website/
         config["html"]["favicon"] = str(ROOT / config["html"]["favicon"])
     return config
 
@@ -94,7 +94,7 @@ def write_site(out: Path) -> Path:
     (site / "_toc.yml").write_text(yaml.safe_dump(toc, sort_keys=False))
     (site / "_config.yml").write_text(yaml.safe_dump(site_config(), sort_keys=False))
     shutil.copy2(ROOT / "references.bib", site / "references.bib")
-    modules = site / "node_modules"  # site/offline_site.py takes the site's scripts from the source's node_modules
+    modules = site / "node_modules"  # website/offline_site.py takes the site's scripts from the source's node_modules
     if not modules.exists() and (ROOT / "node_modules").exists():
         modules.symlink_to(ROOT / "node_modules")
     return site

@@ -17,7 +17,7 @@ Two parts:
   for one of three reasons, stored with it: "solved" (both batches at the strictest threshold), "plateau" (its best
   validation accuracy has gained less than PLATEAU_GAIN over the last PLATEAU_WINDOW steps) or "cap" (MAX_STEPS, a
   safety cap that a run still improving should not meet). When every rate of an h has been trained from the
-  choice seeds, its rate is chosen on the validation batch (:func:`mha.lab.head_count_sweep.best_learning_rates`:
+  choice seeds, its rate is chosen on the validation batch (:func:`mha.lab.head_count_study.best_learning_rates`:
   the smallest restricted mean steps to CHOICE_THRESHOLD up to MAX_STEPS) and the REPORT_SEEDS are trained at that
   rate alone, to report it on seeds the choice never saw. The final weights of the chosen rate's runs from the
   choice seeds are saved as ``head_count_h{h}_seed{seed}``: the models the chapter's analyses and explorer read.
@@ -46,14 +46,8 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 import torch
 
 from mha.lab.checkpoints import LAB_DIRECTORY, record_file, save_checkpoint
-from mha.lab.head_count_sweep import (
-    STUDY_FILE,
-    analysis_batch,
-    answer_part_accuracy,
-    best_learning_rates,
-    relation_shares,
-    study_from_content,
-)
+from mha.lab.head_count_study import STUDY_FILE, best_learning_rates, study_from_content
+from mha.lab.head_count_sweep import analysis_batch, answer_part_accuracy, relation_shares
 from mha.lab.tasks import PairRecallTask, TwoRelationTask
 from mha.lab.tiny_model import TinyTransformer, TinyTransformerConfig
 from mha.lab.training import TrainingConfig, evaluate, train
@@ -98,7 +92,8 @@ def plateaued(steps: list[int], validation: list[float]) -> bool:
     """True if the best validation accuracy has gained less than PLATEAU_GAIN over the last PLATEAU_WINDOW steps."""
     if steps[-1] - steps[0] < PLATEAU_WINDOW:
         return False
-    before = max(accuracy for step, accuracy in zip(steps, validation) if step <= steps[-1] - PLATEAU_WINDOW)
+    before = max(accuracy for step, accuracy in zip(steps, validation, strict=True)
+                 if step <= steps[-1] - PLATEAU_WINDOW)
     return max(validation) - before < PLATEAU_GAIN
 
 

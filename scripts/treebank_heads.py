@@ -44,7 +44,7 @@ def joined(parts: list[RelationGuesses], starts: list[int], n_sentences: int) ->
     """One RelationGuesses for the whole split from the chunks', their sentence indices shifted by each start."""
     first = parts[0]
     return RelationGuesses(first.relations, n_sentences,
-                           np.concatenate([p.sentence + s for p, s in zip(parts, starts)]),
+                           np.concatenate([p.sentence + s for p, s in zip(parts, starts, strict=True)]),
                            *(np.concatenate([getattr(p, f) for p in parts])
                              for f in ("relation", "gold_offset", "guess_offset")), first.mode, first.clark_poss)
 

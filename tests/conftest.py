@@ -167,7 +167,7 @@ def pytest_configure(config):
     if config.getoption("quick"):
         given = config.option.markexpr
         config.option.markexpr = f"({QUICK}) and ({given})" if given else QUICK
-    if config.pluginmanager.hasplugin("nbval"):
+    if getattr(config, "pluginmanager", None) and config.pluginmanager.hasplugin("nbval"):
         import nbval.kernel
 
         nbval.kernel.start_new_kernel = _start_kernel_on_unix_sockets

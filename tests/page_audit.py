@@ -107,14 +107,14 @@ const shownBlocks = () => [...document.querySelectorAll('div.highlight:not([data
   .filter((block) => block.querySelector('pre')?.checkVisibility({visibilityProperty: true, opacityProperty: true})
     && !block.closest('details:not([open])'));"""
 # Each kind of code block the page shows, with how many blocks of that kind
-CODE_KINDS = """() => { %s
+CODE_KINDS = """() => { """ + KIND_OF + """
   const kinds = {};
   for (const block of shownBlocks()) kinds[kindOf(block)] = (kinds[kindOf(block)] || 0) + 1;
   return kinds;
-}""" % KIND_OF
+}"""
 # Beside the first code block of a kind, a copy of it (marked data-mha-token-sample) holding plain code text and one
 # token of each class that the site's stylesheets colour inside a code block; returns the number of classes
-TOKEN_SAMPLE = """(kind) => { %s
+TOKEN_SAMPLE = """(kind) => { """ + KIND_OF + """
   const classes = new Set();
   const walk = (rules) => { for (const rule of rules) {
     for (const found of (rule.selectorText || '').matchAll(/\\.highlight\\s+(?:[a-z]+)?\\.([A-Za-z][\\w-]*)/g)) {
@@ -135,10 +135,10 @@ TOKEN_SAMPLE = """(kind) => { %s
   }));
   block.after(sample);
   return classes.size;
-}""" % KIND_OF
+}"""
 CONTRAST_ONLY = {"runOnly": {"type": "rule", "values": ["color-contrast"]}}
 SAMPLES = [["[data-mha-token-sample]"]]  # axe's context: only the token samples
-# No transition between the colour modes, and every part of the page rendered (site/theme.css lets the browser skip
+# No transition between the colour modes, and every part of the page rendered (website/theme.css lets the browser skip
 # what is off screen until the reader scrolls near it, content-visibility: auto): the page is checked as the reader
 # sees it once scrolled through, its width included. From a stylesheet built in the page (allowed by its policy).
 FULLY_DRAWN = """() => {

@@ -87,7 +87,7 @@ def test_every_notebook_page_has_launch_buttons_and_alt_text(built_site, index):
     assert "mybinder.org/v2/gh/" in page and "colab.research.google.com/github/" in page, (
         "Binder and Colab launch buttons"
     )
-    # every launch button opens the reader edition (site/reader_buttons.py): the reader branch, the notebook at
+    # every launch button opens the reader edition (website/reader_buttons.py): the reader branch, the notebook at
     # its path; the ".ipynb" download button its copy in the site, which the build wrote; the repository button
     # still opens the source
     notebook = NOTEBOOKS[index].relative_to(ROOT).as_posix()

@@ -91,7 +91,8 @@ GOOD_TREE = "1\tDogs\tdog\tNOUN\t_\t_\t2\tnsubj\t_\t_\n2\tbark\tbark\tVERB\t_\t_
 
 def _sentence(heads: list[str], ids: tuple[str, ...] = ("1", "2", "3")) -> str:
     forms = ("Dogs", "bark", "loudly")
-    return "".join(f"{i}\t{form}\t{form}\tX\t_\t_\t{head}\tdep\t_\t_\n" for i, form, head in zip(ids, forms, heads))
+    return "".join(f"{i}\t{form}\t{form}\tX\t_\t_\t{head}\tdep\t_\t_\n"
+                   for i, form, head in zip(ids, forms, heads, strict=True))
 
 
 HOSTILE_TREEBANKS = {  # name: (text, message fragment); each comes after one good sentence, so it starts at line 4
@@ -165,7 +166,8 @@ def test_hostile_files_are_refused_in_a_capped_process(tmp_path):
         from mha.analysis.caveats.probing import read_labelled_sentences
         from mha.corpora.treebank import read_conllu, read_ud_trees
         from mha.book import citation_text
-        from mha.pretrained.encoder import MiniLMEncoder, PRETRAINED_WEIGHTS_SHA256
+        from mha.pretrained.encoder import MiniLMEncoder
+        from mha.pretrained.model_files import PRETRAINED_WEIGHTS_SHA256
         tmp = Path({str(tmp_path)!r})
     """
     cases = [
@@ -209,7 +211,7 @@ def test_hostile_files_are_refused_in_a_capped_process(tmp_path):
                                            ({"d_model": "32"}, "'d_model' is '32', but it must be a whole number")])
 def test_a_malformed_head_count_study_names_the_field(change, words):
     from mha.lab.checkpoints import load_json
-    from mha.lab.head_count_sweep import STUDY_FILE, load_study, study_from_content
+    from mha.lab.head_count_study import STUDY_FILE, load_study, study_from_content
 
     content = {**load_json(STUDY_FILE), **change}
     with pytest.raises(ValueError, match=words):

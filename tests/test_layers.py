@@ -55,7 +55,7 @@ def test_every_part_of_analysis_is_in_one_of_its_layers():
 def test_the_slips_that_ran_upwards_stay_fixed():
     graph = grimp.build_graph("mha", cache_dir=None)
     assert not graph.chain_exists(importer="mha.pretrained", imported="mha.analysis", as_packages=True)
-    assert not graph.chain_exists(importer="mha.views.head_explorer", imported="mha.pretrained.tokenizer")
+    assert not graph.chain_exists(importer="mha.views.random_layer_explorer", imported="mha.pretrained.tokenizer")
     assert not graph.chain_exists(importer="mha.lab", imported="mha.pretrained", as_packages=True)
 
 

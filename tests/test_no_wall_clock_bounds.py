@@ -106,7 +106,7 @@ class _Scan:
     def compare(self, node: ast.Compare) -> None:
         """An upper bound on a time, ``time < bound`` or ``bound > time``; a busy machine cannot break a lower one."""
         sides = [node.left, *node.comparators]
-        for left, op, right in zip(sides, node.ops, sides[1:]):
+        for left, op, right in zip(sides, node.ops, sides[1:], strict=False):
             if isinstance(op, (ast.Lt, ast.LtE)):
                 time, bound = left, right
             elif isinstance(op, (ast.Gt, ast.GtE)):
@@ -135,15 +135,15 @@ class _Scan:
 
     def dictionary(self, node: ast.Dict) -> None:
         """A short limit in a configuration: ``{"seconds": 3}``."""
-        for key, value in zip(node.keys, node.values):
+        for key, value in zip(node.keys, node.values, strict=True):
             if isinstance(key, ast.Constant) and LIMIT_NAMES.search(str(key.value)) and self._short(value) is not None:
                 self.found.append((node.lineno, f"the limit {key.value!r} = {ast.unparse(value)}"))
 
     def defaults(self, node: ast.arguments) -> None:
         """A short limit as a parameter's default: ``def run(..., timeout=3.0)``."""
         positional = [*node.posonlyargs, *node.args]
-        pairs = [*zip(positional[len(positional) - len(node.defaults):], node.defaults),
-                 *zip(node.kwonlyargs, node.kw_defaults)]
+        pairs = [*zip(positional[len(positional) - len(node.defaults):], node.defaults, strict=True),
+                 *zip(node.kwonlyargs, node.kw_defaults, strict=True)]
         for parameter, default in pairs:
             if default is not None and LIMIT_NAMES.search(parameter.arg) and self._short(default) is not None:
                 self.found.append((default.lineno, f"the default {parameter.arg}={ast.unparse(default)}"))

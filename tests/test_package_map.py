@@ -126,3 +126,50 @@ def test_the_tests_are_laid_out_as_the_package_is():
     assert not at_the_top, f"tests of a subpackage's module belong in its folder of tests/: {at_the_top}"
     # most files test one module and carry its name; the rest check a subpackage across modules
     assert len(named & modules) >= 0.75 * len(named), sorted(named - modules)
+
+
+def _bound_by_imports(body: list[ast.stmt]) -> set[str]:
+    """The names a module's top level binds by ``import`` (under ``if`` and ``try`` too, TYPE_CHECKING included)."""
+    names = set()
+    for node in body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(alias.asname or alias.name).partition(".")[0] for alias in node.names}
+        elif isinstance(node, ast.If):
+            names |= _bound_by_imports(node.body) | _bound_by_imports(node.orelse)
+        elif isinstance(node, ast.Try):
+            names |= _bound_by_imports(node.body + node.orelse + node.finalbody)
+            for handler in node.handlers:
+                names |= _bound_by_imports(handler.body)
+    return names
+
+
+def _listed_in_all(tree: ast.Module) -> list[str]:
+    """The names of a module's ``__all__`` (a literal list or tuple, perhaps extended with ``+=``)."""
+    listed = []
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            listed = list(ast.literal_eval(node.value))
+        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id == "__all__":
+            listed += list(ast.literal_eval(node.value))
+    return listed
+
+
+def test_each_public_name_has_one_import_path():
+    """A module's ``__all__`` lists what it defines, never a name it imports: each name of the package is imported
+    from the one module that defines it. Only the packages' ``__init__`` files gather names from their modules."""
+    shims = []
+    for path in sorted(SRC.rglob("*.py")):
+        if path.name == "__init__.py":
+            continue
+        tree = ast.parse(path.read_text())
+        imported = set(_listed_in_all(tree)) & _bound_by_imports(tree.body)
+        if imported:
+            shims.append(f"{path.relative_to(ROOT)}: {sorted(imported)}")
+    assert not shims, ("these modules list in __all__ names they import: drop each from __all__ and import it from "
+                       "its own module wherever it is used:\n" + "\n".join(shims))
+
+
+def test_the_one_import_path_check_sees_an_imported_name():
+    tree = ast.parse("from mha.core.validation import check_type\nif True:\n    import numpy as np\n"
+                     "def own(): pass\n__all__ = ['own', 'check_type']\n__all__ += ('np',)\n")
+    assert set(_listed_in_all(tree)) & _bound_by_imports(tree.body) == {"check_type", "np"}

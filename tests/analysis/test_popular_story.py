@@ -62,7 +62,7 @@ def test_sentence_scores_and_threshold_counts():
     records = [record(5, 0.8), record(10, 0.2)]
     scores = sentence_head_scores(records)
     assert scores["cls_share"][:, 0, 0] == pytest.approx([0.8 + 0.2 / 5, 0.2 + 0.8 / 10])  # [CLS] row looks at itself
-    assert scores["self_share"][0, 0, 0] == pytest.approx(0.2)
+    assert scores["content_same_token_share"][0, 0, 0] == pytest.approx(0.2)
     assert scores["rows"].tolist() == [5, 10]
     found = heads_above_thresholds(scores["cls_share"][:, 0], (0.3, 0.9), rows=scores["rows"], n_resamples=200)
     pooled = (5 * 0.84 + 10 * 0.28) / 15

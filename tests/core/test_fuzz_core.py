@@ -145,7 +145,8 @@ def attention_problems(draw):
     lead = tuple(draw(st.lists(st.integers(1, 2), max_size=2)))
     seq_q, seq_k, d_k, d_v = (draw(st.integers(1, 3)) for _ in range(4))
     wrong = [draw(st.integers(0, 7)) == 0 for _ in range(3)]
-    shapes = [draw(shapes_near(lead + s, w)) for s, w in zip(((seq_q, d_k), (seq_k, d_k), (seq_k, d_v)), wrong)]
+    shapes = [draw(shapes_near(lead + s, w))
+              for s, w in zip(((seq_q, d_k), (seq_k, d_k), (seq_k, d_v)), wrong, strict=True)]
     q, k, v = (draw(arrays(shape)) for shape in shapes)
     mask, mask_ok = draw(masks(lead + (seq_q, seq_k)))
     well_formed = mask_ok and not any(wrong) and not any(as_numpy(a).dtype == bool for a in (q, k, v))
@@ -264,7 +265,7 @@ def test_softmax_and_numpy_multi_head_attention_work_or_raise_input_error(data):
         return
     layer = MultiHeadAttention(4, n_heads, bias=False, dtype=torch.float64)
     with torch.no_grad():
-        for mine, theirs in zip((layer.W_Q, layer.W_K, layer.W_V, layer.W_O), W):
+        for mine, theirs in zip((layer.W_Q, layer.W_K, layer.W_V, layer.W_O), W, strict=True):
             mine.copy_(torch.from_numpy(as_numpy(theirs).astype(np.float64)))
     x64 = torch.from_numpy(as_numpy(x).astype(np.float64))
     expected = layer(x64, mask=None if mask is None else torch.from_numpy(as_numpy(mask)))

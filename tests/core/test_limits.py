@@ -44,13 +44,14 @@ def test_size_limits_refuse_before_allocating_in_a_capped_process():
         from mha.core.masks import causal_mask, padding_mask
         from mha.core.geometry import random_subspace_angles
         from mha.core import attention_numpy
-        from mha.analysis.statistics import bootstrap_interval, bootstrap_counts, sign_flip_signs, held_out_best
+        from mha.analysis.statistics import bootstrap_interval, sign_flip_signs, held_out_best
+        from mha.core.resampling import bootstrap_counts
         from mha.lab.tasks import InductionTask, CopyBackTask
         from mha.lab.tiny_model import TinyTransformerConfig, TinyTransformer
-        from mha.lab.head_count_sweep import HeadCountStudy
+        from mha.lab.head_count_study import HeadCountStudy
         from mha.pretrained.encoder import MiniLMEncoder
         from mha.core.validation import check_head_count
-        from mha.views.head_explorer import HeadExplorer
+        from mha.views.random_layer_explorer import RandomLayerExplorer
         small = mha.MultiHeadAttention(8, 2)
         encoder = MiniLMEncoder.load()  # loaded here, with its tokenizer: the time limit is the refusal's alone
         encoder.tokenize("warm")
@@ -96,12 +97,13 @@ def test_size_limits_refuse_before_allocating_in_a_capped_process():
              "seeds=(0,), thresholds=(0.9,), min_steps=1, max_steps=2, runs=(), controls={}, "
              "d_model=10**12 + 1).check(2)", "ValueError", "does not divide d_model"),
         Case("head count of a huge d_model", "check_head_count(10**12 + 1, 2)", "InputError", "is not divisible"),
-        Case("head explorer of a huge indivisible d_model", "HeadExplorer(d_model=10**12 + 1, n_heads=2)"
-             ".view_data(sentence='a b', heads=2, head=0)", "InputError", "is not divisible"),
-        Case("head explorer of a huge d_model", "HeadExplorer(d_model=10**12).view_data(sentence='a b', heads=2, "
-             "head=0)", REFUSED, "LIMITS"),
-        Case("head explorer's page payload of a huge d_model", "HeadExplorer(d_model=10**12).site_payload()",
-             REFUSED, "LIMITS"),
+        Case("random-layer explorer of a huge indivisible d_model",
+             "RandomLayerExplorer(d_model=10**12 + 1, n_heads=2).view_data(sentence='a b', heads=2, head=0)",
+             "InputError", "is not divisible"),
+        Case("random-layer explorer of a huge d_model",
+             "RandomLayerExplorer(d_model=10**12).view_data(sentence='a b', heads=2, head=0)", REFUSED, "LIMITS"),
+        Case("random-layer explorer's page payload of a huge d_model",
+             "RandomLayerExplorer(d_model=10**12).site_payload()", REFUSED, "LIMITS"),
     ]
     assert run_cases(setup, cases) == []
 

@@ -95,9 +95,9 @@ def test_with_random_weights_refuses_a_scale_that_is_not_a_positive_finite_numbe
 
 
 def test_a_view_refuses_a_negative_head():
-    from mha.views.head_explorer import HeadExplorer
+    from mha.views.random_layer_explorer import RandomLayerExplorer
 
-    explorer = HeadExplorer(n_heads=4)
+    explorer = RandomLayerExplorer(n_heads=4)
     with pytest.raises(InputError, match="head must be a whole number of at least 0 .*counted from 0.*got -1"):
         explorer.view_data(sentence="the cat sat", heads=4, head=-1)
     assert "showing head 3" in explorer.view_data(sentence="the cat sat", heads=4, head=3).message

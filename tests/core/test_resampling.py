@@ -10,7 +10,7 @@ from mha.analysis.popular_story import unit_bootstrap
 from mha.analysis.statistics import bootstrap_interval, bootstrap_ratio_interval, percentile_interval, resampled_means
 from mha.core.resampling import bootstrap_counts, bootstrap_indices
 from mha.core.validation import InputError
-from mha.lab.head_count_sweep import median_interval
+from mha.lab.head_count_study import median_interval
 
 RESAMPLES = 20_000  # Monte-Carlo error of a 95% bound: under 1% of the interval's width
 
@@ -84,9 +84,9 @@ def test_a_statistic_of_resampled_units_agrees_with_scipy():
 def test_a_count_of_heads_agrees_with_scipy_to_one_head():
     per_sentence = np.random.default_rng(3).normal(np.linspace(0.2, 0.6, 30), 0.5, size=(50, 30))
     table = heads_above_thresholds(per_sentence, [0.3, 0.45], n_resamples=RESAMPLES, seed=4)
-    for threshold, row in zip((0.3, 0.45), table.itertuples()):
+    for threshold, row in zip((0.3, 0.45), table.itertuples(), strict=True):
         # scipy resamples the sentences' indices; the statistic counts the heads whose mean reaches the threshold
-        low, high = scipy_interval((np.arange(50),), lambda rows, axis: (
+        low, high = scipy_interval((np.arange(50),), lambda rows, axis, threshold=threshold: (
             per_sentence[rows].mean(axis=-2) >= threshold).sum(-1).astype(float))
         # the package rounds a bound outwards to a whole count; scipy interpolates between counts
         assert np.floor(low) - 1 <= row.low <= np.ceil(low) and np.floor(high) <= row.high <= np.ceil(high) + 1

@@ -284,8 +284,23 @@ def test_a_window_longer_than_the_models_positions_is_refused_before_anything_is
     from mha.analysis.coreference_and_content.natural_coreference import litbank_windows
 
     encoder = SimpleNamespace(config=SimpleNamespace(max_positions=512))  # read before any tokenizer is loaded
-    with pytest.raises(ValueError, match=r"max_pieces is 513; a window holds 3 to 512 tokens"):
+    with pytest.raises(ValueError, match=r"max_pieces must be a whole number in 3\.\.512 \(the tokens of a window"):
         litbank_windows(encoder, [parse_coref_conll(TINY)], max_pieces=513)
+
+
+@pytest.mark.parametrize("max_pieces, said", [(True, r"True \(bool\)"), (128.0, r"128\.0 \(float\)\. Use int"),
+                                              (2, "2"), (np.int64(513), "513")])
+def test_a_window_size_is_a_whole_number_of_tokens_numpy_ones_included(monkeypatch, max_pieces, said):
+    from types import SimpleNamespace
+
+    from mha.analysis.coreference_and_content import natural_coreference
+
+    monkeypatch.setattr(natural_coreference, "load_wordpieces",
+                        lambda path: SimpleNamespace(pieces=lambda word: list(word)))  # no tokenizer is read
+    encoder = SimpleNamespace(config=SimpleNamespace(max_positions=512), model_path="unused")
+    assert natural_coreference.piece_counter(encoder, np.int64(128))("cat") == 3
+    with pytest.raises(ValueError, match=rf"max_pieces must be a whole number in 3\.\.512 .*got {said}"):
+        natural_coreference.piece_counter(encoder, max_pieces)
 
 
 def test_a_malformed_or_unrecorded_score_file_is_refused(tmp_path):

@@ -30,11 +30,13 @@ TAGS = [[("B-PER", "O"), ("I-PER", "O"), ("I-PER", "O"), ("O", "O"), ("B-PER", "
         [("B-PER", "O"), ("O", "O"), ("B-PER", "O"), ("I-PER", "O"), ("O", "O"), ("B-FAC", "B-LOC"),
          ("I-FAC", "I-LOC"), ("O", "O")],
         [("B-PER", "O"), ("I-PER", "O"), ("O", "O"), ("O", "O")]]
-TSV = "\n\n".join("\n".join("\t".join([w, *t]) + "\t" for w, t in zip(ws, ts)) for ws, ts in zip(WORDS, TAGS)) + "\n"
+TSV = "\n\n".join("\n".join("\t".join([w, *t]) + "\t" for w, t in zip(ws, ts, strict=True))
+                  for ws, ts in zip(WORDS, TAGS, strict=True)) + "\n"
 CHAINS = [["(1", "", "1)", "", "(0)", ""], ["(0)", "", "(1", "1)", "", "(3", "3)", ""], ["(0", "0)", "", ""]]
 CONLL = "\n".join(["#begin document (tiny); part 0", *[
-    "\n".join("\t".join(["tiny", "0", str(i), w, *["_"] * 8, c or "_"]) for i, (w, c) in enumerate(zip(ws, cs))) + "\n"
-    for ws, cs in zip(WORDS, CHAINS)], "#end document", ""])
+    "\n".join("\t".join(["tiny", "0", str(i), w, *["_"] * 8, c or "_"])
+              for i, (w, c) in enumerate(zip(ws, cs, strict=True))) + "\n"
+    for ws, cs in zip(WORDS, CHAINS, strict=True)], "#end document", ""])
 
 
 def test_the_reader_finds_every_span_nested_ones_included():

@@ -3,6 +3,7 @@
 import pytest
 
 from mha.corpora import templates as corpus_module
+from mha.corpora.annotation import RELATION_KINDS, AnnotatedSentence, Relation
 from mha.corpora.templates import (
     ADJECTIVES,
     AUXILIARIES,
@@ -11,11 +12,8 @@ from mha.corpora.templates import (
     PERSONAL_PRONOUNS,
     POSSESSIVE_PRONOUNS,
     PREPOSITIONS,
-    RELATION_KINDS,
     TEMPLATE_NAMES,
     VERBS,
-    AnnotatedSentence,
-    Relation,
     generate_corpus,
     pronoun_pairs,
     relation_counts,
@@ -120,7 +118,7 @@ def test_pronoun_pairs_differ_by_one_word_and_flip_the_answer():
     assert len(pairs) >= 15 and all(len(p) == 2 for p in pairs.values())
     for first, second in pairs.values():
         assert len(first.words) == len(second.words)
-        differing = [i for i, (a, b) in enumerate(zip(first.words, second.words)) if a != b]
+        differing = [i for i, (a, b) in enumerate(zip(first.words, second.words, strict=True)) if a != b]
         assert len(differing) == 1
         assert first.candidates == second.candidates and len(first.candidates) == 2
         assert first.pronoun == second.pronoun

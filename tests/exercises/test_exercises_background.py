@@ -53,7 +53,7 @@ def test_the_layer_norm_goes_where_it_is_asked():
 @pytest.mark.parametrize("options, message", [
     ({"layer_norm": "middle"}, "layer_norm must be"),
     ({"n_heads": 5}, "not a multiple of n_heads"),
-    ({"n_heads": 0}, "whole number >= 1"),
+    ({"n_heads": 0}, "whole number of at least 1"),
     ({"stream_layers": 9}, "at most 4 layers"),
     ({"stream_heads": 2.0}, "whole number"),
 ])

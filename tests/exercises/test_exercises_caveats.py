@@ -200,7 +200,7 @@ def test_michel_importance():
 
 def removable_solution(counts, quality, reference, max_drop):
     removable = counts[0]
-    for count, value in zip(counts, quality):
+    for count, value in zip(counts, quality, strict=True):
         if value < reference - max_drop:
             break
         removable = count
@@ -208,12 +208,12 @@ def removable_solution(counts, quality, reference, max_drop):
 
 
 def removable_anywhere(counts, quality, reference, max_drop):
-    return max(c for c, q in zip(counts, quality) if q >= reference - max_drop)
+    return max(c for c, q in zip(counts, quality, strict=True) if q >= reference - max_drop)
 
 
 def removable_strict(counts, quality, reference, max_drop):
     removable = counts[0]
-    for count, value in zip(counts, quality):
+    for count, value in zip(counts, quality, strict=True):
         if value <= reference - max_drop:
             break
         removable = count
@@ -221,7 +221,7 @@ def removable_strict(counts, quality, reference, max_drop):
 
 
 def removable_first_bad(counts, quality, reference, max_drop):
-    for count, value in zip(counts, quality):
+    for count, value in zip(counts, quality, strict=True):
         if value < reference - max_drop:
             return count
     return counts[-1]

@@ -257,7 +257,7 @@ def spoiled(solution, spoil):
 
 def _same(a, b) -> bool:
     if isinstance(a, (tuple, list)):
-        return type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+        return type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
     return type(a) is type(b) and np.array_equal(np.asarray(a, dtype=object), np.asarray(b, dtype=object))
 
 

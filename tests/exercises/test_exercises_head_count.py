@@ -89,14 +89,14 @@ def test_relation_shares_check_reports_a_wrong_shape_and_an_unattempted_stub():
 # --- first step below ------------------------------------------------------------------------------
 
 def solution_first_step_below(steps, losses, threshold):
-    for step, loss in zip(steps, losses):
+    for step, loss in zip(steps, losses, strict=True):
         if loss <= threshold:
             return step
     return None
 
 
 def strictly_below(steps, losses, threshold):
-    return next((s for s, loss in zip(steps, losses) if loss < threshold), None)
+    return next((s for s, loss in zip(steps, losses, strict=True) if loss < threshold), None)
 
 
 def index_not_step(steps, losses, threshold):
@@ -112,7 +112,7 @@ def last_crossing(steps, losses, threshold):
 
 
 def minus_one_when_never(steps, losses, threshold):
-    return next((s for s, loss in zip(steps, losses) if loss <= threshold), -1)
+    return next((s for s, loss in zip(steps, losses, strict=True) if loss <= threshold), -1)
 
 
 def test_first_step_check_passes_the_solution():

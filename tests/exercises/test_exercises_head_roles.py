@@ -42,7 +42,7 @@ def is_positional(maps):
 
 def relation_accuracy(word_maps, pairs, direction):
     hits = total = 0
-    for weights, sentence_pairs in zip(word_maps, pairs):
+    for weights, sentence_pairs in zip(word_maps, pairs, strict=True):
         scores = np.where(np.eye(len(weights), dtype=bool), -np.inf, weights)
         for source, target in sentence_pairs:
             row, gold = (source, target) if direction == "source_to_target" else (target, source)
@@ -156,7 +156,7 @@ def wrong_direction(word_maps, pairs, direction):
 
 def self_included(word_maps, pairs, direction):
     hits = total = 0
-    for weights, sentence_pairs in zip(word_maps, pairs):
+    for weights, sentence_pairs in zip(word_maps, pairs, strict=True):
         for source, target in sentence_pairs:
             row, gold = (source, target) if direction == "source_to_target" else (target, source)
             hits += int(weights[row].argmax() == gold)

@@ -6,17 +6,16 @@ import numpy as np
 import pytest
 import torch
 
+from mha.lab.head_count_study import best_learning_rates, load_study
 from mha.lab.head_count_sweep import (
     ROLES,
     analysis_batch,
     answer_part_accuracy,
     answer_parts,
     ask_attention_override,
-    best_learning_rates,
     fact_attention_by,
     first_step_below,
     head_role,
-    load_study,
     previous_positions,
     relation_shares,
     token_names,
@@ -229,7 +228,7 @@ def test_study_curves_role_curves_and_checkpoints_agree(study):
 # The fair study: steps to solve, bootstrap medians, learning rates chosen on validation only.
 
 from mha.core.survival import kaplan_meier, restricted_mean_survival_time  # noqa: E402
-from mha.lab.head_count_sweep import (  # noqa: E402
+from mha.lab.head_count_study import (  # noqa: E402
     STOP_REASONS,
     HeadCountStudy,
     accuracy_at,
@@ -340,7 +339,7 @@ def test_the_restricted_mean_interval_resamples_the_runs():
 
 def shipped_content():
     from mha.lab.checkpoints import load_json
-    from mha.lab.head_count_sweep import STUDY_FILE
+    from mha.lab.head_count_study import STUDY_FILE
 
     return load_json(STUDY_FILE)
 
@@ -389,11 +388,12 @@ def test_the_shipped_study_trained_every_arm_at_every_rate_from_every_seed():
                 assert run["stopped"] == ("solved" if solved else "plateau")
                 if not solved:  # the plateau rule, read again from the stored curve: no gain over the window
                     window, gain = study.plateau["window"], study.plateau["gain"]
-                    before = [a for t, a in zip(curve["step"], curve["validation"]) if t <= curve["step"][-1] - window]
+                    before = [a for t, a in zip(curve["step"], curve["validation"], strict=True)
+                              if t <= curve["step"][-1] - window]
                     assert max(curve["validation"]) - max(before) < gain
                     earlier = [i for i, t in enumerate(curve["step"]) if study.min_steps <= t < curve["step"][-1]]
                     for i in earlier:  # and it did not hold at any earlier measurement
-                        seen = [a for t, a in zip(curve["step"][:i + 1], curve["validation"])
+                        seen = [a for t, a in zip(curve["step"][:i + 1], curve["validation"], strict=False)
                                 if t <= curve["step"][i] - window]
                         assert not seen or max(curve["validation"][:i + 1]) - max(seen) >= gain
     missing = {arm["n_heads"]: set(arm["seeds"]) for arm in study.incomplete if arm.get("report")}

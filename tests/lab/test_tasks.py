@@ -27,7 +27,7 @@ def test_same_seed_same_batch_and_global_rng_untouched(task):
     state = torch.get_rng_state()
     first, second = task.sample(16, 5), task.sample(16, torch.Generator().manual_seed(5))
     assert torch.equal(torch.get_rng_state(), state)
-    for a, b in zip(first[:3], second[:3]):
+    for a, b in zip(first[:3], second[:3], strict=True):
         assert torch.equal(a, b)
     assert not torch.equal(first.inputs, task.sample(16, 6).inputs)
 

@@ -31,7 +31,7 @@ from mha.views import payloads
 from mha.views.training_timeline import TrainingTimelineView
 
 MODEL = "induction_2layer_seed0"
-PLACEHOLDER = re.compile(r"""<div class=['"]mha-view['"] data-mha-recipe="([^"]*)">""")  # as site/view_payloads.py
+PLACEHOLDER = re.compile(r"""<div class=['"]mha-view['"] data-mha-recipe="([^"]*)">""")  # as website/view_payloads.py
 
 
 @pytest.fixture(scope="module")
@@ -90,11 +90,11 @@ def test_the_loss_curve_is_the_stored_runs_and_so_is_the_phase_change(timeline, 
     np.testing.assert_allclose(timeline.curve_loss, [row["repeat_loss"] for row in rows], rtol=1e-4)
     # the package's definition (section 3.5), applied to the stored curve
     curve = TrainingLog(rows=[{"step": int(s), "repeat_loss": float(v)}
-                              for s, v in zip(timeline.curve_steps, timeline.curve_loss)])
+                              for s, v in zip(timeline.curve_steps, timeline.curve_loss, strict=True)])
     assert timeline.phase_change_step == int(steepest_drop(curve, "repeat_loss", window_steps=200)["step"])
     assert timeline.phase_change_step == stored_run["steepest_repeat_loss_drop"]["step"]
     held_out = {row["step"]: row["repeat_loss"] for row in stored_run["held_out_head_scores"]}
-    for step, loss in zip(timeline.steps.tolist(), timeline.held_out_loss):
+    for step, loss in zip(timeline.steps.tolist(), timeline.held_out_loss, strict=True):
         if step in held_out:
             assert loss == pytest.approx(held_out[step], rel=1e-4)
 

@@ -47,7 +47,7 @@ def test_same_seed_same_weights_and_global_rng_untouched():
     state = torch.get_rng_state()
     first, second = TinyTransformer(small_config(), seed=3), TinyTransformer(small_config(), seed=3)
     assert torch.equal(torch.get_rng_state(), state)
-    for (name, a), (_, b) in zip(first.state_dict().items(), second.state_dict().items()):
+    for (name, a), (_, b) in zip(first.state_dict().items(), second.state_dict().items(), strict=True):
         assert torch.equal(a, b), name
     other = TinyTransformer(small_config(), seed=4)
     assert not torch.equal(first.W_E, other.W_E)

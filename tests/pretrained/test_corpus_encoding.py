@@ -32,7 +32,7 @@ def sentences():
 def test_batched_records_equal_one_sentence_at_a_time_and_keep_the_order(encoder, sentences):
     records = encode_records(encoder, sentences, batch_size=5)  # several batches of mixed lengths
     assert len(records) == len(sentences)
-    for record, sentence in zip(records, sentences):
+    for record, sentence in zip(records, sentences, strict=True):
         alone = encoder.trace(list(sentence.words), is_split_into_words=True).sentence()
         assert record.sentence is sentence
         assert record.tokens == alone.tokens and record.word_ids == alone.word_ids
@@ -97,7 +97,7 @@ def test_a_treebank_of_long_sentences_is_encoded_within_the_budget(encoder):
 
     sentences = sorted(read_conllu(EWT_DEV_PATH)[:60], key=lambda s: -len(s.words))[:12]  # the longest of 60
     records = encode_records(encoder, sentences, max_tokens=256)
-    for record, sentence in zip(records, sentences):
+    for record, sentence in zip(records, sentences, strict=True):
         alone = encoder.trace(list(sentence.words), is_split_into_words=True).sentence()
         assert record.tokens == alone.tokens
         np.testing.assert_allclose(record.attention, alone.attention, atol=1e-5)

@@ -22,8 +22,10 @@ import torch
 
 torch.set_num_threads(1)  # two shared cores: one thread is faster than two competing
 
-from mha.pretrained.encoder import EncoderTrace, MiniLMEncoder, SentenceTrace, uniform_attention_weights  # noqa: E402
+from mha.pretrained.encoder import MiniLMEncoder  # noqa: E402
+from mha.pretrained.overrides import uniform_attention_weights  # noqa: E402
 from mha.pretrained.tokenizer import TokenizedBatch  # noqa: E402
+from mha.pretrained.traces import EncoderTrace, SentenceTrace  # noqa: E402
 
 TOLERANCE = 1e-5
 

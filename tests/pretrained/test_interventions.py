@@ -43,7 +43,7 @@ def test_masked_states_equal_full_runs_with_that_mask(encoder, trace):
     masks[3, 5] = 0.0                            # a whole layer
     states = final_states_under_masks(encoder, trace, masks, max_sequences=3)  # forces several chunks
     real = trace.real_tokens
-    for mask, final in zip(masks, states):
+    for mask, final in zip(masks, states, strict=True):
         expected = encoder.trace(SENTENCES, head_mask=torch.from_numpy(mask)).hidden_states[-1]
         assert torch.allclose(final[real], expected[real], atol=1e-5)
     assert torch.equal(states[0][real], trace.hidden_states[-1][real])   # all ones: the full model, not recomputed

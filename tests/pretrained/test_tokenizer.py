@@ -3,7 +3,8 @@
 import pytest
 from hostile import Case, run_cases
 
-from mha.pretrained.tokenizer import check_no_lone_surrogates, tokenize
+from mha.core.validation import check_no_lone_surrogates
+from mha.pretrained.tokenizer import tokenize
 
 
 @pytest.mark.parametrize("text, words", [

@@ -2,7 +2,8 @@
 
 The notebooks' prose writes a number as ``{eval}`glue.text("name:fmt")``` and a citation as
 ``{eval}`glue.cite_t("key")```. jupyterlab-myst shows the results stored in each markdown cell's ``user_expressions``
-metadata; the site hands the same roles to myst-nb's glue paste and to sphinxcontrib-bibtex (``site/glued_numbers.py``).
+metadata; the site hands the same roles to myst-nb's glue paste and to sphinxcontrib-bibtex
+(``website/glued_numbers.py``).
 These tests check the stored results against the notebooks' own glue records, the kernel's answer against the stored
 one, and what a reader sees: JupyterLab in Chromium, and the built site.
 """
@@ -52,7 +53,7 @@ def test_the_prose_uses_the_forms_jupyterlab_reads_and_stores_their_results(path
         f"python -m scripts.run_notebooks --prose-only {path.relative_to(ROOT)}")
     expected = prose_expression_results(notebook)
     stored = [cell.metadata.get("user_expressions") for cell in notebook.cells]
-    stale = [index for index, (want, have) in enumerate(zip(expected, stored)) if want != have]
+    stale = [index for index, (want, have) in enumerate(zip(expected, stored, strict=True)) if want != have]
     assert not stale, (f"cells {stale} store other results than their glue records give: run "
                        f"python -m scripts.run_notebooks --prose-only {path.relative_to(ROOT)}")
     unknown = re.findall(r"\{eval\}`([^`]*)`", prose)
@@ -191,9 +192,9 @@ def jupyterlab(tmp_path: Path, notebooks: dict[str, str]):
 
 
 VIEWS_NOTEBOOK = [
-    "from mha.views.head_explorer import HeadExplorer\n"
+    "from mha.views.random_layer_explorer import RandomLayerExplorer\n"
     "from mha.views.model_explorer import ModelHeadExplorer\n"
-    "HeadExplorer('The cat sat on the mat .', n_heads=4)",
+    "RandomLayerExplorer('The cat sat on the mat .', n_heads=4)",
     "ModelHeadExplorer(['The keys to the cabinet are here .', 'A dog barked .'], layer=1, head=3)",
 ]
 

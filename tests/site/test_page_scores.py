@@ -1,24 +1,24 @@
-"""What the website's chapter-3 view computes itself for a sentence run in the page (views.js), against the package:
-word units and their labels (mha.pretrained.word_maps), word-level maps, and the four scores a sentence is read by
-(mha.analysis.head_roles.role_table.sentence_head_scores), on real tokenisations of treebank sentences."""
+"""What the website's chapter-3 view computes itself for a sentence run in the page (views.js, its scores.js module),
+against the package: word units and their labels (mha.pretrained.word_maps), word-level maps, and the four scores
+a sentence is read by (mha.analysis.head_roles.role_table.sentence_head_scores), on real tokenisations of treebank
+sentences."""
 
 from __future__ import annotations
 
 import json
 import shutil
 import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from mha.analysis.head_roles.role_table import AttentionRecord, sentence_head_scores
+from mha.analysis.head_roles.role_table import sentence_head_scores
 from mha.analysis.head_roles.score_spread import SPREAD_SCORES
 from mha.corpora.treebank import EWT_DEV_PATH, read_conllu
+from mha.pretrained.attention_record import AttentionRecord
 from mha.pretrained.tokenizer import tokenize
 from mha.pretrained.word_maps import word_attention, word_strings
-
-VIEWS_JS = Path(__file__).resolve().parents[2] / "src" / "mha" / "views" / "web" / "views.js"
+from mha.views.widget import web_file
 
 NODE_SCRIPT = """
 require(process.argv[1]);
@@ -34,7 +34,7 @@ process.stdout.write(JSON.stringify(cases.map(({tokens, weights}) => {
 
 
 @pytest.fixture(scope="module")
-def cases():
+def cases(tmp_path_factory):
     """Twelve treebank sentences as the model's tokenizer splits them, each with a random row-stochastic map."""
     node = shutil.which("node")
     assert node, "the page's computations are checked under Node.js (apt install nodejs)"
@@ -49,10 +49,12 @@ def cases():
         weights = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
         made.append({"tokens": tokens, "word_ids": word_ids, "weights": weights})
     sent = [{"tokens": case["tokens"], "weights": case["weights"].ravel().tolist()} for case in made]
-    result = subprocess.run([node, "-e", NODE_SCRIPT, str(VIEWS_JS)], input=json.dumps(sent), capture_output=True,
+    views_js = tmp_path_factory.mktemp("page_scores") / "views.js"  # the script the site serves
+    views_js.write_text(web_file("views.js"), encoding="utf-8")
+    result = subprocess.run([node, "-e", NODE_SCRIPT, str(views_js)], input=json.dumps(sent), capture_output=True,
                             text=True, timeout=60)
     assert result.returncode == 0, result.stderr[-3000:]
-    return list(zip(made, json.loads(result.stdout)))
+    return list(zip(made, json.loads(result.stdout), strict=True))
 
 
 def test_word_units_and_labels_match_the_package(cases):

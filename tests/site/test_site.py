@@ -60,7 +60,7 @@ BERTVIZ_DRAWN = """() => [...document.querySelectorAll("[id^='bertviz-']")]
 
 
 # A script put into the page after it loaded, as an injection would: the page's Content-Security-Policy (written by
-# site/content_policy.py) must stop it; returns the policy and whether the script ran
+# website/content_policy.py) must stop it; returns the policy and whether the script ran
 INJECT = """() => {
   const meta = document.querySelector('meta[http-equiv="Content-Security-Policy"]');
   window.mhaInjected = false;
@@ -176,7 +176,7 @@ async def visit_all(chromium: str, targets: dict[str, tuple[str, str]], screensh
 
         visits = await asyncio.gather(*(one(site, url) for site, url in targets.values()))
         await browser.close()
-    return dict(zip(targets, visits))
+    return dict(zip(targets, visits, strict=True))
 
 
 @pytest.fixture(scope="module")
@@ -256,7 +256,7 @@ def test_the_root_page_names_the_books_icon(built_site):
 
 
 def test_cells_off_screen_wait_to_be_drawn_and_views_never_do(visits):
-    """A notebook's cells are drawn only as the reader scrolls near them (site/theme.css), except those that hold a
+    """A notebook's cells are drawn only as the reader scrolls near them (website/theme.css), except those that hold a
     view, which must answer wherever the page is scrolled to."""
     plain, with_views = ([skipped for path in PAGES for skipped in visits[path].cells[kind]] for kind in (0, 1))
     assert len(plain) > 100 and all(plain), f"{plain.count(False)} of {len(plain)} cells are always drawn"

@@ -9,8 +9,8 @@ The site that ``built_site`` (conftest.py) builds is served on 127.0.0.1, every 
   what the package itself gives for that setting: the view is rebuilt here from the recipe the page carries
   (``mha.views.payloads.view_from_recipe``) and its message, map title, labels and every number of its table
   are compared;
-- the chapter-1 head explorer computes its maps in the page: for several sentences (typed ones included) and head
-  counts, the browser's weights equal ``mha.views.head_explorer.head_attention_maps`` to 1e-5;
+- the chapter-1 random-layer explorer computes its maps in the page: for several sentences (typed ones included)
+  and head counts, the browser's weights equal ``mha.views.random_layer_explorer.head_attention_maps`` to 1e-5;
 - text typed into a view is shown as text: markup never runs and opens no dialog.
 
 A failing page leaves a screenshot of each of its views in pytest's temporary folder, named in the failure.
@@ -27,9 +27,9 @@ import numpy as np
 import pytest
 from conftest import CHROMIUM_ARGS, POLL, offline_proxy, served
 
-from mha.views.head_explorer import head_attention_maps
 from mha.views.heatmaps import weight_hundredths
 from mha.views.payloads import view_from_recipe
+from mha.views.random_layer_explorer import head_attention_maps
 
 ROOT = Path(__file__).resolve().parents[2]
 SECONDS = 1000  # Playwright counts milliseconds
@@ -60,6 +60,15 @@ READ_VIEW = """async (root) => {
     key: root.dataset.key || null,
   };
 }"""
+
+
+# Each view's updates, counted by cause on the view's root as it announces them ("mha-view-updated"); a sentence typed
+# into a chapter-3 view counts as "typed" once the view has answered it (a map or a message).
+COUNT_UPDATES = """document.addEventListener("mha-view-updated", (event) => {
+  const seen = event.target.mhaUpdates || (event.target.mhaUpdates = {});
+  seen[event.detail.cause] = (seen[event.detail.cause] || 0) + 1;
+});"""
+TYPED_COUNT = "(v) => (v.mhaUpdates || {}).typed || 0"
 
 
 def pages_with_views() -> list[str]:
@@ -106,6 +115,7 @@ class Page:
         self.page.on("request", lambda request: None if request.url.startswith((site, "data:", "blob:"))
                      else self.problems.append(f"requested from outside the site: {request.url}"))
         self.page.on("dialog", lambda dialog: (self.dialogs.append(dialog.message), dialog.dismiss()))
+        self.page.add_init_script(COUNT_UPDATES)
 
     def open(self, path: str, screenshots: Path) -> None:
         """Load ``path`` as a new document (even where only the part after # differs from the page shown)."""
@@ -247,7 +257,7 @@ def control_values(page: Page, index: int, payload_controls: list[dict]) -> dict
     """The values the view's controls stand at, read from its key (each control's option index)."""
     key = page.read(index)["key"]
     return {control["name"]: control["values"][int(position)]
-            for control, position in zip(payload_controls, key.split("|"))}
+            for control, position in zip(payload_controls, key.split("|"), strict=True)}
 
 
 def payload_controls(page: Page, index: int) -> list[dict]:
@@ -516,7 +526,7 @@ def test_the_grid_shows_every_head_of_a_layer_and_of_the_model_and_opens_one(ope
         palette = view.evaluate("(root) => root.mhaView.payload.palette")
         weights = weight_hundredths(package_view(page, head=7).attention_map.weights)
         expected = [palette[round(h / 100 * 255)][0] for h in weights.ravel()]
-        found = ["#%02x%02x%02x" % tuple(pixels[i:i + 3]) for i in range(0, len(pixels), 4)]
+        found = ["#{:02x}{:02x}{:02x}".format(*pixels[i:i + 3]) for i in range(0, len(pixels), 4)]
         assert found == expected, "the grid's map of head 7 differs from the package's weights"
         view.get_by_role("button", name="show every head of every layer at once").click()
         assert tiles.count() == 72
@@ -752,7 +762,7 @@ def test_a_tampered_payload_runs_nothing_and_loads_nothing(open_page, built_site
         page.page.wait_for_timeout(300)  # an image or a handler would have fired by now
         # Newer Chromium reports each inline handler that its HTML parser meets, even in a template's inert content
         # (the browser's own Element.setHTML does the same), as the page's policy blocking it: the second wall
-        # (site/content_policy.py) held. Nothing else may be reported: no request, no error, no dialog.
+        # (website/content_policy.py) held. Nothing else may be reported: no request, no error, no dialog.
         others = [problem for problem in page.problems if not INLINE_HANDLER_BLOCKED.search(problem)]
         assert not page.dialogs and not others, (page.dialogs, others)
 
@@ -825,12 +835,12 @@ def test_the_claims_page_links_each_verdict_to_the_view_state_that_shows_it(open
 # --- a sentence of the reader's own, run through all-MiniLM-L6-v2 in the page (model.js) ---------------------------
 
 MODEL_FILES = "/_vendor/mha/model/"
-TYPED_RUNS = "([v, n]) => Number(v.dataset.typedRuns || 0) > n"
+TYPED_RUNS = "([v, n]) => ((v.mhaUpdates || {}).typed || 0) > n"  # v's typed sentences answered: more than n
 
 
 def submit(page: Page, view, text: str) -> None:
     """Type ``text`` into the view's box and press Enter; wait until the view has answered (a map or a message)."""
-    runs = int(view.get_attribute("data-typed-runs") or 0)
+    runs = view.evaluate(TYPED_COUNT)
     box = view.locator("input[name=typed]")
     box.fill(text)
     box.press("Enter")
@@ -961,7 +971,7 @@ def test_a_failed_or_cancelled_load_says_why_and_keeps_the_stored_sentences(open
         page.page.unroute("**/_vendor/mha/model/layer-2.bin")
         # a load held up in the network, then cancelled
         page.page.route("**/_vendor/mha/model/layer-4.bin", lambda route: held.append(route))
-        runs = int(view.get_attribute("data-typed-runs") or 0)
+        runs = view.evaluate(TYPED_COUNT)
         view.locator("input[name=typed]").fill("A sentence never run .")
         view.locator("input[name=typed]").press("Enter")
         page.page.wait_for_function("() => document.querySelector('.mha-loading progress').value > 0",

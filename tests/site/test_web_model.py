@@ -1,4 +1,5 @@
-"""The model the pages run (src/mha/views/web/model.js, on parts from mha.pretrained.web_export) against the package.
+"""The model the pages run (model.js, joined from src/mha/views/web/model/, on parts from mha.pretrained.web_export)
+against the package.
 
 Under Node, no browser: the JavaScript tokenizer must give the package's token ids on every code point and on
 awkward and real sentences, refuse what the package refuses, and the forward pass must give the package's attention
@@ -19,15 +20,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from mha.core.validation import check_no_lone_surrogates
 from mha.corpora.treebank import EWT_DEV_PATH, read_ud_trees
 from mha.pretrained.encoder import MiniLMEncoder
-from mha.pretrained.tokenizer import check_no_lone_surrogates, load_tokenizer
+from mha.pretrained.tokenizer import load_tokenizer
 from mha.pretrained.web_export import export_web_model
-from scripts import site_module
+from mha.views.widget import web_file
+from website.model_in_node import run_model_in_node  # the site build's runner of model.js under Node
 
 ROOT = Path(__file__).resolve().parents[2]
 WEB = ROOT / "src" / "mha" / "views" / "web"
-run_model_in_node = site_module("model_in_node").run_model_in_node  # the site build's runner of model.js under Node
 
 NODE = shutil.which("node")
 pytestmark = pytest.mark.skipif(NODE is None, reason="needs Node.js (apt install nodejs)")
@@ -51,7 +53,7 @@ AWKWARD = [
 
 
 def run_node(folder: Path, sentences: list[dict], out: Path, *, simd: bool = True, time_runs: int = 0) -> dict:
-    """site/model_in_node.js on ``sentences``, through the site's own runner; each run's arrays read back."""
+    """website/model_in_node.js on ``sentences``, through the site's own runner; each run's arrays read back."""
     return run_model_in_node(folder, sentences, out, simd=simd, time_runs=time_runs, timeout=120)
 
 
@@ -115,7 +117,7 @@ def test_tokenizer_matches_the_package_on_every_code_point(exported, tmp_path):
     texts = [" ".join(f"a{chr(c)}b c{chr(c)}" for c in points[i:i + 60]) for i in range(0, len(points), 60)]
     expected = [e.ids for e in load_tokenizer()(texts).encodings]
     report = run_node(folder, [{"text": t, "run": False} for t in texts], tmp_path)
-    differ = [(t, r["error"]) for t, e, r in zip(texts, expected, report["results"]) if r.get("ids") != e]
+    differ = [(t, r["error"]) for t, e, r in zip(texts, expected, report["results"], strict=True) if r.get("ids") != e]
     assert not differ, f"{len(differ)} sentences tokenised otherwise than the package, e.g. {differ[0]!r}"
 
 
@@ -126,7 +128,7 @@ def test_tokenizer_matches_the_package_on_awkward_and_real_text_and_refuses_what
     refused = ["", "   \n\t ", "\x00\x01\u200b", "half an emoji \ud83d here", "lone low \ude00 surrogate",
                "word " * 600]
     report = run_node(folder, [{"text": t, "run": False} for t in texts + refused], tmp_path)
-    for text, result in zip(texts, report["results"]):
+    for text, result in zip(texts, report["results"], strict=True):
         encoding = tokenizer(text).encodings[0]
         assert result["error"] is None, (text, result["error"])
         assert (result["ids"], result["tokens"]) == (encoding.ids, encoding.tokens), text
@@ -135,7 +137,8 @@ def test_tokenizer_matches_the_package_on_awkward_and_real_text_and_refuses_what
     assert all(errors), errors
     assert "empty" in errors[0] and "empty" in errors[1]
     assert "no characters the tokenizer keeps" in errors[2]
-    for text, error in zip(refused[3:5], errors[3:5]):  # the same position and code unit as the package names
+    # the same position and code unit as the package names
+    for text, error in zip(refused[3:5], errors[3:5], strict=True):
         with pytest.raises(ValueError) as raised:
             check_no_lone_surrogates(text, "the text")
         assert re.search(r"at position \d+ \(U\+[0-9A-F]{4}", error).group() in str(raised.value)
@@ -150,7 +153,7 @@ def test_forward_pass_matches_the_package(exported, encoder, tmp_path):
     report = run_node(folder, sentences, tmp_path)
     assert report["backend"] == "wasm-simd"
     worst_attention = worst_vector = 0.0
-    for sentence, result in zip(sentences, report["results"]):
+    for sentence, result in zip(sentences, report["results"], strict=True):
         head_mask = encoder.head_mask([tuple(p) for p in sentence["removed"]]) if "removed" in sentence else None
         trace = encoder.trace(sentence["text"], head_mask=head_mask)
         expected = trace.sentence()
@@ -165,7 +168,7 @@ def test_forward_pass_matches_the_package(exported, encoder, tmp_path):
     # the plain-JavaScript fallback gives the same numbers to the bit
     fallback = run_node(folder, sentences[:1] + sentences[-1:], tmp_path / "js", simd=False)
     assert fallback["backend"] == "js"
-    for mine, theirs in zip(fallback["results"], report["results"][:1] + report["results"][-1:]):
+    for mine, theirs in zip(fallback["results"], report["results"][:1] + report["results"][-1:], strict=True):
         assert np.array_equal(mine["attention"], theirs["attention"]) and np.array_equal(
             mine["hidden"], theirs["hidden"]
         )
@@ -192,5 +195,5 @@ def test_the_embedded_kernel_is_model_matmul_wat(tmp_path):
             pytest.fail("wat2wasm is missing on CI; apt-get install -y wabt")
         pytest.skip("needs wat2wasm (apt-get install -y wabt)")
     subprocess.run([wat2wasm, str(WEB / "model_matmul.wat"), "-o", str(tmp_path / "kernel.wasm")], check=True)
-    embedded = re.search(r'var KERNEL_WASM_BASE64 = "([A-Za-z0-9+/=]+)";', (WEB / "model.js").read_text()).group(1)
+    embedded = re.search(r'const KERNEL_WASM_BASE64 = "([A-Za-z0-9+/=]+)";', web_file("model.js")).group(1)
     assert base64.b64decode(embedded) == (tmp_path / "kernel.wasm").read_bytes()

@@ -159,7 +159,8 @@ def test_solutions_are_released_for_the_weeks_named_or_whose_deadline_has_passed
     with pytest.raises(ValueError, match="no week of chapters/syllabus.yml has a deadline"):
         course.due_weeks([week for week in weeks if week.deadline is None])
     mondays = [datetime.date(2027, 1, 4) + datetime.timedelta(weeks=week.number) for week in weeks]  # 11, 18 Jan...
-    dated = [course.Week(week.number, week.sections, week.theme, monday) for week, monday in zip(weeks, mondays)]
+    dated = [course.Week(week.number, week.sections, week.theme, monday)
+             for week, monday in zip(weeks, mondays, strict=True)]
     assert [week.number for week in course.due_weeks(dated, today=datetime.date(2027, 1, 19))] == [1, 2]
     assert course.due_weeks(dated, today=datetime.date(2027, 1, 11)) == [], "not on the deadline's own day"
 

@@ -35,7 +35,7 @@ def test_an_edit_replaces_one_word_by_another_lemma_of_the_same_kind_and_length(
     assert len(pairs) == 2
     for pair in pairs:
         tree = TREES[pair.tree]
-        changed = [i for i, (a, b) in enumerate(zip(pair.first, pair.second)) if a != b]
+        changed = [i for i, (a, b) in enumerate(zip(pair.first, pair.second, strict=True)) if a != b]
         assert changed == [pair.edited] and tree.deprels[pair.read] == "obj" and tree.heads[pair.read] == pair.edited
         assert {pair.first[pair.edited], pair.second[pair.edited]} == {"ate", "sold"}  # the only other past verb
         lengths = encoder.tokenize([list(pair.first), list(pair.second)], is_split_into_words=True).lengths

@@ -2,7 +2,7 @@
 conversion it shares with the student edition (scripts/readable.py): rendered as plain CommonMark, as Colab or a
 plain Jupyter would, no notebook of either edition shows MyST (a role, a directive, a ``(label)=`` target) or holds
 a relative link; the reader edition keeps every solution, folded, with the book's code cells and outputs; and the
-launch buttons (site/reader_buttons.py) open the reader branch.
+launch buttons (website/reader_buttons.py) open the reader branch.
 
 The website's own build is not needed here: ``tests/test_book.py`` checks the launch buttons of every notebook page
 of the real build.
@@ -19,7 +19,7 @@ import yaml
 from conftest import load_script
 from markdown_it import MarkdownIt
 
-from scripts import site_module
+import website.reader_buttons as buttons
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "chapters").rglob("*.ipynb")
@@ -27,7 +27,6 @@ NOTEBOOKS = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "chapters").rglob("
 reader = load_script("reader_edition")
 student = load_script("student_edition")
 readable = load_script("readable")
-buttons = site_module("reader_buttons")
 COMMONMARK = MarkdownIt("commonmark")
 
 # MyST left in a cell, in its source or in the HTML that CommonMark makes of it
@@ -152,7 +151,7 @@ def test_the_reader_branch_holds_the_notebooks_and_binders_files(tmp_path):
     assert "reader edition" in (out / "README.md").read_text()
 
 
-# ---- the launch buttons (site/reader_buttons.py) ----
+# ---- the launch buttons (website/reader_buttons.py) ----
 
 def theme_buttons(branch: str) -> list[dict]:
     """One notebook page's header buttons as sphinx-book-theme 1.x writes them (header_buttons/launch.py)."""
@@ -192,7 +191,7 @@ def test_a_launch_address_that_names_no_branch_fails_rather_than_open_the_source
 
 def test_the_website_launches_the_reader_branch_and_the_student_website_its_own():
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
-    assert config["sphinx"]["local_extensions"]["reader_buttons"] == "site"
+    assert config["sphinx"]["local_extensions"]["reader_buttons"] == "website"
     assert reader.reader_branch() == config["sphinx"]["config"]["reader_edition_branch"] == "reader"
     assert buttons.SITE_FOLDER == reader.SITE_FOLDER
     student_config = load_script("student_site").site_config()

@@ -4,17 +4,19 @@ Jupyter each view is its payload, drawn by views.js, with what the view computes
 from __future__ import annotations
 
 import html
+from collections.abc import Mapping
 
 import numpy as np
 import pytest
 import torch
 from IPython.core.formatters import format_display_data
-from ipywidgets import IntSlider, Text, VBox
+from ipywidgets import IntSlider, Text, VBox, Widget
 from matplotlib.figure import Figure
 
-from mha.views.explorer import Explorer, ExplorerView, problem_html
+from mha.views.contract import OPENINGS, ExplorerView, SiteView, TableView
+from mha.views.explorer import Explorer, problem_html
 from mha.views.heatmaps import AttentionMap, draw_attention, weight_hundredths
-from mha.views.payloads import decode_payload, site_payload, stored_weights
+from mha.views.payloads import SITE_VIEWS, decode_payload, site_payload, stored_weights
 from mha.views.widget import ViewWidget, check_payload
 
 torch.set_num_threads(1)
@@ -150,9 +152,9 @@ def test_in_jupyter_the_view_is_its_payload_and_publish_sends_the_new_one():
 # --- the four views of the book ------------------------------------------------------------------------------
 
 
-def head_explorer():
-    from mha.views.head_explorer import HeadExplorer
-    return HeadExplorer()
+def random_layer_explorer():
+    from mha.views.random_layer_explorer import RandomLayerExplorer
+    return RandomLayerExplorer()
 
 
 def model_explorer():
@@ -166,12 +168,12 @@ def induction_explorer():
 
 
 def head_count_explorer():
-    from mha.views.head_count_explorer import HeadCountExplorer
-    return HeadCountExplorer(n_heads=2)
+    from mha.views.head_count_explorer import HeadCountStudyExplorer
+    return HeadCountStudyExplorer(n_heads=2)
 
 
 @pytest.fixture(scope="module", ids=lambda make: make.__name__, params=[
-    head_explorer, pytest.param(model_explorer, marks=pytest.mark.slow), induction_explorer,
+    random_layer_explorer, pytest.param(model_explorer, marks=pytest.mark.slow), induction_explorer,
     pytest.param(head_count_explorer, marks=pytest.mark.slow)])
 def view(request):
     return request.param()
@@ -181,6 +183,54 @@ def view(request):
 def site_form(view) -> dict:
     """The view's website payload, computed once for the tests that read it (its guidance and its note)."""
     return site_payload(view)
+
+
+def training_timeline():
+    from mha.views.training_timeline import TrainingTimelineView
+    return TrainingTimelineView()
+
+
+BUILDERS = {"RandomLayerExplorer": random_layer_explorer, "ModelHeadExplorer": model_explorer,
+            "InductionLabExplorer": induction_explorer, "HeadCountStudyExplorer": head_count_explorer,
+            "TrainingTimelineView": training_timeline}
+"""One way to build each view a recipe can name (payloads.SITE_VIEWS)."""
+
+
+def protocol_members(protocol: type) -> tuple[set[str], set[str]]:
+    """The data attributes and the methods that ``protocol`` lists, its bases' included."""
+    data, methods = set(), set()
+    for part in protocol.__mro__:
+        if part in (SiteView, TableView):
+            data |= set(part.__annotations__)
+            methods |= {name for name, value in vars(part).items() if callable(value) and not name.startswith("_")}
+    return data, methods
+
+
+def check_meets(view, protocol: type) -> None:
+    """``view`` has every member of ``protocol``, of the kind the payloads read: text, an opening, widgets, methods."""
+    assert isinstance(view, protocol), f"{type(view).__name__} lacks part of {protocol.__name__}"
+    data, methods = protocol_members(protocol)
+    for name in data - {"controls"}:
+        assert isinstance(getattr(view, name), str), name
+    assert view.opening in OPENINGS
+    if "controls" in data:
+        assert isinstance(view.controls, Mapping) and all(isinstance(c, Widget) for c in view.controls.values())
+    assert all(callable(getattr(view, name)) for name in methods)
+
+
+def test_a_check_of_the_contract_builds_every_view_a_recipe_can_name():
+    assert set(BUILDERS) == set(SITE_VIEWS)  # `view` builds the explorers, the test after it the timeline
+
+
+def test_each_explorer_meets_the_contract_of_a_table_view(view):
+    check_meets(view, TableView)
+    assert view.page_model() is None or type(view).__name__ == "ModelHeadExplorer"  # only it runs in the page
+
+
+def test_the_timeline_meets_the_contract_of_a_view_but_is_no_table():
+    timeline = training_timeline()
+    check_meets(timeline, SiteView)
+    assert not isinstance(timeline, TableView) and timeline.page_model() is None
 
 
 def start_view(payload: dict) -> dict:
@@ -202,7 +252,7 @@ def test_displayed_in_jupyter_each_view_is_a_checked_payload_for_views_js(view, 
     payload = decode_payload(view.view_widget.payload)
     assert check_payload(payload) is payload
     assert payload["version"] == 2
-    assert payload["kind"] == ("head-explorer" if type(view).__name__ == "HeadExplorer" else "table")
+    assert payload["kind"] == ("head-explorer" if type(view).__name__ == "RandomLayerExplorer" else "table")
     assert payload["guidance"] == {"try": view.what_to_try, "notice": view.what_to_notice}
     assert payload["note"] == ""  # the kernel can type and train: the website's note on what it cannot is left out
     assert site_form["note"] == view.site_note
@@ -261,19 +311,19 @@ def test_figures_ring_the_marked_cells():
 @pytest.mark.slow
 def test_the_text_form_is_what_the_notebooks_store():
     # nbval compares these lines with the text/plain outputs stored in sections 1.2, 3.1 and 3.6-3.7
-    from mha.views.head_count_explorer import HeadCountExplorer
-    from mha.views.head_explorer import HeadExplorer
+    from mha.views.head_count_explorer import HeadCountStudyExplorer
     from mha.views.induction_explorer import InductionLabExplorer
     from mha.views.model_explorer import ModelHeadExplorer
+    from mha.views.random_layer_explorer import RandomLayerExplorer
 
     sentence = "The animal did not cross the street because it was too tired ."
-    assert repr(HeadExplorer(sentence, n_heads=4, d_model=24)) == (
-        f"HeadExplorer(sentence={sentence!r}, heads=4, head=0, d_model=24): run the notebook to use it.")
+    assert repr(RandomLayerExplorer(sentence, n_heads=4, d_model=24)) == (
+        f"RandomLayerExplorer(sentence={sentence!r}, heads=4, head=0, d_model=24): run the notebook to use it.")
     menu = ["The keys to the old cabinet are on the table .", "A second sentence ."]
     assert format_display_data(ModelHeadExplorer(menu, layer=0, head=2))[0]["text/plain"] == (
         f"ModelHeadExplorer(sentence={menu[0]!r}, layer=0, head=2): run the notebook to use it.")
     assert repr(InductionLabExplorer(n_sequences=16, layer=0, head=3)) == (
         "InductionLabExplorer(model='induction_2layer_seed0', layer=0, head=3, sequence=0): run the notebook to use it."
     )
-    assert repr(HeadCountExplorer(n_heads=1, seed=0)) == (
-        "HeadCountExplorer(heads=1, seed=0, head=0, sequence=0): run the notebook to use it.")
+    assert repr(HeadCountStudyExplorer(n_heads=1, seed=0)) == (
+        "HeadCountStudyExplorer(heads=1, seed=0, head=0, sequence=0): run the notebook to use it.")

@@ -11,7 +11,7 @@ from mha.lab.training import TrainingConfig
 from mha.views.head_count_explorer import (
     LIVE_TRAINING,
     N_EXAMPLES,
-    HeadCountExplorer,
+    HeadCountStudyExplorer,
     parse_head_count,
     shares_table_html,
 )
@@ -23,7 +23,7 @@ torch.set_num_threads(1)
 
 @pytest.fixture(scope="module")
 def explorer():
-    return HeadCountExplorer()
+    return HeadCountStudyExplorer()
 
 
 def model_maps(model, study, seed: int) -> np.ndarray:
@@ -128,7 +128,7 @@ def test_live_retrain_shows_the_new_model_and_fits_the_time_budget(explorer):
 
 @pytest.mark.slow
 def test_in_jupyter_the_view_shows_the_model_trained_live_then_the_stored_ones_again():
-    explorer = HeadCountExplorer(n_heads=4, seed=1)
+    explorer = HeadCountStudyExplorer(n_heads=4, seed=1)
     assert explorer.status in explorer.widget.children
     stored = explorer.view_widget.payload
     steps = 5

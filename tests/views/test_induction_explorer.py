@@ -180,10 +180,11 @@ def test_an_unexpected_error_is_a_message_not_a_dead_view(explorer, monkeypatch)
     def broken(*args, **kwargs):
         raise RuntimeError("no more memory")
     monkeypatch.setattr(explorer.views[explorer.model_menu.value], "model", broken)
-    assert explorer.refresh() is False
+    explorer.own_tokens.value = "9 8 7 9 8 7"  # a sequence the model has not run on: it runs now, and fails
     assert "unexpected RuntimeError (no more memory)" in explorer.message.value
     assert explorer.current is good
     monkeypatch.undo()
+    explorer.own_tokens.value = ""
     assert explorer.refresh() and shown(explorer.current) == shown(good)
 
 
@@ -201,7 +202,8 @@ def test_typed_ids_are_drawn_in_every_map_of_the_view_on_screen():
     assert [control["name"] for control in payload["controls"]] == ["model", "layer", "head", "sequence"]
     assert len(payload["drawn"]) == 2 * 2 * 4 * 2  # model, layer, head, sequence: each its own view
     for key, index in payload["views"].items():
-        model, layer, head, _ = (control["values"][int(i)] for control, i in zip(payload["controls"], key.split("|")))
+        chosen = zip(payload["controls"], key.split("|"), strict=True)
+        model, layer, head, _ = (control["values"][int(i)] for control, i in chosen)
         drawn = payload["drawn"][index]
         message = payload["strings"][drawn["message"]]
         assert "On your 7 tokens:" in message and "Tokens: <code>5 17 42 8 5 17 42</code>" in message

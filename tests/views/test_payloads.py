@@ -14,8 +14,7 @@ import torch
 from IPython.core.formatters import format_display_data
 
 from mha.core.toy_sentences import embed_tokens, word_vector
-from mha.views.head_count_explorer import HeadCountExplorer
-from mha.views.head_explorer import HeadExplorer, head_attention_maps
+from mha.views.head_count_explorer import HeadCountStudyExplorer
 from mha.views.heatmaps import weight_hundredths, weight_texts
 from mha.views.induction_explorer import InductionLabExplorer
 from mha.views.payloads import (
@@ -27,6 +26,7 @@ from mha.views.payloads import (
     stored_weights,
     view_from_recipe,
 )
+from mha.views.random_layer_explorer import RandomLayerExplorer, head_attention_maps
 
 torch.set_num_threads(1)
 
@@ -36,32 +36,33 @@ def recipe_in(placeholder: str) -> dict:
 
 
 def test_the_notebook_stores_a_placeholder_that_rebuilds_the_same_view():
-    explorer = HeadExplorer("Bob's <b>cat</b> sat .", n_heads=6)
+    explorer = RandomLayerExplorer("Bob's <b>cat</b> sat .", n_heads=6)
     bundle, _ = format_display_data(explorer)  # what Jupyter gets
     assert "application/vnd.jupyter.widget-view+json" in bundle  # the live view, in Jupyter
     placeholder = bundle["text/html"]
-    assert placeholder == placeholder_html(HeadExplorer("Bob's <b>cat</b> sat .", n_heads=6))  # stable: nbval
+    assert placeholder == placeholder_html(RandomLayerExplorer("Bob's <b>cat</b> sat .", n_heads=6))  # stable: nbval
     assert "<b>cat" not in placeholder and "&lt;b&gt;cat" in placeholder  # typed markup stays text
     rebuilt = view_from_recipe(recipe_in(placeholder))
-    assert type(rebuilt) is HeadExplorer and rebuilt.values() == explorer.values()
+    assert type(rebuilt) is RandomLayerExplorer and rebuilt.values() == explorer.values()
 
 
 def test_a_recipe_names_only_the_books_views():
-    assert {"HeadExplorer", "ModelHeadExplorer", "InductionLabExplorer", "HeadCountExplorer"} <= set(SITE_VIEWS)
+    assert {"RandomLayerExplorer", "ModelHeadExplorer", "InductionLabExplorer", "HeadCountStudyExplorer"} <= set(
+        SITE_VIEWS)
     with pytest.raises(ValueError, match="not one of the book's views"):
         view_from_recipe({"view": "os.system", "arguments": {}})
     with pytest.raises(ValueError, match="a mapping with 'view' and 'arguments'"):
-        view_from_recipe({"view": "HeadExplorer"})
+        view_from_recipe({"view": "RandomLayerExplorer"})
 
 
 def test_a_view_built_in_code_that_cannot_be_rebuilt_says_so():
     import dataclasses
 
-    from mha.lab.head_count_sweep import load_study
+    from mha.lab.head_count_study import load_study
 
     study = load_study()
-    assert HeadCountExplorer(study).recipe() is not None  # the stored study can be loaded again
-    other = HeadCountExplorer(dataclasses.replace(study, directory="elsewhere"))
+    assert HeadCountStudyExplorer(study).recipe() is not None  # the stored study can be loaded again
+    other = HeadCountStudyExplorer(dataclasses.replace(study, directory="elsewhere"))
     assert other.recipe() is None
     assert "needs a running notebook" in placeholder_html(other)
 
@@ -78,7 +79,8 @@ def test_every_stored_view_is_the_packages_view_and_the_payload_round_trips():
     assert [control["name"] for control in controls] == ["model", "layer", "head", "sequence"]
     assert len(decoded["views"]) == np.prod([len(control["values"]) for control in controls])
     for key, index in list(decoded["views"].items())[::7]:
-        values = {control["name"]: control["values"][int(i)] for control, i in zip(controls, key.split("|"))}
+        chosen = zip(controls, key.split("|"), strict=True)
+        values = {control["name"]: control["values"][int(i)] for control, i in chosen}
         expected = explorer.view_data(**values, typed="")
         drawn = decoded["drawn"][index]
         assert decoded["strings"][drawn["message"]] == expected.message
@@ -102,7 +104,7 @@ def test_what_a_reader_typed_in_the_kernel_never_reaches_the_website():
 
 @pytest.mark.slow
 def test_a_slider_beyond_its_reach_stores_the_clamped_view():
-    explorer = HeadCountExplorer(n_heads=1, seed=0)
+    explorer = HeadCountStudyExplorer(n_heads=1, seed=0)
     payload = site_payload(explorer)
     names = [control["name"] for control in payload["controls"]]
     assert names == ["heads", "seed", "head", "sequence"]
@@ -116,7 +118,7 @@ def test_a_slider_beyond_its_reach_stores_the_clamped_view():
 
 
 def test_the_chapter_1_payload_is_the_layer_and_its_refusals():
-    explorer = HeadExplorer(max_heads=12, d_model=24)
+    explorer = RandomLayerExplorer(max_heads=12, d_model=24)
     payload = site_payload(explorer)
     assert payload["kind"] == "head-explorer"
     assert sorted(int(h) for h in payload["refusals"]) == [5, 7, 9, 10, 11]
@@ -162,3 +164,23 @@ def test_bertviz_labels_cannot_end_its_script():
     assert "<img" not in page and page.count("<script") == page.count("</script>")
     assert script_safe_labels(hostile)[0] == "‹/script›‹img src=x onerror=alert(1)›"  # it still reads the same
     assert json.dumps(script_safe_labels(hostile)[0]) in page
+
+
+def test_payloads_reads_of_a_view_exactly_what_the_contract_lists_and_imports_no_view():
+    import ast
+    from pathlib import Path
+
+    import mha.views.payloads
+    from mha.views.contract import SiteView, TableView
+
+    tree = ast.parse(Path(mha.views.payloads.__file__).read_text())
+    read = {node.attr for node in ast.walk(tree)  # every function of payloads names the view it is given `explorer`
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "explorer"}
+    listed = {name for part in (SiteView, TableView) for name in [*part.__annotations__, *vars(part)]
+              if not name.startswith("_")}
+    assert read == listed
+    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)} | {
+        alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    views = {"mha.views.explorer", *SITE_VIEWS.values()}
+    assert not imported & views, "payloads imports a view (TYPE_CHECKING or not); it should need only the contract"
+

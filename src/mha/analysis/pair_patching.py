@@ -19,9 +19,10 @@ import numpy as np
 from mha.analysis.statistics import bootstrap_interval
 from mha.core.validation import as_path, check_items, check_type
 from mha.data_files import DATA_DIRECTORY
-from mha.pretrained.encoder import EncoderTrace, MiniLMEncoder, check_encoder
+from mha.pretrained.encoder import MiniLMEncoder, check_encoder
 from mha.pretrained.patching import final_states_with_heads_patched, head_patching_effects
 from mha.pretrained.sentence_embedding import sentence_embeddings
+from mha.pretrained.traces import EncoderTrace
 
 __all__ = ["PairPatching", "patch_between_halves", "HeadAgainstLayer", "NAMED_HEAD_PATCHING_PATH",
            "load_named_head_patching", "MINIMAL_PAIRS", "sentence_vector_patching"]
@@ -84,7 +85,7 @@ class PairPatching:
         others = np.delete(shares[:, layer], head, axis=1).mean(axis=1)  # (pairs,)
         values = np.stack([own, others, own - others], axis=1)  # (pairs, 3)
         low, high = bootstrap_interval(values, seed=seed)
-        return HeadAgainstLayer(len(own), *values.mean(axis=0), *zip(low, high))
+        return HeadAgainstLayer(len(own), *values.mean(axis=0), *zip(low, high, strict=True))
 
     def to_dict(self, decimals: int = 6, layers=None) -> dict:
         """The result as JSON-ready lists, rounded to ``decimals`` places (what the patching scripts store).

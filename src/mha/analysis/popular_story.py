@@ -126,8 +126,8 @@ def real_text_role_scores(records, trees, embeddings: np.ndarray,
     """Every head's score on each role of :data:`POPULAR_ROLES`, on real sentences, as resamplable statistics (3.1).
 
     ``records`` are the encoded treebank sentences (:func:`mha.pretrained.corpus_encoding.encode_records`, gold
-    :class:`~mha.corpora.templates.AnnotatedSentence` attached) and ``trees`` their
-    :class:`~mha.analysis.head_roles.long_range.UDTree` objects, in the same order; ``embeddings`` (vocabulary, d_model)
+    :class:`~mha.corpora.annotation.AnnotatedSentence` attached) and ``trees`` their
+    :class:`~mha.corpora.treebank.UDTree` objects, in the same order; ``embeddings`` (vocabulary, d_model)
     and ``vocabulary`` give the words' input embeddings. Returns role -> ``statistic(weights)``, where ``weights``
     (sentences,) counts how often each sentence is drawn (all ones for the data as they are, see
     :func:`unit_bootstrap`) and the result is (layers, heads). What each score measures is
@@ -149,7 +149,7 @@ def real_text_role_scores(records, trees, embeddings: np.ndarray,
     if len(records) != len(trees) or len(records) < 2:
         raise ValueError(f"give at least two records and one tree per record, got {len(records)} records and "
                          f"{len(trees)} trees.")
-    for index, (record, tree) in enumerate(zip(records, trees)):
+    for index, (record, tree) in enumerate(zip(records, trees, strict=True)):
         if record.sentence is None or tuple(record.sentence.words) != tuple(tree.words):
             raise ValueError(f"record {index} and tree {index} do not have the same words; encode the treebank's "
                              "annotated sentences (read_conllu) and read the trees (read_ud_trees) from one file.")
@@ -186,7 +186,7 @@ def real_text_role_scores(records, trees, embeddings: np.ndarray,
         return (np.einsum("p,plh->lh", close, noun_lift) / max(close.sum(), 1.0)
                 - np.einsum("p,plh->lh", far, noun_lift) / max(far.sum(), 1.0))
 
-    return {"local": pooled("neighbour_share", "content_rows"), "subject": subject_gain,
+    return {"local": pooled("content_neighbour_share", "content_rows"), "subject": subject_gain,
             "punctuation and special": pooled("special_share", "rows"), "punctuation alone": pooled("punct_share",
                                                                                                     "rows"),
             "related words": related_gap}

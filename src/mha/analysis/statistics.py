@@ -22,9 +22,9 @@ module gives the tools to say how good is good:
   (4.2);
 * :func:`held_out_best`: pick the best head on half of the items and score
   it on the other half, many times over random halves;
-* :func:`bootstrap_counts` (from :mod:`mha.core.resampling`, where every bootstrap of the book draws its
-  resamples) gives resamples of whole sentences as counts, and :func:`resampled_means`, :func:`resampled_ratios`
-  and :func:`percentile_interval` turn any per-sentence score into its resampled values and interval (3.2, 4.3);
+* :func:`resampled_means`, :func:`resampled_ratios` and :func:`percentile_interval` turn any per-sentence score
+  into its resampled values and interval (3.2, 4.3), given resamples of whole sentences as counts from
+  :func:`mha.core.resampling.bootstrap_counts` (where every bootstrap of the book draws its resamples);
 * :func:`bootstrap_ratio_interval`: a bootstrap interval for a pooled share
   (hits over pairs, summed over sentences), resampling whole sentences
   (3.2, where a sentence holds several gold pairs);
@@ -55,7 +55,7 @@ from mha.core.validation import (
     is_real_number,
 )
 
-__all__ = ["mean_by_unit", "paired_t", "bootstrap_interval", "bootstrap_counts", "resampled_means", "resampled_ratios",
+__all__ = ["mean_by_unit", "paired_t", "bootstrap_interval", "resampled_means", "resampled_ratios",
            "percentile_interval", "bootstrap_ratio_interval", "sign_flip_signs",
            "familywise_p_values", "head_statistics", "PercentileTest", "percentile_of_heads", "HeldOutResult",
            "held_out_best", "smallest_detectable_count", "detection_power"]

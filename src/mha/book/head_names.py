@@ -57,7 +57,7 @@ def label_heads(table, layer: str = "layer", head: str = "head"):
     names = list(table.index.names)
     if layer in names and head in names:
         labels = [head_label(l, h) for l, h in zip(table.index.get_level_values(layer),
-                                                   table.index.get_level_values(head))]
+                                                   table.index.get_level_values(head), strict=True)]
         others = [name for name in names if name not in (layer, head)]
         relabelled = table.copy()
         if others:
@@ -67,7 +67,7 @@ def label_heads(table, layer: str = "layer", head: str = "head"):
             relabelled.index = pd.Index(labels, name="head")
         return relabelled
     if layer in table.columns and head in table.columns:
-        labels = [head_label(l, h) for l, h in zip(table[layer], table[head])]
+        labels = [head_label(l, h) for l, h in zip(table[layer], table[head], strict=True)]
         relabelled = table.drop(columns=[head])
         relabelled[layer] = labels
         return relabelled.rename(columns={layer: "head"})

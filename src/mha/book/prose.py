@@ -5,7 +5,7 @@ pairs with ``{eval}`glue.text("best_accuracy:.1%")``` in the text, and the numbe
 (:func:`mha.book.rounding.as_shown`). That inline form is MyST's ``{eval}`` role, so the number reads properly in two
 places. In JupyterLab, jupyterlab-myst shows the result stored in the markdown cell's ``user_expressions`` metadata,
 and re-evaluates ``glue.text(...)`` in the kernel when the reader runs the cell (:func:`glued_text`). On the website,
-``site/glued_numbers.py`` turns the same role into myst-nb's ``{glue:text}`` paste of the glued output. Citations
+``website/glued_numbers.py`` turns the same role into myst-nb's ``{glue:text}`` paste of the glued output. Citations
 work the same way: ``{eval}`glue.cite_t("clark2019what")``` is "Clark et al. [2019]" in JupyterLab
 (:func:`citation_text`, from ``citations.json`` in :mod:`mha.data`) and sphinxcontrib-bibtex's ``{cite:t}`` on the
 site, linked to the bibliography. ``python -m scripts.run_notebooks --write`` stores the results

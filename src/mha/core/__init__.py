@@ -7,8 +7,8 @@
 - :mod:`~mha.core.attention_numpy`: the same math in numpy, checked equal to the torch version (1.1).
 - :mod:`~mha.core.masks`: which keys each query may see: causal and padding masks (1.1).
 - :mod:`~mha.core.validation`: checks at the package boundary, with errors that say how to fix the input (all).
-- :mod:`~mha.core.layouts`: the three layouts of attention weights, (batch, heads, query, key), (layers, batch,
-  heads, query, key) and (layers, heads, seq, seq), and the check of each where it enters (all).
+- :mod:`~mha.core.layouts`: the layouts of attention weights, from (layers, batch, heads, query, key) down to one
+  head's (query, key) map, and word-level maps, and the check of each where it enters (all).
 - :mod:`~mha.core.toy_sentences`: word vectors without a trained model, for the random-weight demos (1.2).
 - :mod:`~mha.core.geometry`: QK and OV circuits, ranks, subspaces and their angles (2.1 "Each head's own subspace").
 - :mod:`~mha.core.low_rank_fitting`: which patterns one head of width d_head can express, and the stored fits

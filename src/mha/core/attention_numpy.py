@@ -116,7 +116,7 @@ def multi_head_attention(
         except (TypeError, ValueError):
             raise InputError("biases should be (b_Q, b_K, b_V, b_O), four vectors of shape (d_model,), "
                              "or None for no biases.") from None
-    named = dict(zip(given, as_float_arrays(given)))
+    named = dict(zip(given, as_float_arrays(given), strict=True))
     x = named["x"]
     check_rank("x", x.shape, (3,), "(batch, seq, d_model)")
     check_not_empty("x", x.shape, 1, "positions (seq = 0)")

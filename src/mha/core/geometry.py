@@ -37,6 +37,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
+from mha.core.layouts import HEADS, takes_attention
 from mha.core.validation import (
     InputError,
     as_path,
@@ -169,6 +170,7 @@ class HeadWrites(NamedTuple):
         return self.per_head.sum(dim=-3) + self.bias
 
 
+@takes_attention(weights=HEADS.with_leading(5))
 def head_writes(x: Tensor, weights: Tensor, W_V: Tensor, W_O: Tensor,
                 b_V: Tensor | None = None, b_O: Tensor | None = None) -> HeadWrites:
     """The layer output as a sum over heads of ``A_h X W_OV^h``, plus one bias vector (chapter 2).

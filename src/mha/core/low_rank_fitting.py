@@ -38,6 +38,7 @@ import torch
 from torch import Tensor
 
 from mha.core.geometry import numerical_rank
+from mha.core.layouts import QUERY_KEY, takes_attention
 from mha.core.validation import (
     as_path,
     check_rank,
@@ -125,6 +126,7 @@ def row_centred(scores: Tensor) -> Tensor:
     return scores - scores.mean(dim=-1, keepdim=True)
 
 
+@takes_attention(pattern=QUERY_KEY)
 def min_head_width(pattern: Tensor, rtol: float = 1e-9) -> int:
     """The smallest ``d_head`` whose scores can give ``pattern`` (n, n) exactly, for strictly positive patterns.
 
@@ -143,6 +145,7 @@ def min_head_width(pattern: Tensor, rtol: float = 1e-9) -> int:
     return int(numerical_rank(row_centred(pattern.double().log()), rtol=rtol))
 
 
+@takes_attention(fitted=QUERY_KEY.with_leading(6), target=QUERY_KEY.with_leading(6))
 def pattern_error(fitted: Tensor, target: Tensor) -> Tensor:
     """Mean total-variation distance between rows, in [0, 1]: (..., n_q, n_k) twice -> (...).
 
@@ -177,6 +180,7 @@ class PatternFit:
         return (self.scores.amax(dim=-1) - self.scores.amin(dim=-1)).mean(dim=-1)
 
 
+@takes_attention(targets=QUERY_KEY.with_leading(1))
 def fit_head_patterns(tokens: Tensor, targets: Tensor, d_heads: Sequence[int], *, steps: int = 300,
                       lr: float = 0.05, restarts: int = 2, score_cap: float | None = None,
                       seed: int = 0) -> PatternFit:

@@ -6,7 +6,7 @@ of heads or a median over training seeds, resamples its items (sentences, pairs,
 machine: the draws are ``np.random.default_rng(seed).integers(0, n_items, size=(n_resamples, n_items))``.
 :func:`bootstrap_counts` gives the same resamples as how often each item was drawn, which turns any weighted sum
 over items into its resampled sums in one product. The intervals themselves are in :mod:`mha.analysis.statistics`
-(and :func:`mha.lab.head_count_sweep.median_interval` for the lab's seeds).
+(and :func:`mha.lab.head_count_study.median_interval` for the lab's seeds).
 """
 
 from __future__ import annotations

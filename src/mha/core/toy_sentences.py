@@ -8,7 +8,7 @@ embeddings arrive in chapter 3.
 The word vectors come from a generator simple enough to write twice: a 32-bit
 FNV-1a hash of the word picks the state of a xorshift generator (Marsaglia 2003),
 whose uniform numbers become normal ones by the Box-Muller transform. The
-website's head explorer (``site/views.js``) computes the same vectors in the
+website's head explorer (``website/views.js``) computes the same vectors in the
 reader's browser, so a sentence typed there gets the maps this module gives,
 and neither depends on the CPU's floating-point kernels.
 """

@@ -85,7 +85,7 @@ def _kept_verb(tree: UDTree, word: int, verbs: str) -> bool:
 
 
 def _agreeing_verb(tree: UDTree, subject: int, head: int, verbs: str = "number") -> int | None:
-    finite = [i for i, (h, rel) in enumerate(zip(tree.heads, tree.deprels)) if h == head and i > subject
+    finite = [i for i, (h, rel) in enumerate(zip(tree.heads, tree.deprels, strict=True)) if h == head and i > subject
               and rel.split(":")[0] in ("aux", "cop") and _features(tree, i).get("VerbForm") == "Fin"]
     verb = finite[0] if finite else head  # "the premise *is* that it sets": the copula agrees, not the clause's verb
     return verb if _kept_verb(tree, verb, verbs) else None
@@ -142,7 +142,8 @@ def agreement_items(trees: Sequence[UDTree], *, verbs: str = "number",
     for index, tree in enumerate(trees):
         if len(tree.feats) != len(tree.words) or len(tree.lemmas) != len(tree.words):
             raise ValueError(f"tree {index} has no features or lemmas; read it with read_ud_trees, which keeps them.")
-        basic = [(subject, head, False) for subject, (head, relation) in enumerate(zip(tree.heads, tree.deprels))
+        basic = [(subject, head, False)
+                 for subject, (head, relation) in enumerate(zip(tree.heads, tree.deprels, strict=True))
                  if relation.split(":")[0] == "nsubj"]
         extra = [] if extra_subjects is None else [(int(s), int(h), True) for s, h in extra_subjects[index]]
         if any(not (0 <= s < len(tree.words) and 0 <= h < len(tree.words)) for s, h, _ in extra):

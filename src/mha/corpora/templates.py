@@ -8,7 +8,7 @@ construction, plus hand-written pronoun minimal pairs in which one word flips
 the antecedent of the pronoun.
 
 The relations are :class:`~mha.corpora.annotation.Relation` arrows between word indices, of the kinds
-:mod:`mha.corpora.annotation` lists (``det_noun``: determiner -> noun, ...); the types are importable from here too.
+:mod:`mha.corpora.annotation` lists (``det_noun``: determiner -> noun, ...); import the types from there.
 
 The relations listed for a sentence are correct but not exhaustive: a pronoun
 item, for instance, is annotated only for what the minimal pair tests (and the
@@ -24,9 +24,6 @@ from mha.core.validation import check_items, check_whole_number
 from mha.corpora.annotation import RELATION_KINDS, AnnotatedSentence, Relation
 
 __all__ = [
-    "RELATION_KINDS",
-    "Relation",
-    "AnnotatedSentence",
     "DETERMINERS",
     "ADJECTIVES",
     "NOUNS",
@@ -397,7 +394,7 @@ def generate_corpus(
     always gives the same corpus and global random state is never touched;
     the :func:`pronoun_pairs` (44 sentences, the same for every seed) follow
     when ``include_pronoun_pairs``. The default gives 8 * 70 + 44 = 604
-    sentences of 6 to 14 words. Returns a list of :class:`AnnotatedSentence`.
+    sentences of 6 to 14 words. Returns a list of :class:`~mha.corpora.annotation.AnnotatedSentence`.
     """
     sentences_per_template = check_whole_number("sentences_per_template", sentences_per_template, minimum=0,
                                                 maximum=MOST_SENTENCES_PER_TEMPLATE,

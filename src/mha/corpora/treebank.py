@@ -2,7 +2,7 @@
 
 The template corpus of :mod:`mha.corpora.templates` knows its grammar by construction;
 a treebank brings real sentences annotated by people. This module turns any
-CoNLL-U file into the same :class:`~mha.corpora.templates.AnnotatedSentence` form, so
+CoNLL-U file into the same :class:`~mha.corpora.annotation.AnnotatedSentence` form, so
 :mod:`mha.analysis.head_roles.role_table` scores heads on either without knowing which it got.
 
 Only syntactic words are kept: multiword-token range lines (``2-3 cannot``)
@@ -97,12 +97,12 @@ def relations_from_ud(heads: list[int], deprels: list[str], upos: list[str]) -> 
 
     ``heads``, ``deprels`` and ``upos`` have one entry per word, in word
     order; ``heads[i]`` is the 0-based index of word ``i``'s head, or -1 for
-    the root. Returns :class:`~mha.corpora.templates.Relation` objects (word indices,
+    the root. Returns :class:`~mha.corpora.annotation.Relation` objects (word indices,
     source -> target as the module table says), in word order of the dependent.
     """
     heads = check_items("heads", heads, "a list of head indices, one per word")
     relations = []
-    for dependent, (head, deprel, dependent_pos) in enumerate(zip(heads, deprels, upos)):
+    for dependent, (head, deprel, dependent_pos) in enumerate(zip(heads, deprels, upos, strict=True)):
         if head < 0:
             continue
         base = deprel.split(":")[0]
@@ -304,7 +304,7 @@ def _treebank_text(path: str | Path) -> tuple[Path, str]:
 
 
 def parse_conllu(text: str, *, source: str = "<string>") -> list[AnnotatedSentence]:
-    """Parse CoNLL-U text into :class:`~mha.corpora.templates.AnnotatedSentence` objects (chapter 3, empirical head
+    """Parse CoNLL-U text into :class:`~mha.corpora.annotation.AnnotatedSentence` objects (chapter 3, empirical head
     roles).
 
     ``source`` names the text in error messages and in each sentence's
@@ -326,7 +326,7 @@ def parse_conllu(text: str, *, source: str = "<string>") -> list[AnnotatedSenten
 
 
 def read_conllu(path: str | Path) -> list[AnnotatedSentence]:
-    """Read a CoNLL-U file into :class:`~mha.corpora.templates.AnnotatedSentence` objects (chapter 3, empirical head
+    """Read a CoNLL-U file into :class:`~mha.corpora.annotation.AnnotatedSentence` objects (chapter 3, empirical head
     roles).
 
     Any UD treebank works (UTF-8 text, with or without a byte-order mark); the

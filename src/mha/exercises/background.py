@@ -95,7 +95,7 @@ def _random_wordpieces(seed: int) -> list[list[str]]:
         for word in rng.choice(words, size=int(rng.integers(2, 8))).tolist():
             cuts = sorted(set(rng.integers(1, len(word), size=int(rng.integers(0, 3))).tolist())) if len(word) > 3 \
                 else []
-            pieces = [word[a:b] for a, b in zip([0, *cuts], [*cuts, len(word)])]
+            pieces = [word[a:b] for a, b in zip([0, *cuts], [*cuts, len(word)], strict=True)]
             tokens += [pieces[0]] + ["##" + piece for piece in pieces[1:]]
         sentences.append(tokens + ["[SEP]"] + ["[PAD]"] * int(rng.integers(0, 4)))
     return sentences

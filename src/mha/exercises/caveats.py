@@ -339,7 +339,7 @@ def check_heads_removable(removable_fn: Callable, seed: int = 0) -> CheckResult:
         if value == expected:
             return None
         message = f"got {value}, expected {expected}."
-        within = [c for c, q in zip(counts, quality) if q >= reference - max_drop]
+        within = [c for c, q in zip(counts, quality, strict=True) if q >= reference - max_drop]
         if within and value == max(within):
             message += (" That is the last count whose quality is within the limit anywhere on the curve; "
                         "stop at the FIRST point that falls too far (later recoveries do not count).")

@@ -86,7 +86,7 @@ def require_prediction(prediction: Any, name: str = "my_prediction") -> None:
     if prediction is None or prediction is Ellipsis or (isinstance(prediction, str) and not prediction.strip()):
         raise PredictionMissing(f"✗ No prediction yet: set {name} in the cell above (with a sentence on why, as a "
                                 "comment) and run it. This cell shows the measurement only after you have predicted.")
-    when = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    when = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     print(f"{PREDICTION_RECORD} {name} = {prediction_fingerprint(prediction)} at {when} (a fingerprint of your "
           "prediction, kept in this cell's output: a prediction edited after this shows in the notebook you hand "
           "in)")

@@ -101,7 +101,7 @@ def check_count_flips(count_flips_fn: Callable, seed: int = 0) -> CheckResult:
         counted = {"right": right_first & right_second, "wrong": ~right_first & ~right_second,
                    "unchanged": right_first != right_second}  # (pairs, heads) each
         either = {"right": right_first | right_second, "wrong": ~right_first | ~right_second}
-        for name, value, want in zip(counted, got, (expected.right, expected.wrong, expected.unchanged)):
+        for name, value, want in zip(counted, got, (expected.right, expected.wrong, expected.unchanged), strict=True):
             slips = {
                 "every change": ((picks_first != picks_second).sum(axis=0) if name == "right" else None,
                                  "You counted every change of pick; a flip is right only when the head is correct "

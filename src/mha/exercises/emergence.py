@@ -332,7 +332,7 @@ def check_permute_heads(permute_heads_fn: Callable, seed: int = 0) -> CheckResul
         d_head = d_model // n_heads
         inverse = list(np.argsort(order))
         names = ("W_Q", "W_K", "W_V", "W_O")
-        for name, got_matrix, want_matrix, original in zip(names, got, want, matrices):
+        for name, got_matrix, want_matrix, original in zip(names, got, want, matrices, strict=True):
             problem = describe_difference(name, got_matrix, want_matrix)
             if problem is None:
                 continue
@@ -390,7 +390,7 @@ def check_phase_change_step(phase_change_step: Callable, seed: int = 0) -> Check
     curves = phase_spread_curves()
 
     def cases() -> Iterator:
-        for index, window in zip(rng.choice(len(curves), size=4, replace=False), (200, 400, 200, 600)):
+        for index, window in zip(rng.choice(len(curves), size=4, replace=False), (200, 400, 200, 600), strict=True):
             d_model, rate, run_seed, steps, losses = curves[index]
             label = (f"the held-out repeat loss of a run with d_model {d_model}, learning rate {rate:g}, seed "
                      f"{run_seed} ({len(steps)} rows, every {steps[1] - steps[0]} steps), window {window}")
@@ -400,7 +400,7 @@ def check_phase_change_step(phase_change_step: Callable, seed: int = 0) -> Check
         steps, losses, window = case
 
         def steepest(values, window_steps) -> int:
-            rows = [{"step": s, "repeat_loss": v} for s, v in zip(steps, values)]
+            rows = [{"step": s, "repeat_loss": v} for s, v in zip(steps, values, strict=True)]
             return int(steepest_drop(TrainingLog(rows=rows), "repeat_loss", window_steps=window_steps)["step"])
 
         want = steepest(losses, window)
@@ -482,7 +482,7 @@ def check_induction_scores(induction_scores: Callable, seed: int = 0) -> CheckRe
     rng = np.random.default_rng(seed)
     names = INDUCTION_CHECKPOINTS[:2] if not seed else rng.choice(INDUCTION_CHECKPOINTS[2:], 2, replace=False).tolist()
     cases = ((f"checkpoint {name!r}, batch seed {batch}", (name, batch), {}, (name, batch))
-             for name, batch in zip(names, rng.integers(1000, size=2).tolist() if seed else (0, 0)))
+             for name, batch in zip(names, rng.integers(1000, size=2).tolist() if seed else (0, 0), strict=True))
 
     def compare(got, case) -> str | None:
         tokens = InductionTask().held_out().sample(256, case[1]).inputs

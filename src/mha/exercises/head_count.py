@@ -178,8 +178,8 @@ def check_first_step_below(function: Callable, seed: int = 0) -> CheckResult:
         got = int(value)
         if got == expected:
             return None
-        first_strictly_below = next((s for s, loss in zip(steps, losses) if loss < threshold), None)
-        below_at = {s for s, loss in zip(steps, losses) if loss <= threshold}
+        first_strictly_below = next((s for s, loss in zip(steps, losses, strict=True) if loss < threshold), None)
+        below_at = {s for s, loss in zip(steps, losses, strict=True) if loss <= threshold}
         hint = ""
         if got == steps.index(expected):
             hint = " That is the position in the list, not the step: return steps[i]."
@@ -246,7 +246,8 @@ def check_answer_parts(function: Callable, seed: int = 0) -> CheckResult:
         expected = np.array([reference["value"], reference["modifier"]])
         names = ("value_accuracy", "modifier_accuracy")
         if array_or_none(got) is None:  # not already an array of two numbers: a pair of numbers
-            got = np.array([answer_number(part, name) for part, name in zip(answer_tuple(got, names), names)])
+            got = np.array([answer_number(part, name)
+                            for part, name in zip(answer_tuple(got, names), names, strict=True)])
         problem = describe_difference("your (value, modifier) accuracy", got, expected, atol=1e-6)
         if problem is None:
             return None

@@ -9,7 +9,7 @@ sentences; the learner's function receives arrays, but that of :func:`check_mode
 
 Each ``check_*`` takes the learner's function, runs it on small seeded attention maps whose answers are known, and
 compares with the package's own implementation (:func:`mha.analysis.head_roles.role_table.head_role_table`,
-:func:`mha.analysis.head_roles.role_table.fixed_offset_baseline`, :func:`mha.pretrained.word_maps.word_attention`),
+:func:`mha.corpora.baselines.fixed_offset_baseline`, :func:`mha.pretrained.word_maps.word_attention`),
 which ``tests/analysis/head_roles/test_role_table.py`` and ``tests/pretrained/test_word_maps.py`` test on hand-made
 maps. When an answer is wrong the message also says which common slip it matches (the next token instead of the
 previous one, a row read instead of a column, a mean instead of a sum ...).
@@ -26,8 +26,9 @@ import numpy as np
 
 from mha.analysis.head_roles import seeded_sentences
 from mha.analysis.head_roles import synthetic_scores as synthetic
-from mha.analysis.head_roles.role_table import fixed_offset_baseline, head_role_table
+from mha.analysis.head_roles.role_table import head_role_table
 from mha.analysis.head_roles.seeded_sentences import RELATIONS, treebank_relation_hits
+from mha.corpora.baselines import fixed_offset_baseline
 from mha.pretrained.corpus_encoding import encode_records
 from mha.pretrained.encoder import MiniLMEncoder
 from mha.pretrained.word_maps import word_attention
@@ -235,7 +236,7 @@ def check_relation_accuracy(relation_accuracy: Callable[[Sequence[np.ndarray], S
             other = "target_to_source" if direction == "source_to_target" else "source_to_target"
             n_pairs = sum(len(p) for p in pairs)
             per_sentence = float(np.mean([synthetic.relation_accuracy_on_maps([m], [p], direction)
-                                          for m, p in zip(maps, pairs) if p]))
+                                          for m, p in zip(maps, pairs, strict=True) if p]))
             slips = {
                 "self": (synthetic.relation_accuracy_on_maps(maps, pairs, direction, ignore_self=False),
                          "A word's own column took part in the argmax: exclude it (e.g. set the diagonal to -inf)."),

@@ -17,9 +17,11 @@ from collections.abc import Callable, Iterator
 import numpy as np
 from scipy.stats import pearsonr
 
-from mha.analysis.caveats.layer_profile import bootstrap_counts, depth_trend, percentile_interval, resampled_ratios
+from mha.analysis.caveats.layer_profile import depth_trend
 from mha.analysis.caveats.probing import control_labels, fit_probe
 from mha.analysis.head_roles.seeded_sentences import RELATIONS, treebank_relation_hits
+from mha.analysis.statistics import percentile_interval, resampled_ratios
+from mha.core.resampling import bootstrap_counts
 from mha.pretrained.word_maps import word_units
 
 from .checking import (
@@ -302,7 +304,7 @@ def check_selection_inflation(selection_inflation: Callable, seed: int = 0) -> C
     counts = treebank_relation_hits(seed)
 
     def cases() -> Iterator:
-        for relation, n_splits in zip(rng.choice(RELATIONS, size=4, replace=False), (3, 8, 20, 50)):
+        for relation, n_splits in zip(rng.choice(RELATIONS, size=4, replace=False), (3, 8, 20, 50), strict=True):
             r = counts.relations.index(str(relation))
             some = counts.pairs[:, r] > 0
             scores = counts.hits[some, r].reshape(int(some.sum()), -1) / counts.pairs[some, r][:, None]  # (items, 72)

@@ -74,7 +74,8 @@ def _circuit_factors(W_E, W_V, W_O, W_U) -> list[Tensor]:
     to be matrices that chain."""
     factors = _matrices({"W_E": W_E, "W_V": W_V, "W_O": W_O, "W_U": W_U}, "a matrix (rows, columns)")
     names = ("W_E", "W_V", "W_O", "W_U")
-    for (name_a, a), (name_b, b) in zip(zip(names, factors), zip(names[1:], factors[1:])):
+    named = list(zip(names, factors, strict=True))
+    for (name_a, a), (name_b, b) in zip(named, named[1:], strict=False):  # each factor and the next
         if a.shape[1] != b.shape[0]:
             raise InputError(f"{name_a} has shape {tuple(a.shape)} and {name_b} {tuple(b.shape)}: they do not chain. "
                              "Give W_E (vocab, d_model), W_V (d_model, d_head), W_O (d_head, d_model) and W_U "

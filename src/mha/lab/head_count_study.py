@@ -167,7 +167,7 @@ class HeadCountStudy:
         until = max(record["curve"]["step"][-1] for record in records) if until is None else until
         steps = np.arange(step, until + 1, step)
         values = np.empty((len(records), len(steps)))
-        for row, record in zip(values, records):
+        for row, record in zip(values, records, strict=True):
             measured = np.asarray(record["curve"][column], dtype=float)[:len(steps)]
             row[:len(measured)] = measured
             row[len(measured):] = measured[-1] if record["stopped"] == "solved" else np.nan
@@ -288,8 +288,8 @@ def steps_to_solve(record: dict, threshold: float, split: str = "held_out") -> f
         raise ValueError(f"split must be 'validation' (to choose) or 'held_out' (to report), got {split!r}.")
     if not 0.0 < threshold <= 1.0:
         raise ValueError(f"threshold is an accuracy in (0, 1], got {threshold!r}.")
-    return float(next((step for step, accuracy in zip(curve["step"], curve[split]) if accuracy >= threshold),
-                      math.inf))
+    return float(next((step for step, accuracy in zip(curve["step"], curve[split], strict=True)
+                       if accuracy >= threshold), math.inf))
 
 
 def accuracy_at(record: dict, step: int, split: str = "held_out") -> float:
@@ -329,7 +329,7 @@ def solve_times(records: Sequence[dict], threshold: float, split: str = "held_ou
     records = check_items("records", records, "a list of run records, e.g. [study.run(h, rate, s) for s in seeds]")
     steps = [steps_to_solve(record, threshold, split) for record in records]
     times = np.array([step if math.isfinite(step) else record["curve"]["step"][-1]
-                      for step, record in zip(steps, records)], dtype=float)  # (n,)
+                      for step, record in zip(steps, records, strict=True)], dtype=float)  # (n,)
     return times, np.isfinite(steps)  # (n,), (n,)
 
 
@@ -361,7 +361,7 @@ def best_learning_rates(study: HeadCountStudy, threshold: float, horizon: float 
         if not complete:
             raise ValueError(f"h = {n_heads} has no learning rate trained from every seed; nothing to choose from.")
 
-        def score(learning_rate: float) -> tuple[float, int, float, float]:
+        def score(learning_rate: float, n_heads: int = n_heads) -> tuple[float, int, float, float]:
             records = [study.run(n_heads, learning_rate, seed) for seed in study.seeds]
             times, solved = solve_times(records, threshold, "validation")
             mean_steps = restricted_mean_survival_time(kaplan_meier(times, solved), horizon)

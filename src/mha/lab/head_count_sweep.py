@@ -23,14 +23,14 @@ weights; this module reads them and holds the measurements the chapter makes:
   answer has the right value and the right modifier (which relation the model
   has learned);
 * :func:`first_step_below` - when a loss curve first reaches a threshold;
-* :class:`HeadCountStudy` / :func:`load_study` (from :mod:`mha.lab.head_count_study`, importable from here) -
-  every run's validation and held-out curves and role curve, each h's chosen learning rate and its saved
-  models, its report seeds, and the mechanism controls; :func:`steps_to_solve`, :func:`accuracy_at`,
-  :func:`median_interval` (bootstrap), :func:`solve_times`, :func:`arm_survival` (Kaplan-Meier curves of the
-  steps to solve), :func:`restricted_mean_interval` and :func:`best_learning_rates` (chosen on the validation
-  batch) read it;
 * :func:`train_two_relation_model` - train one more model of the study's shape
   (used by the live retrain of :mod:`mha.views.head_count_explorer`).
+
+The stored study itself (every run's validation and held-out curves and role curve, each h's chosen learning rate
+and its saved models, its report seeds, and the mechanism controls) is read by :mod:`mha.lab.head_count_study`:
+:class:`~mha.lab.head_count_study.HeadCountStudy` and :func:`~mha.lab.head_count_study.load_study`, with the
+functions that summarise it (steps to solve, median intervals, Kaplan-Meier curves, the chosen learning rates).
+Import them from there.
 
 Maps follow the book's convention: weights are (batch, heads, seq_q, seq_k),
 row = query = the position attending FROM, column = key = the position
@@ -44,6 +44,7 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import Tensor
 
+from mha.core.layouts import BATCH_HEADS, takes_attention
 from mha.core.validation import (
     check_finite_number,
     check_items,
@@ -53,27 +54,11 @@ from mha.core.validation import (
     check_whole_number,
 )
 from mha.lab.circuit_scores import attention_to_key_positions
-from mha.lab.head_count_study import (
-    STOP_REASONS,
-    STUDY_FILE,
-    HeadCountStudy,
-    accuracy_at,
-    arm_survival,
-    best_learning_rates,
-    load_study,
-    median_interval,
-    restricted_mean_interval,
-    solve_times,
-    steps_to_solve,
-    study_from_content,
-)
 from mha.lab.tasks import TaskBatch, TwoRelationTask
 from mha.lab.tiny_model import TinyTransformer, TinyTransformerConfig
 from mha.lab.training import TrainingConfig, TrainingLog, train
 
 __all__ = [
-    "STUDY_FILE",
-    "STOP_REASONS",
     "ANALYSIS_BATCH_SEED",
     "ANALYSIS_BATCH_SIZE",
     "ROLE_SHARE_THRESHOLD",
@@ -90,16 +75,6 @@ __all__ = [
     "first_step_below",
     "token_names",
     "train_two_relation_model",
-    "HeadCountStudy",
-    "load_study",
-    "study_from_content",
-    "steps_to_solve",
-    "accuracy_at",
-    "median_interval",
-    "solve_times",
-    "arm_survival",
-    "restricted_mean_interval",
-    "best_learning_rates",
     "equal_split_ceiling",
 ]
 
@@ -129,6 +104,7 @@ def previous_positions(fact_position: Tensor) -> Tensor:
     return torch.where(ask, torch.arange(fact_position.shape[1]) - 1, -1)  # (batch, seq)
 
 
+@takes_attention(weights=BATCH_HEADS)
 def relation_shares(weights: Tensor, fact_position: Tensor) -> Tensor:
     """Per head, the mean attention an ask position pays to the fact, to the previous token, and elsewhere.
 
@@ -139,14 +115,15 @@ def relation_shares(weights: Tensor, fact_position: Tensor) -> Tensor:
     ``previous`` and ``elsewhere``, each averaged over the batch and the ask
     positions; a row sums to 1. Chapter 3, "One big head or many".
     """
-    weights = torch.as_tensor(weights)
+    weights = check_real_tensor("weights", weights, meaning="(batch, heads, seq, seq) attention weights")
     check_rank("weights", weights.shape, (4,), "(batch, heads, seq, seq) attention weights")
-    fact_position = torch.as_tensor(fact_position)
+    fact_position = check_real_tensor("fact_position", fact_position, meaning="(batch, seq)")
     to_fact = attention_to_key_positions(weights, fact_position)  # (heads,)
     to_previous = attention_to_key_positions(weights, previous_positions(fact_position))  # (heads,)
     return torch.stack([to_fact, to_previous, 1 - to_fact - to_previous], dim=-1)  # (heads, 3)
 
 
+@takes_attention(weights=BATCH_HEADS)
 def fact_attention_by(weights: Tensor, batch: TaskBatch, task: TwoRelationTask, by: str = "key") -> Tensor:
     """Per head, the mean attention an ask position pays to the matching fact, grouped by the asked key or the stored
     value.
@@ -222,12 +199,12 @@ def ask_attention_override(fact_position: Tensor, fact_weight: float | None) -> 
     return override
 
 
-def head_role(fact_share: float, previous_share: float, role_threshold: float = ROLE_SHARE_THRESHOLD,
+def head_role(fact_share: float, prev_token_share: float, role_threshold: float = ROLE_SHARE_THRESHOLD,
               split_threshold: float = SPLIT_THRESHOLD) -> str:
     """One word for what a head does at the ask positions, from its two shares (see :func:`relation_shares`).
 
     ``"fact"`` if ``fact_share >= role_threshold`` (default 0.5), else ``"previous"``
-    if ``previous_share >= role_threshold``, else ``"split"`` if both are at least
+    if ``prev_token_share >= role_threshold``, else ``"split"`` if both are at least
     ``split_threshold`` (default 0.2), else ``"other"``. Chapter 3 moves the thresholds to see
     which conclusions depend on them.
     """
@@ -236,12 +213,12 @@ def head_role(fact_share: float, previous_share: float, role_threshold: float = 
                          f"{role_threshold!r}.")
     meaning = "a head's share of attention at the ask positions, from relation_shares"
     fact_share = check_finite_number("fact_share", fact_share, meaning=meaning)
-    previous_share = check_finite_number("previous_share", previous_share, meaning=meaning)
+    prev_token_share = check_finite_number("prev_token_share", prev_token_share, meaning=meaning)
     if fact_share >= role_threshold:
         return "fact"
-    if previous_share >= role_threshold:
+    if prev_token_share >= role_threshold:
         return "previous"
-    if fact_share >= split_threshold and previous_share >= split_threshold:
+    if fact_share >= split_threshold and prev_token_share >= split_threshold:
         return "split"
     return "other"
 
@@ -289,7 +266,7 @@ def first_step_below(steps: Sequence[int], losses: Sequence[float], threshold: f
     steps = check_items("steps", steps, "a list of logged steps")
     if len(steps) != len(losses):
         raise ValueError(f"steps has {len(steps)} entries and losses {len(losses)}; give one loss per step.")
-    return next((int(step) for step, loss in zip(steps, losses) if loss <= threshold), None)
+    return next((int(step) for step, loss in zip(steps, losses, strict=True) if loss <= threshold), None)
 
 
 def token_names(task: TwoRelationTask, tokens: Sequence[int]) -> list[str]:
@@ -322,7 +299,7 @@ def train_two_relation_model(
 ) -> tuple[TinyTransformer, TrainingLog]:
     """Train one model of the study's kind from scratch and return it with its loss curve. Chapter 3.
 
-    ``config`` fixes the shape (use :meth:`HeadCountStudy.config`), ``seed``
+    ``config`` fixes the shape (use :meth:`~mha.lab.head_count_study.HeadCountStudy.config`), ``seed``
     the initialisation; ``training`` the optimiser and steps. ``on_log(step,
     model, log)`` is called every ``log_every`` steps (default: the training
     log interval), e.g. to move a progress bar.

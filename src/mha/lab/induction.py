@@ -40,6 +40,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from mha.core.layouts import BATCH_HEADS, takes_attention
 from mha.core.validation import check_rank, check_real_tensor, check_seed, check_type, check_whole_number
 from mha.lab.checkpoints import load_json
 from mha.lab.circuit_scores import head_role_scores
@@ -182,6 +183,7 @@ def head_ablation_losses(model, task: InductionTask, batch: TaskBatch, metric: s
     return losses
 
 
+@takes_attention(weights=BATCH_HEADS.with_leading(4))
 def attention_by_offset(weights: Tensor, query_mask: Tensor | None = None) -> Tensor:
     """(..., heads, seq): the mean weight a head puts ``d`` positions back, for d = 0 .. seq-1 (chapter 3).
 

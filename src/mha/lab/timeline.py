@@ -221,7 +221,7 @@ def load_induction_timeline(file_name: str = TIMELINE_FILE,
 
     phase = content.get("phase_change", {}).get("step") if isinstance(content.get("phase_change"), dict) else None
     curve = TrainingLog(rows=[{"step": int(step), "repeat_loss": float(loss)}
-                              for step, loss in zip(curve_steps, curve_loss)])
+                              for step, loss in zip(curve_steps, curve_loss, strict=True)])
     steepest = int(steepest_drop(curve, "repeat_loss", window_steps=200)["step"])  # section 3.5's phase change
     if phase != steepest:
         raise problem(f"its phase_change.step is {phase!r}, but the steepest 200-step fall of its loss curve is "

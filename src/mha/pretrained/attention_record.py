@@ -4,7 +4,7 @@
 what the scores of :mod:`mha.analysis` (the role table, relations, layer profiles) read: the maps (layers, heads,
 seq, seq), row = query (attends FROM), column = key (attended TO), with the tokens, their word ids and the gold
 annotation. :func:`as_record` also accepts a mapping or any object with those fields (a
-:class:`~mha.pretrained.encoder.SentenceTrace`), and :func:`check_record` says what is wrong with one that does not fit.
+:class:`~mha.pretrained.traces.SentenceTrace`), and :func:`check_record` says what is wrong with one that does not fit.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ class AttentionRecord:
     columns = keys (attended TO), each row summing to 1. ``tokens`` and
     ``word_ids`` have ``seq`` entries; ``word_ids[t]`` is the index of the word
     token ``t`` belongs to, None for special tokens such as ``[CLS]``.
-    ``sentence`` is the gold :class:`~mha.corpora.templates.AnnotatedSentence` whose
+    ``sentence`` is the gold :class:`~mha.corpora.annotation.AnnotatedSentence` whose
     ``words`` those word ids index, or None when there is no annotation.
     """
 

@@ -6,7 +6,7 @@ records from the pretrained encoder of :mod:`mha.pretrained.encoder`, many sente
 forward pass, so that encoding the ~600 sentences of
 :func:`mha.corpora.templates.generate_corpus` takes seconds rather than minutes.
 
-Gold sentences (:class:`~mha.corpora.templates.AnnotatedSentence`) are encoded from their
+Gold sentences (:class:`~mha.corpora.annotation.AnnotatedSentence`) are encoded from their
 own words (``is_split_into_words=True``), so the word ids of each record index
 ``sentence.words`` exactly, as the relation scores require. Sentences are
 sorted by their number of wordpieces and batched by a token budget: a batch
@@ -49,7 +49,7 @@ def encode_records(
     """One :class:`~mha.pretrained.attention_record.AttentionRecord` per sentence, encoded in batches (chapter 3,
     empirical head roles).
 
-    ``sentences`` holds :class:`~mha.corpora.templates.AnnotatedSentence` objects (encoded
+    ``sentences`` holds :class:`~mha.corpora.annotation.AnnotatedSentence` objects (encoded
     from their words, and kept as the record's ``sentence``) or plain strings
     (tokenised by the model, no gold annotation), not both. Sentences of
     similar length share a batch of at most ``batch_size`` sentences and
@@ -105,7 +105,7 @@ def encode_word_head_outputs(
 
     ``sentences`` are lists of words (a treebank's own words, encoded with ``is_split_into_words=True``), batched by
     length as in :func:`encode_records`. ``z_h = weights_h @ v_h`` is the head's output before ``W_O``
-    (:attr:`mha.pretrained.encoder.EncoderTrace.head_outputs`); a word cut into several wordpieces gets the mean
+    (:attr:`mha.pretrained.traces.EncoderTrace.head_outputs`); a word cut into several wordpieces gets the mean
     of its pieces' outputs (:func:`mha.pretrained.word_maps.word_units`), and ``[CLS]`` and ``[SEP]`` are dropped,
     so ``result[i][layer, head, w]`` belongs to ``sentences[i][w]`` (section 4.4, "Probing and its limits").
     """

@@ -24,7 +24,8 @@ loaded from the same files. Nothing is downloaded: the weights come with the
 
 What a run computed is an :class:`~mha.pretrained.traces.EncoderTrace` (:mod:`mha.pretrained.traces`); the
 model's files are read by :mod:`mha.pretrained.model_files`; the forms an intervention takes (head masks,
-attention and head-output overrides) are in :mod:`mha.pretrained.overrides`. Their names are importable from here too.
+attention and head-output overrides) are in :mod:`mha.pretrained.overrides`. Import each name from the module that
+defines it.
 
 Conventions as in :mod:`mha.core.attention`: vectors are rows (``x @ W``, ``W`` of
 shape ``(d_in, d_out)``), attention weights are ``(..., heads, seq_q, seq_k)``
@@ -49,28 +50,14 @@ from mha.pretrained.overrides import (
     AttentionOverride,
     HeadMask,
     HeadOutputOverride,
-    HeadReplacement,
     for_layer,
     override_heads,
     uniform_attention_weights,
 )
 from mha.pretrained.tokenizer import TokenizedBatch, default_model_path, load_wordpieces, tokenize
-from mha.pretrained.traces import EncoderTrace, SentenceTrace
+from mha.pretrained.traces import EncoderTrace
 
-__all__ = [
-    "AttentionOverride",
-    "EncoderConfig",
-    "EncoderLayer",
-    "EncoderTrace",
-    "HeadMask",
-    "HeadOutputOverride",
-    "HeadReplacement",
-    "MiniLMEncoder",
-    "PRETRAINED_WEIGHTS_SHA256",
-    "SentenceTrace",
-    "override_heads",
-    "uniform_attention_weights",
-]
+__all__ = ["EncoderLayer", "MiniLMEncoder"]
 
 
 class EncoderLayer(nn.Module):

@@ -24,7 +24,7 @@ removal skip the padding (``skip_padding``), which changes no real token.
 * **Counterfactual attention** (a head's weights replaced):
   :func:`permuted_attention`, beside
   :meth:`~mha.pretrained.encoder.MiniLMEncoder.uniform_attention`; both are
-  :func:`~mha.pretrained.encoder.override_heads`
+  :func:`~mha.pretrained.overrides.override_heads`
   (chapter 4, "Attention is not explanation").
 
 The analysis built on these (importance rankings, pruning curves) is in
@@ -40,16 +40,10 @@ import torch
 from torch import Tensor
 
 from mha.core.validation import check_items
-from mha.pretrained.encoder import (
-    AttentionOverride,
-    EncoderTrace,
-    HeadMask,
-    HeadOutputOverride,
-    MiniLMEncoder,
-    check_encoder,
-    override_heads,
-)
+from mha.pretrained.encoder import MiniLMEncoder, check_encoder
+from mha.pretrained.overrides import AttentionOverride, HeadMask, HeadOutputOverride, override_heads
 from mha.pretrained.sentence_embedding import sentence_embeddings
+from mha.pretrained.traces import EncoderTrace
 
 __all__ = ["as_head_masks", "embeddings_under_masks", "final_states_under_masks", "final_states_without_each_head",
            "key_removal_effects", "permuted_attention"]
@@ -162,7 +156,7 @@ def final_states_without_each_head(encoder: MiniLMEncoder, trace: EncoderTrace,
     chosen = sorted(every_head if heads is None else encoder.check_heads(heads), key=lambda pair: pair[0])
     masks = torch.stack([encoder.head_mask([pair]) for pair in chosen])  # (len(chosen), layers, heads)
     states = final_states_under_masks(encoder, trace, masks)  # (len(chosen), batch, seq, d_model)
-    return {pair: final for pair, final in zip(chosen, states)}
+    return {pair: final for pair, final in zip(chosen, states, strict=True)}
 
 
 # ---------------------------------------------------------------- key removal

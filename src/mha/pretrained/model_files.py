@@ -13,16 +13,12 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from mha.core.validation import as_path, check_head_count, check_size, check_type, check_whole_number, is_real_number
 from mha.data_files import parse_json, read_data_file
-
-if TYPE_CHECKING:
-    from mha.pretrained.encoder import MiniLMEncoder
 
 __all__ = ["PRETRAINED_WEIGHTS_SHA256", "EncoderConfig", "copy_bert_weights", "read_model_folder"]
 
@@ -135,15 +131,19 @@ def read_model_folder(path: str | Path, *, sha256: str | None = None) -> tuple[E
     return config, state
 
 
-def copy_bert_weights(encoder: MiniLMEncoder, state: dict[str, Tensor],
+def copy_bert_weights(encoder: nn.Module, state: dict[str, Tensor],
                       source: Path | str = "the weights file") -> None:
     """Copy a transformers ``BertModel`` state dict into ``encoder``; its Linear weights are (d_out, d_in), ours (d_in,
     d_out).
 
+    ``encoder`` is a :class:`~mha.pretrained.encoder.MiniLMEncoder` of the state's sizes (any module with its
+    parameters: embeddings, ``embedding_norm`` and ``layers``); this module, which the encoder imports, does not
+    import it back.
+
     Every tensor taken must be float32 and finite: a file stored in another dtype (BOOL, F16, I64) or holding
     NaN or inf is refused, naming the tensor, rather than loaded silently.
     """
-    check_type("encoder", encoder, torch.nn.Module, "the encoder to fill, e.g. MiniLMEncoder(config)")
+    check_type("encoder", encoder, nn.Module, "the encoder to fill, e.g. MiniLMEncoder(config)")
     check_type("state", state, dict, "a dict of tensors by name, as read_model_folder returns")
     state = {name.removeprefix("bert."): tensor for name, tensor in state.items()}
 

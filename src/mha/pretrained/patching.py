@@ -33,8 +33,10 @@ import torch
 from torch import Tensor
 
 from mha.core.validation import check_type
-from mha.pretrained.encoder import EncoderTrace, HeadOutputOverride, MiniLMEncoder
+from mha.pretrained.encoder import MiniLMEncoder
 from mha.pretrained.interventions import _resume_copies
+from mha.pretrained.overrides import HeadOutputOverride
+from mha.pretrained.traces import EncoderTrace
 
 __all__ = ["check_patchable", "final_states_with_heads_patched", "final_states_with_each_head_patched",
            "head_patching_effects"]
@@ -67,7 +69,7 @@ def check_patchable(encoder: MiniLMEncoder, target: EncoderTrace, source: Encode
     if len(target.lengths) != len(source.lengths):
         raise ValueError(f"target has {len(target.lengths)} sentences and source {len(source.lengths)}; sentence b "
                          "of the source is patched into sentence b of the target, so give the same number of each.")
-    for b, (n_target, n_source) in enumerate(zip(target.lengths, source.lengths)):
+    for b, (n_target, n_source) in enumerate(zip(target.lengths, source.lengths, strict=True)):
         if n_target != n_source:
             raise ValueError(
                 f"sentence {b} has {n_target} tokens in target but {n_source} in source; a head's output is copied "
@@ -148,7 +150,8 @@ def final_states_with_each_head_patched(
         layer_heads = [head for at, head in chosen if at == layer]
         patch = _patch_one_head_per_copy(source, layer, torch.tensor(layer_heads))
         final = _resume_copies(encoder, target, layer, len(layer_heads), head_outputs_override=patch)
-        states.update({(layer, head): copy for head, copy in zip(layer_heads, final)})  # each (batch, seq, d_model)
+        # each (batch, seq, d_model)
+        states.update({(layer, head): copy for head, copy in zip(layer_heads, final, strict=True)})
     return states
 
 

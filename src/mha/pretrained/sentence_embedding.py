@@ -19,7 +19,8 @@ import torch
 from torch import Tensor
 
 from mha.core.validation import InputError, check_real_tensor
-from mha.pretrained.encoder import AttentionOverride, MiniLMEncoder, check_encoder
+from mha.pretrained.encoder import MiniLMEncoder, check_encoder
+from mha.pretrained.overrides import AttentionOverride
 
 __all__ = ["mean_pool", "sentence_embeddings", "embed", "cosine_similarity_matrix"]
 

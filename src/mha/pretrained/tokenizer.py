@@ -28,8 +28,7 @@ from torch import Tensor
 
 from mha.core.validation import InputError, as_path, check_flag, check_no_lone_surrogates, stacklevel_outside_package
 
-__all__ = ["TokenizedBatch", "Wordpieces", "check_no_lone_surrogates", "default_model_path", "load_tokenizer",
-           "load_wordpieces", "tokenize"]
+__all__ = ["TokenizedBatch", "Wordpieces", "default_model_path", "load_tokenizer", "load_wordpieces", "tokenize"]
 
 
 def default_model_path() -> Path:
@@ -192,7 +191,7 @@ def _word_spans(encoding) -> list[tuple[int, int]]:
     word ids rise along the tokens.
     """
     spans: dict[int, list[int]] = {}
-    for word, (start, end) in zip(encoding.word_ids, encoding.offsets):
+    for word, (start, end) in zip(encoding.word_ids, encoding.offsets, strict=True):
         if word is not None:
             spans.setdefault(word, [start, end])[1] = end
     return [tuple(spans[word]) for word in range(1 + max(spans, default=-1))]
@@ -289,7 +288,7 @@ def tokenize(
     warning that says how much was dropped. Empty text, non-strings, and words
     that produce no wordpieces raise a ``ValueError`` that says which one, as
     does a lone surrogate (half of a UTF-16 pair, which a browser can send;
-    see :func:`check_no_lone_surrogates`): such text is refused, not cleaned.
+    see :func:`mha.core.validation.check_no_lone_surrogates`): such text is refused, not cleaned.
     """
     is_split_into_words = check_flag("is_split_into_words", is_split_into_words)
     truncate = check_flag("truncate", truncate)
@@ -307,7 +306,7 @@ def tokenize(
     # the tokenizer neither truncates nor pads: lengths are checked below, with an error that says what to do
     encodings = tokenizer.encode(sentences, is_split_into_words=split)
     tokens, ids, word_ids, words = [], [], [], []
-    for index, (sentence, encoding) in enumerate(zip(sentences, encodings)):
+    for index, (sentence, encoding) in enumerate(zip(sentences, encodings, strict=True)):
         sentence_word_ids = list(encoding.word_ids)
         if split:
             sentence_words = list(sentence)

@@ -12,20 +12,28 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from mha.core.attention import HeadWeights, split_heads
 from mha.core.validation import check_whole_number
 from mha.pretrained.tokenizer import TokenizedBatch
 
-if TYPE_CHECKING:
-    from mha.pretrained.encoder import MiniLMEncoder
+__all__ = ["EncoderTrace", "SentenceTrace", "TracedEncoder"]
 
-__all__ = ["EncoderTrace", "SentenceTrace"]
+
+class TracedEncoder(Protocol):
+    """What a trace reads of the encoder that made it: its layers, each with its ``attention``
+    (:class:`~mha.core.attention.MultiHeadAttention`), and one head's weights. A
+    :class:`~mha.pretrained.encoder.MiniLMEncoder` is one; this module names the shape, not the class, so that it
+    stands below the encoder that imports it (chapter 3, "A tour of all 72 heads")."""
+
+    layers: nn.ModuleList
+
+    def head_weights(self, layer: int, head: int) -> HeadWeights: ...
 
 
 @dataclass(frozen=True)
@@ -52,7 +60,7 @@ class SentenceTrace:
 
 @dataclass
 class EncoderTrace:
-    """What one forward pass of :class:`MiniLMEncoder` computed, for a padded batch.
+    """What one forward pass of :class:`~mha.pretrained.encoder.MiniLMEncoder` computed, for a padded batch.
 
     (chapter 3, "A tour of all 72 heads")
 
@@ -70,7 +78,7 @@ class EncoderTrace:
     hidden_states: Tensor  # (layers + 1, batch, seq, d_model)
     attention_weights: Tensor  # (layers, batch, heads, seq_q, seq_k)
     head_outputs: Tensor  # (layers, batch, heads, seq, d_head)
-    encoder: MiniLMEncoder = field(repr=False)
+    encoder: TracedEncoder = field(repr=False)
 
     @property
     def tokens(self) -> list[list[str]]:
@@ -99,14 +107,15 @@ class EncoderTrace:
     @cached_property
     def _projections(self) -> tuple[Tensor, Tensor, Tensor]:
         per_layer = []
-        for layer_input, layer in zip(self.hidden_states, self.encoder.layers):
+        # each layer's input: the embeddings, then each layer's output but the last's
+        for layer_input, layer in zip(self.hidden_states[:-1], self.encoder.layers, strict=True):
             attention = layer.attention
             per_layer.append([
                 split_heads(layer_input @ W + b, attention.n_heads)  # (batch, heads, seq, d_head)
                 for W, b in ((attention.W_Q, attention.b_Q), (attention.W_K, attention.b_K),
                              (attention.W_V, attention.b_V))
             ])
-        queries, keys, values = (torch.stack(per_kind) for per_kind in zip(*per_layer))
+        queries, keys, values = (torch.stack(per_kind) for per_kind in zip(*per_layer, strict=True))
         return queries, keys, values  # each (layers, batch, heads, seq, d_head)
 
     @property

@@ -1,4 +1,4 @@
-"""all-MiniLM-L6-v2 written for the browser: small gzip parts that ``views/web/model.js`` reads and runs.
+"""all-MiniLM-L6-v2 written for the browser: small gzip parts that the page's ``model.js`` (``views/web/model/``) runs.
 
 The pages of chapter 3 (3.1 "A tour of all 72 heads") can run the model themselves, in plain JavaScript,
 on any sentence the reader types. This module writes what they load, from the same weights file

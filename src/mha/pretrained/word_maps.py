@@ -24,6 +24,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from mha.core.layouts import QUERY_KEY, takes_attention
 from mha.core.validation import check_items, check_whole_number
 
 __all__ = ["word_units", "word_attention", "word_strings"]
@@ -60,6 +61,7 @@ def word_units(word_ids: Sequence[int | None], *, keep_special: bool = False) ->
     return sorted(units, key=lambda unit: unit[0])
 
 
+@takes_attention(attention=QUERY_KEY.with_leading(6))
 def word_attention(attention: np.ndarray, word_ids: Sequence[int | None], *, keep_special: bool = False) -> np.ndarray:
     """Token-level attention (..., seq, seq) -> word-level attention (..., units, units) (chapter 3, empirical head
     roles).

@@ -16,14 +16,12 @@ carries its name as text, so nothing is told by colour alone.
 
 from __future__ import annotations
 
-import numbers
-
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch
 
 from mha.book import head_label
-from mha.core.validation import check_type
+from mha.core.validation import check_type, check_whole_number
 
 __all__ = ["draw_residual_stream", "draw_transformer_layer", "transformer_block_figure"]
 
@@ -34,12 +32,6 @@ _NORM = "#CCCCCC"  # grey
 _STREAM = "#009E73"  # bluish green
 _EMBED = "#F0E442"  # yellow
 _INK = "#222222"
-
-
-def _whole(value, name: str, smallest: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < smallest:
-        raise ValueError(f"{name} must be a whole number >= {smallest}, got {value!r}.")
-    return int(value)
 
 
 def _box(ax: Axes, x: float, y: float, width: float, height: float, text: str, colour: str,
@@ -82,7 +74,9 @@ def draw_transformer_layer(ax: Axes, *, n_heads: int = 12, d_model: int = 384, d
     in brief" draws all-MiniLM-L6-v2's layer (12 heads, 384 features, an MLP 1,536 wide).
     """
     check_type("ax", ax, Axes, "a matplotlib Axes, e.g. plt.subplots()[1]")
-    n_heads, d_model, d_mlp = _whole(n_heads, "n_heads"), _whole(d_model, "d_model"), _whole(d_mlp, "d_mlp")
+    n_heads = check_whole_number("n_heads", n_heads, minimum=1, meaning="the heads of the layer, e.g. 12")
+    d_model = check_whole_number("d_model", d_model, minimum=1, meaning="the features of each token, e.g. 384")
+    d_mlp = check_whole_number("d_mlp", d_mlp, minimum=1, meaning="the MLP's hidden width, e.g. 1536")
     if layer_norm not in ("post", "pre", None):
         raise ValueError(f"layer_norm must be 'post' (BERT), 'pre' (GPT-2) or None, got {layer_norm!r}.")
     if d_model % n_heads:
@@ -142,7 +136,8 @@ def draw_residual_stream(ax: Axes, *, n_layers: int = 2, n_heads: int = 3, mlp: 
     attention-only models of chapter 3 and a good approximation for all-MiniLM-L6-v2.
     """
     check_type("ax", ax, Axes, "a matplotlib Axes, e.g. plt.subplots()[1]")
-    n_layers, n_heads = _whole(n_layers, "n_layers"), _whole(n_heads, "n_heads")
+    n_layers = check_whole_number("n_layers", n_layers, minimum=1, meaning="the layers drawn, at most 4")
+    n_heads = check_whole_number("n_heads", n_heads, minimum=1, meaning="the heads of each layer, at most 6")
     if n_layers > 4 or n_heads > 6:
         raise ValueError(f"draw at most 4 layers of at most 6 heads (got {n_layers} and {n_heads}); the diagram "
                          "shows the idea, not a whole model.")

@@ -1,17 +1,18 @@
 """The one base of the book's interactive views: controls in, plain data out, drawn by one JavaScript module.
 
 An :class:`Explorer` owns what every view of the book does the same way. :meth:`Explorer.view_data` takes control
-values by name and returns an :class:`ExplorerView`: plain data (an :class:`~mha.views.heatmaps.AttentionMap`,
-message and panel HTML), with no widget touched. :meth:`Explorer.refresh` computes the view for the controls as
-they stand (timed: ``last_refresh_seconds``); bad input, or any unexpected error, is answered by a message
-(:func:`problem_html`, the reader's text HTML-escaped, never a traceback) while the last good view
-(:attr:`Explorer.current`) stays.
+values by name and returns an :class:`~mha.views.contract.ExplorerView`: plain data (an
+:class:`~mha.views.heatmaps.AttentionMap`, message and panel HTML), with no widget touched. :meth:`Explorer.refresh`
+computes the view for the controls as they stand (timed: ``last_refresh_seconds``); bad input, or any unexpected
+error, is answered by a message (:func:`problem_html`, the reader's text HTML-escaped, never a traceback) while the
+last good view (:attr:`Explorer.current`) stays.
 
 Python never draws a view's map. Displayed in Jupyter, an explorer is a :class:`~mha.views.widget.ViewWidget`:
 the payload of every setting its controls reach (:mod:`mha.views.payloads`), drawn by ``views.js``, the same
 module that draws the website's views, with below it the few things only a kernel can do (typing a sentence,
 training a model: :meth:`Explorer.kernel_widgets`), which send the view a new payload. The same output carries a
-placeholder that the website's build fills with that payload (``_config.yml`` tells myst-nb to prefer it). Used in
+placeholder that the website's build fills with that payload (``_config.yml`` tells myst-nb to prefer it). An
+explorer is what :mod:`mha.views.payloads` asks of a view (:class:`~mha.views.contract.TableView`). Used in
 (chapter 1, "Multi-head attention") and (chapter 3, "Empirical head roles").
 """
 
@@ -21,20 +22,16 @@ import html
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from functools import partial
 
 from ipywidgets import HTML, Checkbox, Dropdown, IntSlider, VBox, Widget
 
 from mha.core.validation import check_type
 from mha.views import payloads
-from mha.views.heatmaps import AttentionMap
+from mha.views.contract import ExplorerView
 from mha.views.widget import ViewWidget
 
-__all__ = ["OPENINGS", "problem_html", "ExplorerView", "Explorer"]
-
-OPENINGS = ("map", "heads", "layers")
-"""How a view first shows: one map, every head of its layer, or every head of every layer."""
+__all__ = ["problem_html", "Explorer"]
 
 
 def problem_html(problem: BaseException, doing: str = "draw") -> str:
@@ -52,31 +49,14 @@ def problem_html(problem: BaseException, doing: str = "draw") -> str:
     return f"<b style='color:#b35806'>Cannot {html.escape(doing)} this:</b> {html.escape(text)}"
 
 
-@dataclass(eq=False)
-class ExplorerView:
-    """What a view shows for one set of control values, as plain data: no widget is touched to make it.
-
-    ``message`` is HTML (the reader's text already escaped); ``attention_map`` is the map, if the view has one;
-    ``panels`` holds the HTML of the view's other parts by name. ``slider_max`` gives the new top of sliders whose
-    range follows another control (the head slider follows the head count), and ``shown`` the control values
-    actually drawn where they differ from those asked for (a head beyond the new range is clamped).
-    """
-
-    message: str
-    attention_map: AttentionMap | None = None
-    panels: dict[str, str] = field(default_factory=dict)
-    slider_max: dict[str, int] = field(default_factory=dict)
-    shown: dict[str, object] = field(default_factory=dict)
-
-
 class Explorer:
     """Base of every interactive view: subclasses name their controls and compute :meth:`view_data`.
 
     ``controls`` maps each control's name (the keyword of :meth:`view_data`) to its widget; ``panels`` maps the
-    names of :attr:`ExplorerView.panels` to the HTML widgets that show them; ``renderer`` draws the map. The
-    class attributes :attr:`what_to_try` and :attr:`what_to_notice` are shown above the controls. A subclass
-    builds its controls, then calls ``super().__init__``, which wires them and draws the first view. Display an
-    explorer as the last expression of a cell. :meth:`refresh` redraws and returns whether the input was valid.
+    names of :attr:`~mha.views.contract.ExplorerView.panels` to the HTML widgets that show them; ``renderer`` draws
+    the map. The class attributes :attr:`what_to_try` and :attr:`what_to_notice` are shown above the controls. A
+    subclass builds its controls, then calls ``super().__init__``, which wires them and draws the first view. Display
+    an explorer as the last expression of a cell. :meth:`refresh` redraws and returns whether the input was valid.
     """
 
     what_to_try = ""
@@ -86,7 +66,7 @@ class Explorer:
     site_note = ""
     """What the website's form of the view cannot do, and where to do it instead (typing, training)."""
     opening = "map"
-    """How the view first shows (:data:`OPENINGS`)."""
+    """How the view first shows (:data:`~mha.views.contract.OPENINGS`)."""
 
     def __init__(self, controls: Mapping[str, Widget], *, panels: Mapping[str, HTML] | None = None) -> None:
         self.controls = dict(check_type("controls", controls, Mapping, "a dict of the view's widgets by name"))

@@ -1,7 +1,7 @@
 """The head-count view (chapter 3, "One big head or many"): pick a head count and a seed, or train one live.
 
-:class:`HeadCountExplorer` shows, for a saved model of the head-count study
-(:mod:`mha.lab.head_count_sweep`: each h at the learning rate chosen for it):
+:class:`HeadCountStudyExplorer` shows, for a saved model of the head-count study
+(:mod:`mha.lab.head_count_study`: each h at the learning rate chosen for it):
 one head's attention map on a held-out two-relation sequence, every head's
 attention shares at the ask positions (matching fact, previous token,
 elsewhere) with a one-word role, and the run's learning curve next to the
@@ -40,22 +40,22 @@ from mha.core.validation import (
     head_counts_that_divide,
 )
 from mha.lab.checkpoints import LAB_DIRECTORY
+from mha.lab.head_count_study import HeadCountStudy, load_study
 from mha.lab.head_count_sweep import (
     ANALYSIS_BATCH_SEED,
-    HeadCountStudy,
     analysis_batch,
     head_role,
-    load_study,
     relation_shares,
     token_names,
     train_two_relation_model,
 )
 from mha.lab.training import TrainingConfig
-from mha.views.explorer import Explorer, ExplorerView
+from mha.views.contract import ExplorerView
+from mha.views.explorer import Explorer
 from mha.views.heatmaps import AttentionMap
 
 __all__ = ["LIVE_TRAINING", "N_EXAMPLES", "shares_table_html", "CurveLine",
-           "loss_curves_svg", "parse_head_count", "HeadCountExplorer"]
+           "loss_curves_svg", "parse_head_count", "HeadCountStudyExplorer"]
 
 LIVE_TRAINING = TrainingConfig(steps=600, batch_size=32, learning_rate=1e-2, log_every=50, eval_batch_size=128)
 """The live retrain: 600 steps at 1e-2 (h = 32, the slowest, within 20 s on 2 cores)."""
@@ -137,7 +137,7 @@ def loss_curves_svg(lines: Sequence[CurveLine], title: str, max_step: int, low: 
     for line in lines:
         keep = np.asarray(line.steps) <= max_step
         points = " ".join(f"{x:.1f},{y:.1f}" for x, y in zip(x_of(np.asarray(line.steps)[keep]),
-                                                              y_of(np.asarray(line.losses)[keep])))
+                                                              y_of(np.asarray(line.losses)[keep]), strict=True))
         parts.append(f"<polyline points='{points}' fill='none' stroke='{line.colour}' "
                      f"stroke-width='{line.width}'/>")
         if line.label:
@@ -164,7 +164,7 @@ def parse_head_count(text: object, d_model: int) -> int:
     return n_heads
 
 
-class HeadCountExplorer(Explorer):
+class HeadCountStudyExplorer(Explorer):
     """Widgets to pick a saved model (head count, seed), a head and a held-out sequence, or train a model live.
 
     :meth:`show` picks a run in code (and returns whether it exists); :meth:`retrain` trains a fresh model (what
@@ -278,7 +278,8 @@ class HeadCountExplorer(Explorer):
         view = self._stored_view(heads, seed)
         run = self.study.chosen_run(heads, seed)
         curve = run["curve"]
-        solved = next((step for step, accuracy in zip(curve["step"], curve["held_out"]) if accuracy >= 0.9), None)
+        pairs = zip(curve["step"], curve["held_out"], strict=True)
+        solved = next((step for step, accuracy in pairs if accuracy >= 0.9), None)
         intro = (f"h = {heads} heads of d_head = {self.study.d_model // heads} ({run['parameters']:,} parameters, "
                  f"the same for every h), seed {seed}, learning rate {run['learning_rate']:g}: held-out accuracy "
                  f"{curve['held_out'][-1]:.1%} after {run['steps_trained']:,} steps; 90% accuracy "

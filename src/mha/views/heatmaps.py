@@ -26,6 +26,7 @@ from matplotlib import colormaps
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from mha.core.layouts import HEADS, QUERY_KEY, check_attention_layout, takes_attention
 from mha.core.validation import as_real_array, check_items
 
 __all__ = ["COLORMAP", "KEY_AXIS", "QUERY_AXIS", "AttentionMap", "draw_attention", "attention_grid",
@@ -65,6 +66,7 @@ class AttentionMap:
     marked: Sequence[tuple[int, int]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        check_attention_layout("weights", self.weights, QUERY_KEY)
         self.weights, self.query_labels, self.key_labels = _checked_map(self.weights, self.query_labels,
                                                                         self.key_labels)
         self.marked = [(int(query), int(key)) for query, key in self.marked]
@@ -75,6 +77,7 @@ def _ring_centres(marked: Sequence[tuple[int, int]]) -> np.ndarray:
     return np.array([(key, query) for query, key in marked], dtype=float).reshape(-1, 2)
 
 
+@takes_attention(weights=QUERY_KEY)
 def draw_attention(
     ax: Axes,
     weights: np.ndarray,
@@ -108,6 +111,7 @@ def draw_attention(
     return image
 
 
+@takes_attention(weights=HEADS)
 def attention_grid(
     weights: np.ndarray,
     tokens: Sequence[str],
@@ -153,12 +157,12 @@ def attention_grid(
 def cell_colours() -> list[list[str]]:
     """[background, text] colours for each of the colormap's 256 levels: white text on the dark ones.
 
-    The website's views (``site/views.js``) colour their maps and tables from this list too.
+    The website's views (``website/views.js``) colour their maps and tables from this list too.
     """
     rgb = colormaps[COLORMAP](np.linspace(0.0, 1.0, 256))[:, :3]  # (256, 3)
     dark = rgb @ np.array([0.2126, 0.7152, 0.0722]) < 0.45  # relative luminance
     return [[f"#{r:02x}{g:02x}{b:02x}", "#fff" if is_dark else "#000"]
-            for (r, g, b), is_dark in zip((rgb * 255).round().astype(int).tolist(), dark)]
+            for (r, g, b), is_dark in zip((rgb * 255).round().astype(int).tolist(), dark, strict=True)]
 
 
 def weight_hundredths(weights) -> np.ndarray:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import html
 import re
+from collections import OrderedDict
 from collections.abc import Sequence
 from functools import lru_cache
 
@@ -35,7 +36,8 @@ from mha.lab.circuit_scores import (
     previous_token_score,
 )
 from mha.lab.induction import ROLE_SCORE_THRESHOLD, held_out_batch, role_labels
-from mha.views.explorer import Explorer, ExplorerView
+from mha.views.contract import ExplorerView
+from mha.views.explorer import Explorer
 from mha.views.heatmaps import AttentionMap
 
 __all__ = ["induction_model_names", "parse_token_ids", "prefix_matching_keys", "InductionLabExplorer"]
@@ -132,16 +134,18 @@ class InductionLabExplorer(Explorer):
 
     def __init__(self, names: Sequence[str] | None = None, *, n_sequences: int = 16, layer: int = 1, head: int = 0,
                  sequence: int = 0) -> None:
-        self.names_given = None if names is None else list(names)
-        self.n_sequences = n_sequences
+        if names is not None:
+            names = list(check_items("names", names, "a list of checkpoint names, e.g. ['induction_2layer_seed0']"))
+        self.names_given = names
         names = induction_model_names() if names is None else list(names)
         if not names:
             raise ValueError("no induction checkpoints to show; pass checkpoint names or regenerate data/lab with "
                              "python -m scripts.train_checkpoints.")
         self.batch = held_out_batch()
         available = len(self.batch.inputs)
-        if isinstance(n_sequences, bool) or not isinstance(n_sequences, int) or not 1 <= n_sequences <= available:
-            raise ValueError(f"n_sequences must be a whole number from 1 to {available}, got {n_sequences!r}.")
+        self.n_sequences = n_sequences = check_whole_number(
+            "n_sequences", n_sequences, minimum=1, maximum=available,
+            meaning="how many held-out sequences the slider steps through")
         self.views = {name: _ModelView(name, self.batch) for name in names}
         first = self.views[names[0]]
         n_layers, n_heads = first.info.config.n_layers, first.info.config.n_heads
@@ -157,6 +161,7 @@ class InductionLabExplorer(Explorer):
         self.typing_problem = HTML()
         self.drawn_typed = ""
         """The typed ids last drawn without a problem: what the payload shows (bad ids never reach it)."""
+        self._runs: OrderedDict[tuple, tuple] = OrderedDict()
         super().__init__({"model": self.model_menu, "layer": self.layer_slider, "head": self.head_slider,
                           "sequence": self.sequence_slider, "typed": self.own_tokens})
 
@@ -186,6 +191,30 @@ class InductionLabExplorer(Explorer):
         return (self.batch.inputs[sequence:sequence + 1], self.batch.details["repeat_mask"][sequence:sequence + 1],
                 description)
 
+    def _run(self, model: str, sequence: int, typed: str) -> tuple:
+        """One model on one sequence: its tokens, their description and every layer's maps with this sequence's
+        previous-token and prefix-matching scores (``None`` where no token repeats). The last runs are kept, so that
+        the views of every layer and head of one sequence run the model once (the payload stores all of them)."""
+        key = (model, "typed", typed) if typed.strip() else (model, "held out", sequence)
+        if key in self._runs:
+            self._runs.move_to_end(key)
+            return self._runs[key]
+        view = self.views[model]
+        tokens, query_mask, description = self._sequence(view, sequence, typed)
+        with torch.no_grad():
+            maps = view.model(tokens).attention_weights  # each (1, heads, seq, seq)
+        scores = []
+        for weights in maps:
+            try:
+                prefix = prefix_matching_score(weights, tokens, query_mask)  # (heads,)
+            except ValueError:
+                prefix = None
+            scores.append((previous_token_score(weights), prefix))
+        self._runs[key] = tokens, description, maps, scores
+        while len(self._runs) > self.n_sequences + 8:
+            self._runs.popitem(last=False)
+        return self._runs[key]
+
     def _composition_text(self, view: _ModelView, layer: int, head: int) -> str:
         parts = []
         if layer < len(view.k_composition):
@@ -206,15 +235,11 @@ class InductionLabExplorer(Explorer):
         n_layers, n_heads = view.info.config.n_layers, view.info.config.n_heads
         layer = min(check_whole_number("layer", layer, minimum=0, meaning="layers are counted from 0"), n_layers - 1)
         head = min(check_whole_number("head", head, minimum=0, meaning="heads are counted from 0"), n_heads - 1)
-        tokens, query_mask, description = self._sequence(view, sequence, typed)
-        with torch.no_grad():
-            weights = view.model(tokens).attention_weights[layer]  # (1, heads, seq, seq)
-        here_previous = float(previous_token_score(weights)[head])
-        try:
-            here_prefix = f"{float(prefix_matching_score(weights, tokens, query_mask)[head]):.2f}"
-        except ValueError:
-            here_prefix = "undefined (no token repeats)"
-        scores = {key: float(value[layer, head]) for key, value in view.scores.items()}
+        tokens, description, maps, here_scores = self._run(model, sequence, typed)
+        weights, (previous, prefix) = maps[layer], here_scores[layer]  # (1, heads, seq, seq); each score (heads,)
+        here_previous = float(previous[head])
+        here_prefix = "undefined (no token repeats)" if prefix is None else f"{float(prefix[head]):.2f}"
+        scores = {key: float(value[layer, head]) for key, value in view.scores.items()}  # on the held-out batch
         role = view.roles[layer][head]
         message = (
             f"<b>{html.escape(view.label)}, {head_label(layer, head)}</b>: role by score "

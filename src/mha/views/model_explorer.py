@@ -21,10 +21,12 @@ from ipywidgets import HTML, Checkbox, Dropdown, IntSlider, Layout, Text, Widget
 
 from mha.analysis.head_roles.score_spread import treebank_score_spread
 from mha.book import head_label
+from mha.core.layouts import QUERY_KEY, takes_attention
 from mha.core.validation import InputError, as_real_array, check_items, check_whole_number
 from mha.pretrained.encoder import MiniLMEncoder, check_encoder
 from mha.pretrained.word_maps import word_attention, word_strings
-from mha.views.explorer import OPENINGS, Explorer, ExplorerView
+from mha.views.contract import OPENINGS, ExplorerView
+from mha.views.explorer import Explorer
 from mha.views.heatmaps import AttentionMap
 
 __all__ = ["MAX_VIEW_TOKENS", "CACHED_SENTENCES", "sentence_attention", "strongest_link", "ModelHeadExplorer"]
@@ -62,6 +64,7 @@ def sentence_attention(encoder: MiniLMEncoder, sentence: str, *, word_level: boo
     return labels, word_attention(traced.attention, traced.word_ids, keep_special=True)
 
 
+@takes_attention(weights=QUERY_KEY)
 def strongest_link(weights: np.ndarray) -> tuple[int, int] | None:
     """The (query, key) pair of two different units with the largest weight, [CLS] and [SEP] left out.
 
@@ -91,7 +94,7 @@ class ModelHeadExplorer(Explorer):
 
     ``sentences`` fill the menu; the reader can also type one, which switches the menu to
     :data:`TYPE_YOUR_OWN`. ``what_to_try`` and ``what_to_notice`` replace the general guidance with a page's own,
-    and ``opening`` says whether the view first shows one map or every head (:data:`~mha.views.explorer.OPENINGS`).
+    and ``opening`` says whether the view first shows one map or every head (:data:`~mha.views.contract.OPENINGS`).
     The rest is :class:`~mha.views.explorer.Explorer`'s. Used in (chapter 3, "A tour of all 72 heads"), (chapter 3,
     "Syntax: heads that follow grammatical relations"), (chapter 3, "Coreference, honestly") and (chapter 3, "Content
     and rare words").

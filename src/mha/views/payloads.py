@@ -3,19 +3,21 @@
 In Jupyter an :class:`~mha.views.explorer.Explorer` is a live ipywidgets view. On the website there is no kernel,
 so each view also gives a placeholder (:func:`placeholder_html`): a ``<div class="mha-view">`` that names the view
 and the arguments it was built with (its *recipe*), with a line of text for anywhere scripts cannot run. When the
-book is built, ``site/view_payloads.py`` rebuilds the view from its recipe (:func:`view_from_recipe`), asks it for
+book is built, ``website/view_payloads.py`` rebuilds the view from its recipe (:func:`view_from_recipe`), asks it for
 :func:`site_payload`, and embeds that in the page (:func:`encode_payload`), where ``views.js`` (:mod:`mha.views.widget`)
 draws it and answers every control without a kernel:
 
-- :func:`table_payload`, the default: every view the menus and sliders can reach, computed here by
-  :meth:`~mha.views.explorer.Explorer.view_data` and stored compactly. A weight is stored as one byte, the whole
-  number of hundredths the view's table shows (:func:`~mha.views.heatmaps.weight_hundredths`); repeated text is
-  stored once; and the whole is gzip-compressed (browsers inflate it with ``DecompressionStream``). Typed text has no
-  list of values, so the site form offers the menus only and says where to type (``site_note``).
-- the chapter-1 head explorer sends its layer's weights instead, and the page computes every map itself, typed
-  sentences included (:meth:`mha.views.head_explorer.HeadExplorer.site_payload`).
+- :func:`table_payload`, the default: every view the menus and sliders can reach, computed here by the view's
+  ``site_view`` (:class:`~mha.views.contract.TableView`) and stored compactly. A weight is stored as one byte, the
+  whole number of hundredths the view's table shows (:func:`~mha.views.heatmaps.weight_hundredths`); repeated text
+  is stored once; and the whole is gzip-compressed (browsers inflate it with ``DecompressionStream``). Typed text has
+  no list of values, so the site form offers the menus only and says where to type (``site_note``).
+- the chapter-1 random-layer explorer sends its layer's weights instead, and the page computes every map itself,
+  typed sentences included (:meth:`mha.views.random_layer_explorer.RandomLayerExplorer.site_payload`).
 
-Views are found by class name in :data:`SITE_VIEWS`, which names each view's module; a recipe names nothing else.
+What this module asks of a view is written down in :mod:`mha.views.contract` (:class:`~mha.views.contract.SiteView`,
+and :class:`~mha.views.contract.TableView` for a table), so it never imports the views themselves. Views are found
+by class name in :data:`SITE_VIEWS`, which names each view's module; a recipe names nothing else.
 Every payload is checked against the schema written in ``views.js`` (:func:`mha.views.widget.check_payload`). Used in
 (chapter 1, "Multi-head attention") and (chapter 3, "Empirical head roles").
 """
@@ -30,27 +32,24 @@ import itertools
 import json
 import struct
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 import numpy as np
 from ipywidgets import Checkbox, Dropdown, IntSlider, Widget
 
 from mha.core.validation import InputError, check_type
+from mha.views.contract import SiteView, TableView
 from mha.views.heatmaps import COLORMAP, KEY_AXIS, QUERY_AXIS, AttentionMap, cell_colours, weight_hundredths
 from mha.views.widget import check_payload
-
-if TYPE_CHECKING:
-    from mha.views.explorer import Explorer
 
 __all__ = ["SITE_VIEWS", "PAYLOAD_VERSION", "placeholder_html", "notebook_bundle", "view_from_recipe", "site_payload",
            "table_payload",
            "encode_payload", "decode_payload", "map_payload", "stored_weights"]
 
 SITE_VIEWS: dict[str, str] = {
-    "HeadExplorer": "mha.views.head_explorer",
+    "RandomLayerExplorer": "mha.views.random_layer_explorer",
     "ModelHeadExplorer": "mha.views.model_explorer",
     "InductionLabExplorer": "mha.views.induction_explorer",
-    "HeadCountExplorer": "mha.views.head_count_explorer",
+    "HeadCountStudyExplorer": "mha.views.head_count_explorer",
     "TrainingTimelineView": "mha.views.training_timeline",
 }
 """The only views a recipe can rebuild: each class's name, and the module that defines it (imported when needed)."""
@@ -59,14 +58,14 @@ PAYLOAD_VERSION = 2
 """Bumped when the payload's layout changes; ``views.js`` draws one version and refuses any other."""
 
 
-def _check_explorer(explorer) -> None:
-    """Raise unless ``explorer`` is one of the book's views: anything with the view's ``recipe`` and payload."""
-    if not all(callable(getattr(explorer, name, None)) for name in ("recipe", "site_payload")):
-        raise InputError(f"explorer should be one of the book's views, e.g. HeadExplorer(), got {explorer!r:.60} "
-                         f"({type(explorer).__name__}).")
+def _check_explorer(explorer, contract: type = SiteView) -> None:
+    """Raise unless ``explorer`` is one of the book's views: anything that has what ``contract`` lists."""
+    if not isinstance(explorer, contract):
+        raise InputError(f"explorer should be one of the book's views, e.g. RandomLayerExplorer(), got "
+                         f"{explorer!r:.60} ({type(explorer).__name__}).")
 
 
-def placeholder_html(explorer: Explorer) -> str:
+def placeholder_html(explorer: SiteView) -> str:
     """What a notebook stores for the website: the view's recipe, and a text line for where no script runs.
 
     Deterministic (nbval compares it): the recipe is JSON with sorted keys, HTML-escaped into an attribute.
@@ -82,15 +81,15 @@ def placeholder_html(explorer: Explorer) -> str:
             f"interactive view runs in your browser on the book's website, and in a running notebook.</p></div>")
 
 
-def notebook_bundle(view, shown: Widget, **kwargs) -> dict:
-    """What a notebook stores for ``view``: the widget ``shown`` (drawn by ``views.js`` in Jupyter), the one line of
-    text for where no widget runs, and the placeholder the website fills (myst-nb prefers it, ``_config.yml``)."""
+def notebook_bundle(explorer: SiteView, shown: Widget, **kwargs) -> dict:
+    """What a notebook stores for ``explorer``: the widget ``shown`` (drawn by ``views.js`` in Jupyter), the one line
+    of text for where no widget runs, and the placeholder the website fills (myst-nb prefers it, ``_config.yml``)."""
     bundle = shown._repr_mimebundle_(**kwargs)
     data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})  # anywidget adds metadata
-    return {**data, "text/plain": view.describe(), "text/html": placeholder_html(view)}, metadata
+    return {**data, "text/plain": explorer.describe(), "text/html": placeholder_html(explorer)}, metadata
 
 
-def view_from_recipe(recipe: Mapping) -> Explorer:
+def view_from_recipe(recipe: Mapping) -> SiteView:
     """The explorer a recipe describes; ``ValueError`` for a view that is not one of :data:`SITE_VIEWS`."""
     if not isinstance(recipe, Mapping) or not isinstance(recipe.get("arguments"), Mapping):
         raise ValueError(f"a view recipe is a mapping with 'view' and 'arguments', got {recipe!r}.")
@@ -100,15 +99,17 @@ def view_from_recipe(recipe: Mapping) -> Explorer:
     return getattr(importlib.import_module(SITE_VIEWS[name]), name)(**recipe["arguments"])
 
 
-def site_payload(explorer: Explorer, *, hosted: bool = False) -> dict:
+def site_payload(explorer: SiteView, *, hosted: bool = False) -> dict:
     """What ``views.js`` needs to draw ``explorer``: the view's own choice, or :func:`table_payload`.
 
     ``hosted``: for Jupyter, where the kernel can type and train, so the website's note on what it cannot do is left
-    out.
+    out, and so is the model the page would run. The rest is the website's payload: in Jupyter too ``views.js``
+    answers every control from the payload alone (it sends nothing back to the kernel) and draws grids and
+    comparisons of many settings at once, so a table holds every reachable view there as well.
     """
     _check_explorer(explorer)
     payload = explorer.site_payload()
-    model = None if hosted or not hasattr(explorer, "page_model") else explorer.page_model()  # the timeline has none
+    model = None if hosted else explorer.page_model()
     if model is not None:
         payload["page_model"] = model
     return check_payload({"version": PAYLOAD_VERSION,
@@ -167,13 +168,14 @@ def _option_labels(control, values: list) -> list[str]:
     return [str(value) for value in values]
 
 
-def table_payload(explorer: Explorer) -> dict:
-    """Every view that the site's controls (:meth:`Explorer.site_choices`) can reach, computed and stored once.
+def table_payload(explorer: TableView) -> dict:
+    """Every view that the site's controls (``site_choices``) can reach, computed and stored once.
 
+    The page has no kernel to compute a view, so every reachable view is stored.
     ``views`` maps a key (each control's option index, joined by "|") to an index into ``drawn``; a value beyond a
     slider's reach (a head past the head count) maps to the view that the package itself would show, clamped.
     """
-    _check_explorer(explorer)
+    _check_explorer(explorer, TableView)
     choices = explorer.site_choices()
     names = list(choices)
     strings = _Strings()
@@ -191,7 +193,7 @@ def table_payload(explorer: Explorer) -> dict:
     views: dict[str, int] = {}
     reach: dict[tuple, object] = {}  # (slider, the other controls' values) -> the top the slider reaches there
     for combination in itertools.product(*(choices[name] for name in names)):
-        values = dict(zip(names, combination))
+        values = dict(zip(names, combination, strict=True))
         key = "|".join(str(position[name][values[name]]) for name in names)
         clamped = {name: min(value, reach.get((name, _others(values, name)), value)) for name, value in values.items()}
         if clamped != values:  # the package would clamp it: the same view, already drawn
@@ -237,14 +239,26 @@ def encode_payload(payload: dict) -> str:
 def decode_payload(encoded: str) -> dict:
     """The payload :func:`encode_payload` wrote, for tests and for anyone who wants the numbers."""
     check_type("encoded", encoded, str, "the text that encode_payload wrote")
-    raw = gzip.decompress(base64.b64decode(encoded))
-    (length,) = struct.unpack("<I", raw[:4])
-    return {**json.loads(raw[4:4 + length].decode("utf-8")), "weights": raw[4 + length:]}
+    try:
+        raw = gzip.decompress(base64.b64decode(encoded))
+        (length,) = struct.unpack("<I", raw[:4])
+        content = json.loads(raw[4:4 + length].decode("utf-8"))
+    except (ValueError, OSError, EOFError, struct.error) as problem:  # base64's, gzip's, JSON's and UTF-8's errors
+        raise InputError(f"encoded is not a payload that encode_payload wrote ({problem}); pass the text it "
+                         "returned, e.g. encode_payload(site_payload(view)).") from None
+    if not isinstance(content, dict):
+        raise InputError("encoded is not a payload that encode_payload wrote (its JSON is no object); pass the text "
+                         "it returned, e.g. encode_payload(site_payload(view)).")
+    return {**content, "weights": raw[4 + length:]}
 
 
 def stored_weights(payload: dict, drawn_map: dict) -> np.ndarray:
     """A stored map's weights (rows, columns) as the page shows them, in hundredths."""
     check_type("payload", payload, dict, "a view's payload (a dict), e.g. decode_payload(text)")
+    check_type("drawn_map", drawn_map, dict, "one stored map of the payload, e.g. payload['drawn'][0]['map']")
+    if not isinstance(payload.get("weights"), bytes) or not {"shape", "offset"} <= drawn_map.keys():
+        raise InputError("stored_weights reads a decoded table payload (decode_payload(text), with its 'weights') "
+                         "and one of its stored maps (payload['drawn'][i]['map'], with 'shape' and 'offset').")
     rows, columns = drawn_map["shape"]
     start = drawn_map["offset"]
     return np.frombuffer(payload["weights"], dtype=np.uint8, count=rows * columns, offset=start).reshape(rows, columns)

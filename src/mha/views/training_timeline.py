@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from mha.book import head_label
+from mha.core.validation import check_whole_number
 from mha.lab.induction import ROLE_SCORE_THRESHOLD
 from mha.lab.timeline import TIMELINE_FILE, load_induction_timeline
 from mha.views import payloads
@@ -48,14 +49,17 @@ class TrainingTimelineView:
     def __init__(self, file_name: str = TIMELINE_FILE, *, step: int = 0) -> None:
         self.file_name = file_name
         self.timeline = load_induction_timeline(file_name)
-        if isinstance(step, bool) or not isinstance(step, int):
-            raise ValueError(f"step must be a whole number of training steps, got {step!r}.")
+        step = check_whole_number("step", step, minimum=0, meaning="a recorded training step, e.g. 0 or 1000")
         self.start = self.timeline.frame_at(step)  # ValueError naming the nearest recorded steps
         self.step = step
 
     def recipe(self) -> dict:
         """How the book's build rebuilds this view for the website: its class name and arguments."""
         return {"view": type(self).__name__, "arguments": {"file_name": self.file_name, "step": self.step}}
+
+    def page_model(self) -> None:
+        """No model runs in the page: every frame is recorded in the payload."""
+        return None
 
     def describe(self) -> str:
         """One line saying what the view shows."""
@@ -88,7 +92,7 @@ class TrainingTimelineView:
         by_cell = np.ascontiguousarray(np.moveaxis(timeline.maps, 0, -1))  # (sequences, layers, heads, seq, seq, steps)
         sequences = []
         for tokens, period, start in zip(timeline.tokens.tolist(), timeline.periods.tolist(),
-                                         timeline.repeat_starts.tolist()):
+                                         timeline.repeat_starts.tolist(), strict=True):
             sequences.append({"tokens": tokens, "labels": [str(token) for token in tokens], "period": period,
                               "repeat_start": start, "marked": [list(cell) for cell in prefix_matching_keys(tokens)],
                               "title": f"held-out period {period} (never trained on), repeat from position {start}"})

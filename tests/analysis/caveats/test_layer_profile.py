@@ -7,23 +7,21 @@ from scipy.stats import spearmanr
 from mha.analysis.caveats.layer_profile import (
     LAYER_CLAIMS,
     VERDICTS,
-    bootstrap_counts,
     claim_table,
     claim_verdict,
     depth_trend,
     held_out_syntactic_gain,
-    percentile_interval,
     relation_accuracy,
-    resampled_means,
-    resampled_ratios,
     selection_report_split,
     sentence_scores,
     trend_verdict,
     word_key_distance,
 )
-from mha.analysis.head_roles.role_table import AttentionRecord, head_role_table
-from mha.analysis.statistics import bootstrap_interval
-from mha.corpora.templates import AnnotatedSentence, Relation
+from mha.analysis.head_roles.role_table import head_role_table
+from mha.analysis.statistics import bootstrap_interval, percentile_interval, resampled_means, resampled_ratios
+from mha.core.resampling import bootstrap_counts
+from mha.corpora.annotation import AnnotatedSentence, Relation
+from mha.pretrained.attention_record import AttentionRecord
 
 
 def test_the_split_is_disjoint_complete_seeded_and_refuses_bad_sizes():

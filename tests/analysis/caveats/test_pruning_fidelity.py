@@ -117,7 +117,8 @@ def test_resampling_documents_draws_whole_documents():
         pairs = [(a, b) for k, a in enumerate(sentences) for b in sentences[k + 1:] if a != b]
         reference = [unit(full[a]) @ unit(full[b]) for a, b in pairs]
         curve = [spearmanr([unit(p[a]) @ unit(p[b]) for a, b in pairs], reference)[0] for p in pruned]
-        expected = [max([c for c, v in zip(counts, curve) if all(w >= t for w in curve[:counts.index(c) + 1])])
+        expected = [max([c for c, v in zip(counts, curve, strict=True)
+                         if all(w >= t for w in curve[:counts.index(c) + 1])])
                     for t in thresholds]
         assert draws[r].tolist() == expected
     with pytest.raises(ValueError, match="one label per"):
@@ -170,7 +171,8 @@ def test_stored_treebank_pruning_is_what_its_script_describes():
 
     stored = load_pruning_treebank()
     counts = stored["counts"]
-    assert counts[0] == 0 and counts[-1] == 72 and all(b - a == stored["step"] for a, b in zip(counts, counts[1:]))
+    assert counts[0] == 0 and counts[-1] == 72
+    assert all(b - a == stored["step"] for a, b in zip(counts, counts[1:], strict=False))
     treebank = read_conllu(EWT_DEV_PATH)
     kept = [i for i, s in enumerate(treebank) if 5 <= len(s.words) <= 40]
     assert stored["sentences"] == len(kept) and len(stored["splits"]) >= 3
@@ -182,7 +184,7 @@ def test_stored_treebank_pruning_is_what_its_script_describes():
             assert curve["similarity_kept"][0] == pytest.approx(1.0), name
             assert sorted(curve["order"]) == list(range(72))
             low, high = curve["removable_resampled"]["2.5%"], curve["removable_resampled"]["97.5%"]
-            assert all(a <= b for a, b in zip(low, high))
+            assert all(a <= b for a, b in zip(low, high, strict=True))
             assert len(curve["similarity_kept"]) <= len(counts) and min(curve["similarity_kept"]) < stored["stop_below"]
         # the gradient order is chosen on the selection sentences: it differs from the triples' order
         assert split["orders"]["gradient"]["order"] != split["orders"]["triples"]["order"]

@@ -12,7 +12,8 @@ from mha.analysis.coreference_and_content.coreference import (
     flip_scores,
     pair_halves,
 )
-from mha.corpora.templates import AnnotatedSentence, pronoun_pairs
+from mha.corpora.annotation import AnnotatedSentence
+from mha.corpora.templates import pronoun_pairs
 
 
 def test_candidate_weights_read_the_pronoun_row():

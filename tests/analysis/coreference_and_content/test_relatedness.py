@@ -59,7 +59,8 @@ def test_unit_labels_are_shared_by_frames():
 
 def test_noun_pairs_and_their_cosines():
     from mha.analysis.coreference_and_content.relatedness import noun_pairs, pair_cosines, word_input_vectors
-    from mha.analysis.head_roles.long_range import UDTree, WordPair
+    from mha.analysis.head_roles.long_range import WordPair
+    from mha.corpora.treebank import UDTree
 
     trees = [
         UDTree(

@@ -118,8 +118,8 @@ OTHERS = ["dogs", "cat", "men", "Bird", "girls", "boy"]
 @pytest.fixture(scope="module")
 def pairs():
     items = [AgreementItem(i, words, int(words[0] == "The"), len(words) - 2, number, "NOUN", ())
-             for i, (words, number) in enumerate(zip(SENTENCES, NUMBERS))]
-    return list(zip(items, OTHERS))
+             for i, (words, number) in enumerate(zip(SENTENCES, NUMBERS, strict=True))]
+    return list(zip(items, OTHERS, strict=True))
 
 
 @pytest.mark.slow

@@ -6,16 +6,14 @@ import numpy as np
 import pytest
 
 from mha.analysis.head_roles.long_range import (
-    UDTree,
     WordPair,
     distance_baseline,
     form_matched_controls,
     long_arcs,
     pair_lifts,
     paired_constructions,
-    read_ud_trees,
 )
-from mha.corpora.treebank import EWT_DEV_PATH, SAMPLE_TREEBANK_PATH, read_conllu
+from mha.corpora.treebank import EWT_DEV_PATH, SAMPLE_TREEBANK_PATH, UDTree, read_conllu, read_ud_trees
 
 
 def tree(words, heads, deprels, upos=None):

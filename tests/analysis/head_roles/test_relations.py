@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from mha.analysis.head_roles.relations import best_heads, relation_predictions, spanning_attractor_records
-from mha.analysis.head_roles.role_table import AttentionRecord, head_role_table
-from mha.corpora.templates import AnnotatedSentence, Relation
+from mha.analysis.head_roles.role_table import head_role_table
+from mha.corpora.annotation import AnnotatedSentence, Relation
+from mha.pretrained.attention_record import AttentionRecord
 
 WORDS = ("The", "old", "dog", "saw", "a", "cat", ".")
 RELATIONS = (Relation("det_noun", 0, 2), Relation("adj_noun", 1, 2), Relation("det_noun", 4, 5),
@@ -225,7 +226,7 @@ def test_scoring_72_heads_on_500_sentences_merges_each_sentence_once_for_every_h
             Relation(kind, i, i + 1)
             for kind, i in zip(
                 ("det_noun", "adj_noun", "subj_verb", "verb_obj", "prep_obj", "aux_verb"), range(0, n_words - 1, 2)
-            )
+            , strict=False)
         )
         scores = rng.normal(size=(6, 12, n_words + 2, n_words + 2)).astype(np.float32)
         attention = np.exp(scores) / np.exp(scores).sum(-1, keepdims=True)

@@ -9,20 +9,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from mha.analysis.head_roles.attention_patterns import PATTERN_LABELS, block_segments, is_punctuation, pattern_label
 from mha.analysis.head_roles.role_table import (
     COLUMN_DESCRIPTIONS,
-    PATTERN_LABELS,
     RELATION_DIRECTIONS,
-    AttentionRecord,
-    block_segments,
-    fixed_offset_baseline,
     head_role_table,
-    is_punctuation,
-    nearest_candidate_baseline,
-    pattern_label,
     relation_scores_long,
 )
-from mha.corpora.templates import AnnotatedSentence, Relation, pronoun_pairs
+from mha.corpora.annotation import AnnotatedSentence, Relation
+from mha.corpora.baselines import fixed_offset_baseline, nearest_candidate_baseline
+from mha.corpora.templates import pronoun_pairs
+from mha.pretrained.attention_record import AttentionRecord
 
 
 def one_hot_map(targets):

@@ -3,8 +3,9 @@
 import numpy as np
 import pytest
 
-from mha.analysis.head_roles.role_table import AttentionRecord, sentence_head_scores
+from mha.analysis.head_roles.role_table import sentence_head_scores
 from mha.analysis.head_roles.score_spread import SPREAD_QUANTILES, SPREAD_SCORES, score_spread
+from mha.pretrained.attention_record import AttentionRecord
 
 
 def one_head_record(weights, tokens, word_ids):
@@ -29,11 +30,11 @@ def test_previous_token_and_strongest_link_by_hand():
     assert np.allclose(weights.sum(-1), 1.0)
     scores = sentence_head_scores([one_head_record(weights, tokens, word_ids)])
     # content rows 1..4: previous weights 1.0 (row 1 -> [CLS]), 0.5, 0.7, 0.6
-    assert scores["previous_share"][0, 0, 0] == pytest.approx((1.0 + 0.5 + 0.7 + 0.6) / 4)
+    assert scores["content_prev_token_share"][0, 0, 0] == pytest.approx((1.0 + 0.5 + 0.7 + 0.6) / 4)
     # links between different words among content tokens: 0.5 (dog -> the), 0.6 (bark -> ##s); 0.7 is within "dogs"
     assert scores["strongest_link"][0, 0, 0] == pytest.approx(0.6)
     assert scores["cls_share"][0, 0, 0] == pytest.approx(weights[:, 0].mean())
-    assert scores["self_share"][0, 0, 0] == pytest.approx((0 + 0.3 + 0 + 0.2) / 4)
+    assert scores["content_same_token_share"][0, 0, 0] == pytest.approx((0 + 0.3 + 0 + 0.2) / 4)
 
 
 def test_one_word_sentence_has_no_link():
@@ -59,7 +60,7 @@ def test_spread_is_the_quantiles_of_each_head_over_sentences():
 
 
 @pytest.mark.parametrize("bad, message", [
-    ({"previous_share": np.zeros((3, 2, 2))}, "no scores named"),
+    ({"content_prev_token_share": np.zeros((3, 2, 2))}, "no scores named"),
     ({name: np.zeros((0, 2, 2)) for name in SPREAD_SCORES}, "at least one sentence"),
     ({name: np.zeros((3, 2)) for name in SPREAD_SCORES}, "(sentences, layers, heads)"),
 ])

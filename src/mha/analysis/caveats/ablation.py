@@ -40,6 +40,7 @@ import numpy.typing as npt
 import torch
 from torch import Tensor
 
+from mha.core.layouts import QUERY_KEY, takes_attention
 from mha.core.validation import (
     as_path,
     as_real_array,
@@ -59,8 +60,9 @@ from mha.corpora.paraphrases import (
     unrelated_accuracy,
 )
 from mha.data_files import DATA_DIRECTORY
-from mha.pretrained.encoder import HeadMask, MiniLMEncoder, check_encoder
+from mha.pretrained.encoder import MiniLMEncoder, check_encoder
 from mha.pretrained.interventions import as_head_masks, embeddings_under_masks
+from mha.pretrained.overrides import HeadMask
 from mha.pretrained.sentence_embedding import sentence_embeddings
 from mha.pretrained.tokenizer import TokenizedBatch
 
@@ -188,10 +190,10 @@ def heads_removable(counts: Sequence[int], quality: npt.ArrayLike, reference: fl
     if len(counts) != len(quality) or not counts:
         raise ValueError(f"counts and quality must be non-empty and of equal length, got {len(counts)} and "
                          f"{len(quality)}.")
-    if any(b <= a for a, b in zip(counts, counts[1:])):
+    if any(b <= a for a, b in zip(counts, counts[1:], strict=False)):
         raise ValueError("counts must increase from left to right.")
     removable = None
-    for count, value in zip(counts, quality):
+    for count, value in zip(counts, quality, strict=True):
         if value < reference - max_drop:
             break
         removable = count
@@ -290,6 +292,7 @@ def held_out_pruning_curve(encoder: MiniLMEncoder, selection: Sequence[int], hel
     return {"counts": np.array(counts), "order": flat_order, "ranking_kept": np.asarray(kept, dtype=float)}
 
 
+@takes_attention(attention=QUERY_KEY.with_leading(6))
 def column_means(attention: npt.ArrayLike) -> np.ndarray:
     """Attention each key receives, averaged over the queries: (..., seq_q, seq_k) -> (..., seq_k).
 

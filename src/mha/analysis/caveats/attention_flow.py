@@ -26,12 +26,14 @@ import dataclasses
 import numpy as np
 import torch
 
+from mha.core.layouts import LAYERS_HEADS, QUERY_KEY, takes_attention
 from mha.core.validation import as_real_array
 from mha.pretrained.encoder import MiniLMEncoder, check_encoder
 
 __all__ = ["attention_rollout", "masking_influence", "own_token_share"]
 
 
+@takes_attention(attention=[LAYERS_HEADS, QUERY_KEY.with_leading(1)])
 def attention_rollout(attention, residual_weight: float = 0.5) -> np.ndarray:
     """Attention rollout after Abnar and Zuidema (2020): (layers, heads, n, n) -> (layers, n, n) (chapter 4).
 

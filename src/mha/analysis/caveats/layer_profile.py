@@ -11,10 +11,11 @@ profile per layer, with intervals, and states for each claimed trend whether it 
 * :func:`relation_accuracy` and :func:`held_out_syntactic_gain` pool those counts: each head's relation and each
   relation's fixed-offset baseline (Clark et al. 2019) are chosen on a *selection* set of sentences and the gain is
   reported on the other, *report*, set;
-* :func:`bootstrap_counts`, :func:`resampled_means` and :func:`resampled_ratios` resample sentences with
-  replacement (the same resamples for every layer and every score, drawn as
-  :func:`mha.analysis.statistics.bootstrap_interval` draws them), and :func:`percentile_interval` reads a 95%
-  interval from them;
+* the intervals come from resampling sentences with replacement, the same resamples for every layer and every
+  score (:func:`mha.core.resampling.bootstrap_counts`, drawn as :func:`mha.analysis.statistics.bootstrap_interval`
+  draws them), with :func:`~mha.analysis.statistics.resampled_means`,
+  :func:`~mha.analysis.statistics.resampled_ratios` and :func:`~mha.analysis.statistics.percentile_interval`, which
+  reads a 95% interval from them;
 * :func:`word_key_distance` measures the attention distance with ``[CLS]`` and ``[SEP]`` removed as keys (each row
   renormalised over the word pieces), so that weight parked on the two ends of a sentence is not read as a long link;
 * :func:`depth_trend` and :func:`trend_verdict` compare early with late layers and give a verdict, by a rule
@@ -23,7 +24,7 @@ profile per layer, with intervals, and states for each claimed trend whether it 
 * :func:`claim_verdict` joins the verdicts on the parts of the claim into one, by the rule it states.
 
 :func:`selection_report_split` gives the two sets as sorted indices (:func:`mha.corpora.treebank.split_sentences`).
-The resampling tools live in :mod:`mha.analysis.statistics` and are imported here for the notebooks of chapter 4.
+The notebooks of chapter 4 import those resampling tools from where they are defined, not from here.
 Direction convention, as everywhere in :mod:`mha`: rows are queries (attend FROM), columns keys (attended TO).
 """
 
@@ -37,7 +38,8 @@ import pandas as pd
 from scipy.stats import rankdata, spearmanr
 
 from mha.analysis.head_roles.role_table import RELATION_DIRECTIONS, head_role_table
-from mha.analysis.statistics import bootstrap_counts, percentile_interval, resampled_means, resampled_ratios
+from mha.analysis.statistics import percentile_interval
+from mha.core.resampling import bootstrap_counts
 from mha.core.validation import as_real_array, check_items, check_size, check_type, check_whole_number
 from mha.corpora.treebank import split_sentences
 from mha.pretrained.attention_record import AttentionRecord
@@ -52,10 +54,6 @@ __all__ = [
     "sentence_scores",
     "relation_accuracy",
     "held_out_syntactic_gain",
-    "bootstrap_counts",
-    "resampled_means",
-    "resampled_ratios",
-    "percentile_interval",
     "word_key_distance",
     "depth_trend",
     "trend_verdict",

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from mha.core.layouts import QUERY_KEY, takes_attention
 from mha.core.validation import as_real_array
 
 __all__ = ["transformed_value_norms", "weighted_vector_norms", "norm_based_attention"]
@@ -40,6 +41,7 @@ def transformed_value_norms(values, W_O) -> np.ndarray:
     return np.linalg.norm(values @ W_O, axis=-1)  # (..., heads, seq)
 
 
+@takes_attention(attention=QUERY_KEY.with_leading(6))
 def weighted_vector_norms(attention, value_norms) -> np.ndarray:
     """``A[i, j] * || v_j W_O^h ||``: the length of what key ``j`` sends to query ``i`` (chapter 4).
 
@@ -55,6 +57,7 @@ def weighted_vector_norms(attention, value_norms) -> np.ndarray:
     return attention * value_norms[..., None, :]
 
 
+@takes_attention(attention=QUERY_KEY.with_leading(6))
 def norm_based_attention(attention, value_norms) -> np.ndarray:
     """Rows of :func:`weighted_vector_norms` scaled to sum to 1: each key's share of what arrives (chapter 4).
 

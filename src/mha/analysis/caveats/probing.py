@@ -207,7 +207,7 @@ def correct_per_sentence(correct, sentence_of_word) -> tuple[np.ndarray, np.ndar
 
     ``correct`` (..., words) bool, e.g. from :func:`probe_every_head`; ``sentence_of_word`` (words,) gives each
     word's sentence. Returns ``hits`` (sentences, ...) and ``words`` (sentences,), sentences in sorted order of
-    their ids, ready for :func:`mha.analysis.caveats.layer_profile.resampled_ratios`.
+    their ids, ready for :func:`mha.analysis.statistics.resampled_ratios`.
     """
     correct = np.asarray(correct)
     sentence_of_word = np.asarray(sentence_of_word)

@@ -40,8 +40,9 @@ from torch import Tensor
 from mha.core.resampling import bootstrap_indices
 from mha.core.validation import as_path, as_real_array, check_items, check_whole_number
 from mha.data_files import DATA_DIRECTORY
-from mha.pretrained.encoder import HeadMask, MiniLMEncoder, check_encoder
+from mha.pretrained.encoder import MiniLMEncoder, check_encoder
 from mha.pretrained.interventions import as_head_masks, embeddings_under_masks
+from mha.pretrained.overrides import HeadMask
 
 __all__ = ["PRUNING_TREEBANK_PATH", "document_split", "embeddings_in_length_chunks", "fidelity_pruning_curve",
            "load_pruning_treebank", "pairwise_similarities", "resampled_removable", "self_retrieval_loss",

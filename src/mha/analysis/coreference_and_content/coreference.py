@@ -40,11 +40,13 @@ from pathlib import Path
 import numpy as np
 
 from mha.analysis.pair_patching import PairPatching, patch_between_halves
+from mha.core.layouts import WORDS, takes_attention
 from mha.core.validation import InputError, as_path, as_real_array, check_items
-from mha.corpora.templates import AnnotatedSentence
+from mha.corpora.annotation import AnnotatedSentence
 from mha.data_files import DATA_DIRECTORY
-from mha.pretrained.encoder import EncoderTrace, MiniLMEncoder
+from mha.pretrained.encoder import MiniLMEncoder
 from mha.pretrained.interventions import final_states_without_each_head
+from mha.pretrained.traces import EncoderTrace
 from mha.pretrained.word_maps import word_attention, word_units
 
 __all__ = [
@@ -60,7 +62,6 @@ __all__ = [
     "score_pronoun_items",
     "candidate_similarity",
     "lean_to_first_candidate",
-    "PairPatching",
     "pair_patching",
     "COREFERENCE_PATCHING_PATH",
     "load_pair_patching",
@@ -71,6 +72,7 @@ __all__ = [
 ]
 
 
+@takes_attention(word_maps=WORDS.with_leading(6))
 def candidate_weights(word_maps: np.ndarray, pronoun: int, candidates: Sequence[int]) -> np.ndarray:
     """Weight from the pronoun's row to each candidate's column: (..., words, words) -> (..., candidates).
 
@@ -320,7 +322,7 @@ def candidate_similarity(trace: EncoderTrace, items: Sequence[AnnotatedSentence]
         units = word_units(_word_ids(trace, index, item))
         hidden = hidden_states[index]  # (seq, d_model)
 
-        def word_vector(word: int) -> np.ndarray:
+        def word_vector(word: int, hidden: np.ndarray = hidden, units: list[tuple[int, ...]] = units) -> np.ndarray:
             return hidden[list(units[word])].mean(axis=0)  # (d_model,)
 
         pronoun = _unit_vectors(word_vector(item.pronoun))
@@ -353,7 +355,7 @@ def pair_patching(encoder: MiniLMEncoder, items: Sequence[AnnotatedSentence]) ->
     all_first, all_second = pair_halves(items)
     words = [list(item.words) for item in items]
     lengths = encoder.tokenize(words, is_split_into_words=True).lengths
-    same_length = np.array([lengths[a] == lengths[b] for a, b in zip(all_first, all_second)])
+    same_length = np.array([lengths[a] == lengths[b] for a, b in zip(all_first, all_second, strict=True)])
     if not same_length.any():
         raise ValueError("no pair has two halves of the same length in tokens, so none can be patched.")
     first, second = all_first[same_length], all_second[same_length]

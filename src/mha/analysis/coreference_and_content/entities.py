@@ -30,6 +30,7 @@ import numpy as np
 
 from mha.analysis.coreference_and_content.natural_coreference import piece_counter
 from mha.analysis.statistics import bootstrap_ratio_interval
+from mha.core.layouts import WORDS, takes_attention
 from mha.core.validation import as_path, as_real_array, check_items, check_type
 from mha.corpora.litbank import CorefDocument
 from mha.corpora.litbank_entities import EntityDocument, EntityWindow, MentionLink, entity_windows
@@ -62,6 +63,7 @@ def litbank_entity_windows(encoder: MiniLMEncoder, entities: Sequence[EntityDocu
     return [w for e in entities for w in entity_windows(e, words[e.name], max_pieces=max_pieces, pieces=pieces)]
 
 
+@takes_attention(word_maps=WORDS.with_leading(6))
 def span_scores(word_maps: np.ndarray, span: tuple[int, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """For the words of one span: hits, shares (words of the span, ...) and offset hits (words, offsets) (3.3).
 
@@ -86,6 +88,7 @@ def span_scores(word_maps: np.ndarray, span: tuple[int, int]) -> tuple[np.ndarra
     return hits, shares, (targets >= start) & (targets <= end)
 
 
+@takes_attention(word_maps=WORDS.with_leading(6))
 def link_scores(word_maps: np.ndarray, link: MentionLink) -> np.ndarray:
     """Whether each head's most-attended candidate is of the mention's own entity: (..., words, words) -> (...) (3.3).
 

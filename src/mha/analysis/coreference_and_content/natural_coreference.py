@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from mha.analysis.statistics import bootstrap_ratio_interval
+from mha.core.layouts import LAYERS_HEADS_WORDS, WORDS, takes_attention
 from mha.core.validation import as_path, as_real_array, check_items, check_type, check_whole_number
 from mha.corpora.litbank import (
     ANTECEDENT_KINDS,
@@ -69,10 +70,10 @@ def piece_counter(encoder: MiniLMEncoder, max_pieces: int = 128) -> Callable[[st
     before anything is traced (3.3)."""
     if not hasattr(getattr(encoder, "config", None), "max_positions"):
         raise ValueError(f"encoder should be the pretrained encoder, MiniLMEncoder.load(), got {encoder!r:.60}.")
-    if isinstance(max_pieces, bool) or not isinstance(max_pieces, int) or not (
-            3 <= max_pieces <= encoder.config.max_positions):
-        raise ValueError(f"max_pieces is {max_pieces!r}; a window holds 3 to {encoder.config.max_positions} tokens, "
-                         "the model's positions ([CLS] and [SEP] included).")
+    positions = encoder.config.max_positions
+    max_pieces = check_whole_number("max_pieces", max_pieces, minimum=3, maximum=positions,
+                                    meaning=f"the tokens of a window, [CLS] and [SEP] included; the model has "
+                                            f"{positions} positions")
     tokenizer = load_wordpieces(encoder.model_path)
     counts: dict[str, int] = {}
 
@@ -103,6 +104,7 @@ def _inside(word, spans) -> np.ndarray:
     return np.any([(start <= word) & (word <= end) for start, end in spans], axis=0)
 
 
+@takes_attention(word_maps=WORDS.with_leading(6))
 def link_scores(word_maps: np.ndarray, link: PronounLink) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One pronoun's share, hit and chain hit for every head: (..., words, words) -> three (...) arrays (3.3).
 
@@ -224,6 +226,7 @@ class CoreferenceSums:
         """Count the window's pronouns that have no antecedent in it."""
         self._unlinked[self._work(window)] += window.unlinked
 
+    @takes_attention(word_maps=LAYERS_HEADS_WORDS)
     def add(self, window: CorefWindow, word_maps: np.ndarray) -> None:
         """Add the scores of every link of ``window``, read from its word-level maps (layers, heads, words, words)."""
         work = self._work(window)
@@ -237,7 +240,7 @@ class CoreferenceSums:
             picked = rule_hits(link, self.max_offset)
             for group in ("all", antecedent_kind(window, link)):
                 sums = self._sums[group]
-                for key, value in zip(("share", "hits", "chain_hits"), scores):
+                for key, value in zip(("share", "hits", "chain_hits"), scores, strict=True):
                     sums[key][work] += value
                 sums["pronouns"][work] += 1
                 for index, name in enumerate(RULES):

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mha.core.layouts import LAYERS_HEADS, QUERY_KEY, takes_attention
 from mha.core.validation import as_real_array, check_items
 
 __all__ = [
@@ -134,6 +135,7 @@ class ExtremeHits:
         return self.expected / self.rows
 
 
+@takes_attention(attention=QUERY_KEY.with_leading(6))
 def extreme_hit_rates(attention: np.ndarray, rarity: Sequence[float], *, which: str = "rarest") -> ExtremeHits:
     """Does each head's most-attended token tend to be the rarest (or commonest) token of the sentence? (chapter 3)
 
@@ -191,6 +193,7 @@ class QueryWeights:
         return group - baseline
 
 
+@takes_attention(attention=LAYERS_HEADS)
 def weight_from_queries(attention: np.ndarray, word_ids: Sequence[int | None], queries: np.ndarray,
                         baseline: np.ndarray, targets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each query's total weight on the target keys, summed over two groups of queries, for one sentence (chapter 3).
@@ -258,7 +261,7 @@ def rare_common_items() -> list[RareCommonItem]:
     for frame in RARE_WORD_FRAMES:
         words = frame.split()
         slot = words.index("{}")
-        for common, rare in zip(COMMON_NOUNS, RARE_NOUNS):
+        for common, rare in zip(COMMON_NOUNS, RARE_NOUNS, strict=True):
             versions = []
             for noun in (common, rare):
                 filled = list(words)

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mha.core.layouts import WORDS, takes_attention
 from mha.core.validation import as_real_array, check_items
 from mha.corpora.treebank import check_trees
 
@@ -132,6 +133,7 @@ def crossed_items(kinds: Sequence[str] | None = None) -> list[CrossedItem]:
     return items
 
 
+@takes_attention(word_maps=WORDS.with_leading(6))
 def slot_weights(word_maps: np.ndarray, source: int, target: int) -> np.ndarray:
     """The weight from the ``source`` word's row to the ``target`` word's column: (..., words, words) -> (...).
 
@@ -148,7 +150,7 @@ def slot_weights(word_maps: np.ndarray, source: int, target: int) -> np.ndarray:
 def crossed_trace(encoder, items: Sequence[CrossedItem]):
     """Run ``encoder`` once on the four sentences of every item of ``items`` (in order: item, then sentence).
 
-    Returns the :class:`mha.pretrained.encoder.EncoderTrace`; ``ValueError`` if ``items`` is empty or the tokenizer
+    Returns the :class:`mha.pretrained.traces.EncoderTrace`; ``ValueError`` if ``items`` is empty or the tokenizer
     cuts a word into pieces (the crossed design needs every position to be the same in the four sentences).
     Chapter 3, "Content and rare words".
     """
@@ -209,8 +211,8 @@ def crossed_contrast(weights) -> np.ndarray:
 def noun_pairs(trees, *, upos: Sequence[str] = ("NOUN", "PROPN")):
     """Every pair of nouns in each sentence of a treebank, for relatedness on real text (3.1, 3.4).
 
-    ``trees`` are :class:`mha.analysis.head_roles.long_range.UDTree` objects
-    (:func:`mha.analysis.head_roles.long_range.read_ud_trees`). Returns
+    ``trees`` are :class:`mha.corpora.treebank.UDTree` objects
+    (:func:`mha.corpora.treebank.read_ud_trees`). Returns
     :class:`mha.analysis.head_roles.long_range.WordPair` objects of kind ``"noun_noun"``, earlier word first, for every
     two words whose UPOS is in ``upos`` and whose lower-cased forms differ (a word repeated is not a pair of related
     words). Real text has no gold "related" label; :func:`pair_cosines` gives a stand-in.
@@ -240,7 +242,7 @@ def word_input_vectors(tokens: Sequence[str], word_ids: Sequence[int | None], em
     tokens = check_items("tokens", tokens, "a list of tokens (text)")
     embeddings = np.asarray(embeddings)
     rows: dict[int, list[int]] = {}
-    for token, word in zip(tokens, word_ids):
+    for token, word in zip(tokens, word_ids, strict=True):
         if word is None:
             continue
         if token not in vocabulary:

@@ -25,6 +25,7 @@ from scipy.optimize import brentq
 from scipy.stats import binom
 
 from mha.analysis.statistics import bootstrap_ratio_interval, detection_power
+from mha.core.layouts import WORDS, takes_attention
 from mha.core.validation import as_real_array, check_items, check_type, check_whole_number, is_real_number
 from mha.corpora.agreement import AgreementItem
 from mha.corpora.treebank import UDTree
@@ -38,6 +39,7 @@ MAX_OFFSET = 8
 """The fixed offsets tried: the word 1, 2, ..., 8 places before the verb."""
 
 
+@takes_attention(word_maps=WORDS.with_leading(6))
 def verb_row_scores(word_maps: np.ndarray, item: AgreementItem) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One item's hit, share and to-attractor for every head: (..., words, words) -> three (...) arrays (3.2).
 

@@ -11,7 +11,7 @@ cannot read number from the verb's own form; it reads what the sentence has sent
 
 For each pair, :func:`agreement_patching` patches every head's output (:mod:`mha.pretrained.patching`) from one
 sentence into the other, both ways, and measures how far the probe's logit moves, oriented so that positive is
-toward the source's number: :class:`mha.analysis.coreference_and_content.coreference.PairPatching`, whose shares
+toward the source's number: :class:`mha.analysis.pair_patching.PairPatching`, whose shares
 are in units of the mean difference between the two sentences (1 = all of it).
 """
 
@@ -32,7 +32,8 @@ from mha.analysis.pair_patching import PairPatching, patch_between_halves
 from mha.core.validation import as_path, check_items, check_type
 from mha.corpora.agreement import AgreementItem
 from mha.data_files import DATA_DIRECTORY
-from mha.pretrained.encoder import EncoderTrace, MiniLMEncoder
+from mha.pretrained.encoder import MiniLMEncoder
+from mha.pretrained.traces import EncoderTrace
 from mha.pretrained.word_maps import word_units
 
 __all__ = ["PROBE_STRENGTHS", "swapped_words", "verb_vectors", "fit_number_probe", "probe_accuracy_by_layer",
@@ -164,7 +165,7 @@ def agreement_patching(encoder: MiniLMEncoder, pairs: Sequence[tuple[AgreementIt
         differences.append(orientation * raw_difference)
         carried.append(orientation[:, None, None] * moved)
     ids = tuple(f"{pairs[i][0].tree}:{pairs[i][0].verb}" for i in kept)
-    left_out = tuple(f"{item.tree}:{item.verb}" for (item, _), ok in zip(pairs, same) if not ok)
+    left_out = tuple(f"{item.tree}:{item.verb}" for (item, _), ok in zip(pairs, same, strict=True) if not ok)
     return PairPatching(ids, np.concatenate(differences), np.concatenate(carried), left_out)
 
 

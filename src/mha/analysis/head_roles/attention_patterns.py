@@ -45,7 +45,7 @@ def block_segments(tokens: Sequence[str], word_ids: Sequence[int | None], *, sep
     tokens = check_items("tokens", tokens, "a list of tokens (text)")
     segments = np.full(len(tokens), -1)
     current, seen_content = 0, False
-    for position, (token, word) in enumerate(zip(tokens, word_ids)):
+    for position, (token, word) in enumerate(zip(tokens, word_ids, strict=True)):
         if word is None:
             if token == sep_token and seen_content:
                 current, seen_content = current + 1, False

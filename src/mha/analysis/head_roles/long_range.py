@@ -10,9 +10,9 @@ weight the same head gives, on average, to any word at the same distance in the 
 (attended TO).
 
 The full tree of each sentence (form, UPOS, head, relation) comes from :func:`mha.corpora.treebank.read_ud_trees`
-(imported here too), which numbers the words as :func:`mha.corpora.treebank.read_conllu` does. Self-attention (copying)
-per sentence is
-:func:`mha.analysis.head_roles.role_table.sentence_head_scores`'s ``self_share``.
+(import it from there), which numbers the words as :func:`mha.corpora.treebank.read_conllu` does. Self-attention
+(copying) per sentence is :func:`mha.analysis.head_roles.role_table.sentence_head_scores`'s
+``content_same_token_share``.
 """
 
 from __future__ import annotations
@@ -22,10 +22,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mha.core.layouts import LAYERS_HEADS_WORDS, check_attention_layout
 from mha.core.validation import check_items, check_whole_number
-from mha.corpora.treebank import UDTree, check_trees, read_ud_trees
+from mha.corpora.treebank import UDTree, check_trees
 
-__all__ = ["UDTree", "WordPair", "CORRELATIVES", "read_ud_trees", "paired_constructions", "long_arcs",
+__all__ = ["WordPair", "CORRELATIVES", "paired_constructions", "long_arcs",
            "form_matched_controls", "distance_baseline", "pair_lifts"]
 
 #: correlative pairs: UD marks the first word ``cc:preconj``; the second is the ``cc`` of the next conjunct
@@ -59,7 +60,7 @@ def paired_constructions(trees: Sequence[UDTree]) -> list[WordPair]:
     pairs = []
     for s, tree in enumerate(trees):
         lower = [w.lower() for w in tree.words]
-        for i, (word, deprel) in enumerate(zip(lower, tree.deprels)):
+        for i, (word, deprel) in enumerate(zip(lower, tree.deprels, strict=True)):
             if word == "if" and deprel == "mark" and tree.heads[i] >= 0:
                 governor = tree.heads[tree.heads[i]]  # the word the if-clause depends on
                 for j in range(i + 1, len(lower)):
@@ -88,7 +89,7 @@ def long_arcs(trees: Sequence[UDTree], *, min_distance: int = 6,
     min_distance = check_whole_number("min_distance", min_distance, minimum=1, meaning="words between the two")
     pairs = []
     for s, tree in enumerate(trees):
-        for dependent, (head, deprel) in enumerate(zip(tree.heads, tree.deprels)):
+        for dependent, (head, deprel) in enumerate(zip(tree.heads, tree.deprels, strict=True)):
             base = deprel.split(":")[0]
             if head < 0 or base in skip_deprels or deprel in skip_deprels:
                 continue
@@ -126,6 +127,8 @@ def form_matched_controls(trees: Sequence[UDTree], pairs: Sequence[WordPair]) ->
 
 
 def _check_maps(word_maps: Sequence[np.ndarray]) -> list[np.ndarray]:
+    for index, m in enumerate(word_maps):
+        check_attention_layout(f"word_maps[{index}]", m, LAYERS_HEADS_WORDS)
     maps = [np.asarray(m, dtype=float) for m in word_maps]
     if not maps:
         raise ValueError("word_maps is empty; give one word-level map (layers, heads, words, words) per sentence.")

@@ -214,7 +214,7 @@ class RelationHits:
     def __len__(self) -> int:
         return self.pairs.shape[0]
 
-    def subset(self, sentences) -> "RelationHits":
+    def subset(self, sentences) -> RelationHits:
         """The same counts for some sentences only (an index array or a boolean mask)."""
         index = np.asarray(sentences)
         return dataclasses.replace(self, pairs=self.pairs[index], hits=self.hits[index],
@@ -298,7 +298,7 @@ def relation_hits(
             readers, golds = np.array(readers), np.array(golds)
             pairs[index, r] = len(readers)
             hits[index, r] = (guesses[..., readers] == golds).sum(-1)
-            for k, count in zip(*np.unique(golds - readers, return_counts=True)):
+            for k, count in zip(*np.unique(golds - readers, return_counts=True), strict=True):
                 if int(k) in offset_index:
                     offset_hits[index, r, offset_index[int(k)]] = count
             guessed = guesses[..., readers] - readers  # (layers, heads, pairs): the offset of each guess

@@ -14,7 +14,8 @@ one row per (layer, head), whose columns answer the questions the literature ask
   head's most-attended word is the related word, next to the best fixed-offset baseline scored the same way (Clark et
   al. 2019), and pronoun -> antecedent against a nearest-noun baseline;
 * what does its map look like? a pattern label among Kovaleva et al.'s (2019, "Revealing the dark secrets of BERT")
-  vertical, diagonal, vertical + diagonal, block and heterogeneous, by the rules of :func:`pattern_label`.
+  vertical, diagonal, vertical + diagonal, block and heterogeneous, by the rules of
+  :func:`mha.analysis.head_roles.attention_patterns.pattern_label`.
 
 Direction convention, as everywhere in :mod:`mha`: attention weights have shape (..., seq_q, seq_k); ROW = query = the
 position attending FROM, COLUMN = key = the position attended TO. "Previous-token share" is the weight in row ``i`` on
@@ -31,31 +32,17 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from mha.analysis.head_roles.attention_patterns import PATTERN_LABELS, block_segments, is_punctuation, pattern_label
+from mha.analysis.head_roles.attention_patterns import block_segments, is_punctuation, pattern_label
 from mha.core.resampling import bootstrap_counts
 from mha.core.validation import as_real_array, check_items, check_type
 from mha.corpora.annotation import AnnotatedSentence
-from mha.corpora.baselines import (
-    SYNTACTIC_KINDS,
-    best_offset,
-    fixed_offset_baseline,
-    nearest_candidate_baseline,
-    nearest_candidate_before,
-)
-from mha.pretrained.attention_record import AttentionRecord, RecordLike, as_record, check_record
+from mha.corpora.baselines import SYNTACTIC_KINDS, best_offset, nearest_candidate_before
+from mha.pretrained.attention_record import RecordLike, as_record, check_record
 from mha.pretrained.word_maps import word_attention, word_units
 
 __all__ = [
-    "PATTERN_LABELS",
-    "SYNTACTIC_KINDS",
     "RELATION_DIRECTIONS",
     "COLUMN_DESCRIPTIONS",
-    "AttentionRecord",
-    "is_punctuation",
-    "block_segments",
-    "pattern_label",
-    "fixed_offset_baseline",
-    "nearest_candidate_baseline",
     "head_role_table",
     "relation_scores_long",
     "SENTENCE_SCORES",
@@ -235,7 +222,7 @@ def head_role_table(
 ) -> pd.DataFrame:
     """Score every head of a model over a corpus: one tidy row per (layer, head) (chapter 3, empirical head roles).
 
-    ``records`` yields :class:`AttentionRecord` objects (or mappings / objects
+    ``records`` yields :class:`~mha.pretrained.attention_record.AttentionRecord` objects (or mappings / objects
     with ``attention`` (layers, heads, seq, seq), ``tokens``, ``word_ids`` and
     optional ``sentence``), one sentence each. Token scores average over
     every query row of every sentence; relation scores use word-level maps
@@ -257,7 +244,7 @@ def head_role_table(
         raise ValueError("records is empty; give at least one sentence's attention to score the heads.")
     offsets = [k for k in offsets if k != 0]
     if token_counts is None:
-        token_counts = Counter(t for r in records for t, w in zip(r.tokens, r.word_ids) if w is not None)
+        token_counts = Counter(t for r in records for t, w in zip(r.tokens, r.word_ids, strict=True) if w is not None)
 
     sums: _ScoreSums | None = None
     n_annotated = n_tokens = 0
@@ -322,7 +309,7 @@ def _table_columns(sums: _ScoreSums, offsets: Sequence[int],
         pattern_label(v, d, b, uniform_vertical=uv, uniform_diagonal=ud, uniform_block=ub)
         for v, d, b, uv, ud, ub in zip(*(table[name] for name in (
             "vertical_share", "diagonal_share", "block_share", "uniform_vertical", "uniform_diagonal", "uniform_block",
-    )))
+    )), strict=True)
     ]
     most_positional = np.maximum(table["prev_token_argmax_rate"], table["next_token_argmax_rate"])
     table["positional"] = most_positional >= POSITIONAL_ARGMAX_MIN
@@ -394,16 +381,20 @@ def relation_scores_long(table: pd.DataFrame) -> pd.DataFrame:
     return long[columns]
 
 
-#: what each array of :func:`sentence_head_scores` holds, per sentence and head
+#: what each array of :func:`sentence_head_scores` holds, per sentence and head. A name that starts ``content_``
+#: averages the content rows only (word pieces, not [CLS] or [SEP]); the pooled table's ``prev_token_share``,
+#: ``same_token_share`` and ``next_token_share`` (:data:`COLUMN_DESCRIPTIONS`) average the rows of [CLS] and [SEP]
+#: too.
 SENTENCE_SCORES: dict[str, str] = {
     "cls_share": "mean over all rows of the weight on [CLS]",
     "sep_share": "mean over all rows of the weight on [SEP]",
     "punct_share": "mean over all rows of the weight on punctuation tokens",
     "special_share": "cls_share + sep_share + punct_share: the fixed tokens a head can park its weight on",
-    "self_share": "mean over content rows of the weight a word piece puts on itself (copying, 3.1)",
-    "self_argmax_rate": "share of content rows whose largest weight is on the token itself",
-    "neighbour_share": "mean over content rows of the weight on the previous plus the next token",
-    "previous_share": "mean over content rows of the weight on the token just before (a previous-token head, 3.1)",
+    "content_same_token_share": "mean over content rows of the weight a word piece puts on itself (copying, 3.1)",
+    "content_same_token_argmax_rate": "share of content rows whose largest weight is on the token itself",
+    "content_neighbour_share": "mean over content rows of the weight on the previous plus the next token",
+    "content_prev_token_share": "mean over content rows of the weight on the token just before (a previous-token "
+                                "head, 3.1)",
     "strongest_link": "the largest weight from one word's piece to a piece of a different word ([CLS], [SEP] left out)",
     "rows": "(sentences,) number of rows (tokens, [CLS] and [SEP] included): the weight of an all-rows score",
     "content_rows": "(sentences,) number of content rows: the weight of a content-row score",
@@ -440,15 +431,15 @@ def sentence_head_scores(records: Iterable[RecordLike], *, cls_token: str = "[CL
             scores[name].append(attention[..., key_mask].sum(-1).mean(-1))  # (layers, heads)
         scores["special_share"].append(scores["cls_share"][-1] + scores["sep_share"][-1] + scores["punct_share"][-1])
         diagonal = np.diagonal(attention, axis1=-2, axis2=-1)  # (layers, heads, seq): A[i, i]
-        scores["self_share"].append(diagonal[..., content].mean(-1))
-        scores["self_argmax_rate"].append((attention.argmax(-1) == np.arange(seq))[..., content].mean(-1))
+        scores["content_same_token_share"].append(diagonal[..., content].mean(-1))
+        scores["content_same_token_argmax_rate"].append((attention.argmax(-1) == np.arange(seq))[..., content].mean(-1))
         neighbours = np.zeros_like(diagonal)
         neighbours[..., 1:] += np.diagonal(attention, offset=-1, axis1=-2, axis2=-1)  # row i, column i - 1
         neighbours[..., :-1] += np.diagonal(attention, offset=1, axis1=-2, axis2=-1)  # row i, column i + 1
-        scores["neighbour_share"].append(neighbours[..., content].mean(-1))
+        scores["content_neighbour_share"].append(neighbours[..., content].mean(-1))
         previous = np.zeros_like(diagonal)
         previous[..., 1:] = np.diagonal(attention, offset=-1, axis1=-2, axis2=-1)  # row i, column i - 1
-        scores["previous_share"].append(previous[..., content].mean(-1))
+        scores["content_prev_token_share"].append(previous[..., content].mean(-1))
         words = np.array([-1 if w is None else w for w in record.word_ids])  # (seq,)
         between = content[:, None] & content[None, :] & (words[:, None] != words[None, :])  # (seq, seq)
         scores["strongest_link"].append(np.where(between, attention, 0.0).max(axis=(-2, -1)) if between.any()

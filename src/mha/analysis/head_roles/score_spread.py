@@ -19,7 +19,7 @@ from mha.core.validation import check_type, check_whole_number
 
 __all__ = ["SPREAD_SCORES", "SPREAD_QUANTILES", "score_spread", "treebank_score_spread"]
 
-SPREAD_SCORES = ("previous_share", "cls_share", "self_share", "strongest_link")
+SPREAD_SCORES = ("content_prev_token_share", "cls_share", "content_same_token_share", "strongest_link")
 """The scores the view reads a sentence by, in the order it shows them."""
 
 SPREAD_QUANTILES = tuple(round(q, 2) for q in np.linspace(0.0, 1.0, 21))

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from mha.analysis.head_roles.role_table import head_role_table
+from mha.core.layouts import QUERY_KEY, WORDS, AttentionLayout, check_attention_layout
 from mha.core.validation import as_real_array, check_items, check_seed, check_whole_number
 from mha.corpora.annotation import AnnotatedSentence, Relation
 from mha.pretrained.attention_record import AttentionRecord
@@ -26,9 +27,11 @@ __all__ = ["one_head_table", "placeholder_sentence", "pooled_best_head", "random
 DIRECTIONS = ("source_to_target", "target_to_source")
 
 
-def _square_maps(maps) -> list[np.ndarray]:
-    maps = check_items("maps", maps, "a list of (seq, seq) attention maps")
-    arrays = [as_real_array(f"maps[{i}]", m, meaning="(seq, seq)") for i, m in enumerate(maps)]
+def _square_maps(maps, layout: AttentionLayout = QUERY_KEY, name: str = "maps") -> list[np.ndarray]:
+    maps = check_items(name, maps, f"a list of {layout.name} attention maps")
+    for i, m in enumerate(maps):
+        check_attention_layout(f"{name}[{i}]", m, layout)
+    arrays = [as_real_array(f"{name}[{i}]", m, meaning="(seq, seq)") for i, m in enumerate(maps)]
     for i, array in enumerate(arrays):
         if array.ndim != 2 or array.shape[0] != array.shape[1] or array.shape[0] < 2:
             raise ValueError(f"maps[{i}] has shape {array.shape}; each map should be (seq, seq) with seq >= 2.")
@@ -77,13 +80,13 @@ def placeholder_sentence(n_words: int, pairs: Sequence[tuple[int, int]]) -> Anno
 def relation_accuracy_on_maps(word_maps, pairs, direction: str, ignore_self: bool = True) -> float:
     """The role table's pooled det_noun accuracy of one head over word-level ``word_maps`` (n, n), ``pairs[s]``
     listing sentence s's (source, target) pairs; ``direction`` ``"source_to_target"`` reads the source's row."""
-    word_maps = _square_maps(word_maps)
+    word_maps = _square_maps(word_maps, WORDS, "word_maps")
     pairs = check_items("pairs", pairs, "one list of (source, target) pairs per map")
     if len(pairs) != len(word_maps) or direction not in DIRECTIONS:
         raise ValueError(f"give one list of pairs per map and a direction in {DIRECTIONS}; got {len(pairs)} lists "
                          f"for {len(word_maps)} maps and {direction!r:.40}.")
     records = [AttentionRecord(m[None, None], [f"w{i}" for i in range(len(m))], list(range(len(m))),
-                               placeholder_sentence(len(m), p)) for m, p in zip(word_maps, pairs)]
+                               placeholder_sentence(len(m), p)) for m, p in zip(word_maps, pairs, strict=True)]
     column = "det_noun_acc" if direction == "source_to_target" else "noun_det_acc"
     return float(head_role_table(records, ignore_self=bool(ignore_self), min_relation_count=1).iloc[0][column])
 

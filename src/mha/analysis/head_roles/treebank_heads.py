@@ -307,11 +307,11 @@ def length_standardised_shares(per_sentence: npt.ArrayLike, rows: npt.ArrayLike,
         raise ValueError(f"per_sentence {values.shape}, rows {rows.shape} and lengths {lengths.shape} need one entry "
                          "per sentence on their first axis.")
     edges = list(edges)
-    if len(edges) < 2 or any(b <= a for a, b in zip(edges, edges[1:])):
+    if len(edges) < 2 or any(b <= a for a, b in zip(edges, edges[1:], strict=False)):
         raise ValueError(f"edges must be at least two increasing lengths, e.g. (0, 15, 30, 512), got {edges}.")
     weighted = values * rows.reshape((-1,) + (1,) * (values.ndim - 1))  # (sentences, heads...): the rows' sum
     bands, resampled, counts = [], [], []
-    for band, (low_edge, high_edge) in enumerate(zip(edges, edges[1:])):
+    for band, (low_edge, high_edge) in enumerate(zip(edges, edges[1:], strict=False)):
         inside = (lengths > low_edge) & (lengths <= high_edge)
         if inside.sum() < 2:
             raise ValueError(f"the band ({low_edge}, {high_edge}] holds {int(inside.sum())} sentences; each band needs "

@@ -31,6 +31,8 @@ from .tools import tools_of
 
 __all__ = ["modules_of_checks", "grade", "grade_exercise", "protected_folders", "takes_seed"]
 
+DEFAULT_LIMITS = Limits()  # frozen, so one instance can be every call's default
+
 
 def modules_of_checks() -> dict[str, str]:
     """Each check's name -> the module of :mod:`mha.exercises` that defines it (``check_softmax`` -> ``mechanism``)."""
@@ -76,7 +78,7 @@ def protected_folders(*more: str | Path) -> list[str]:
 
 def grade_exercise(submission: Submission | dict | str | Path, module: str, check: str, function: str,
                    seeds: Sequence[int | None] = (None,), notebook_functions: Sequence[str] = (),
-                   limits: Limits = Limits(), protected: Sequence[str] = (),
+                   limits: Limits = DEFAULT_LIMITS, protected: Sequence[str] = (),
                    sandbox: Sandbox | None = None) -> list[CheckResult]:
     """Grade one exercise of a submitted notebook outside the student's kernel: one :class:`CheckResult` per seed
     (``None``: the check's public inputs).

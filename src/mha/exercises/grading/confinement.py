@@ -119,7 +119,7 @@ def _unshare(as_root: bool) -> tuple[str, ...]:
     return (unshare, "--user", "--map-user=65534", "--map-group=65534", "--keep-caps", *common)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _namespaces_work(as_root: bool) -> str | None:
     """None if ``unshare`` can make the namespaces here; otherwise what it said."""
     command = _unshare(as_root)

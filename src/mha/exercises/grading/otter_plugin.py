@@ -78,7 +78,7 @@ class IsolatedGrading:
                                     also_protected=self._source(), sandbox=sandbox)
                 test_file.test_case_results = [
                     dataclasses.replace(kernel, passed=result.passed, message=result.message)
-                    for kernel, result in zip(test_file.test_case_results, graded)]
+                    for kernel, result in zip(test_file.test_case_results, graded, strict=True)]
                 test_file._score = None
 
     def _source(self) -> list[Path]:
@@ -146,11 +146,11 @@ def slip_of(message: str) -> str:
 def withheld(cases: list[str], results: list[CheckResult]) -> list[CheckResult]:
     """The results with each failing hidden case's feedback replaced by its kind of slip (:func:`slip_of`): never
     its inputs, its seed or text the submission produced. A message the public case gave too stays as it is."""
-    public = {result.message for case, result in zip(cases, results) if not case.startswith("hidden")}
+    public = {result.message for case, result in zip(cases, results, strict=True) if not case.startswith("hidden")}
     return [result if result.passed or not case.startswith("hidden") or result.message in public else
             CheckResult(False, f"✗ A hidden case (other inputs of the same kind) failed: {slip_of(result.message)}. "
                                "Test your function on inputs of your own, of other sizes and values.")
-            for case, result in zip(cases, results)]
+            for case, result in zip(cases, results, strict=True)]
 
 
 def grade_test(submission: Submission, name: str, cases: list[str], config: dict, tests: Path,

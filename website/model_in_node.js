@@ -1,6 +1,7 @@
-// Runs src/mha/views/web/model.js under Node: for the site build (site/view_payloads.py measures the page model's
-// agreement with the package), tests/site/test_web_model.py and scripts/bench_web_model.py.
-// node site/model_in_node.js MODEL_FOLDER REQUEST.json OUT_FOLDER
+// Runs the page's model (model.js, joined by mha.views.widget from src/mha/views/web/model/) under Node: for the site
+// build (website/view_payloads.py measures the page model's agreement with the package), tests/site/test_web_model.py
+// and scripts/bench_web_model.py, all through website/model_in_node.py, which writes the joined model.js for it.
+// node website/model_in_node.js MODEL_JS MODEL_FOLDER REQUEST.json OUT_FOLDER
 // REQUEST: {"simd": true|false, "sentences": [{"text": ..., "removed": [[layer, head], ...], "run": true}],
 //           "time_runs": 0}
 // Writes OUT_FOLDER/results.json ({"backend", "open_error", "results": [{ids, tokens, wordIds, error, n}],
@@ -8,16 +9,16 @@
 "use strict";
 const fs = require("fs");
 const path = require("path");
-require(path.join(__dirname, "..", "src", "mha", "views", "web", "model.js"));
 
 async function main() {
-  const [folder, requestPath, out] = process.argv.slice(2);
+  const [script, folder, requestPath, out] = process.argv.slice(2);
+  require(path.resolve(script)); // sets globalThis.mhaModel
   const request = JSON.parse(fs.readFileSync(requestPath, "utf8"));
   const readPart = async (name) => new Uint8Array(fs.readFileSync(path.join(folder, name + ".bin")));
   const report = { backend: null, open_error: null, results: [], times_ms: [] };
   let model;
   try {
-    model = await mhaModel.open(readPart, { simd: request.simd !== false });
+    model = await globalThis.mhaModel.open(readPart, { simd: request.simd !== false });
   } catch (error) {
     report.open_error = error.message;
     fs.writeFileSync(path.join(out, "results.json"), JSON.stringify(report));

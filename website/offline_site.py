@@ -3,7 +3,7 @@ the book reads the same offline, served from 127.0.0.1 or opened straight from d
 
 A Sphinx extension, connected in _config.yml (``sphinx: local_extensions``). It:
 
-1. typesets every formula at build time (``html_math_renderer = "prerendered"``): ``site/render_math.js`` runs
+1. typesets every formula at build time (``html_math_renderer = "prerendered"``): ``website/render_math.js`` runs
    MathJax (the npm package, from package-lock.json) under Node.js, once per build, and each formula goes into the
    page as MathJax's SVG, drawn from one copy per page of each glyph's outline, with its MathML beside it for
    screen readers. Pages load no math script (MathJax's bundle was 2.3 MB a page), only a 3 kB stylesheet,
@@ -23,7 +23,7 @@ A Sphinx extension, connected in _config.yml (``sphinx: local_extensions``). It:
 6. mends what axe-core (``tests/site/test_site.py``, ``tests/page_audit.py``) finds wrong in the markup of the theme
    and of the tools the book is built with (see ``accessible_markup`` and ``label_toctree_toggles``): each
    displayed formula is a tab stop, since it scrolls sideways when wider than the page; bertviz's views scroll in
-   a labelled region a keyboard reaches, and their menus are labelled; ``site/theme.css`` (on every page) lets
+   a labelled region a keyboard reaches, and their menus are labelled; ``website/theme.css`` (on every page) lets
    inline code break on a phone, darkens links on the exercises' tinted background, and lets the browser skip the
    cells and bertviz views a reader has not scrolled near yet;
 7. gives the site's root page, which only sends the reader on to the landing page, the book's icon (see
@@ -57,10 +57,10 @@ logger = logging.getLogger(__name__)
 
 HERE = Path(__file__).resolve().parent
 VENDOR_DIR = "_vendor"  # in the built site, next to _static/
-MATH_RENDERER = "prerendered"  # html_math_renderer: formulas typeset at build time by site/render_math.js
+MATH_RENDERER = "prerendered"  # html_math_renderer: formulas typeset at build time by website/render_math.js
 TYPESET = "typeset"  # a math node's attribute: its SVG and MathML, written into the page as they stand
 MATH_CSS = "mathjax/svg.css"  # under _vendor/: what MathJax's SVG output needs on the page (written at each build)
-THEME_CSS = "theme.css"  # site/theme.css, served from _vendor/: the book's corrections to the theme's stylesheets
+THEME_CSS = "theme.css"  # website/theme.css, served from _vendor/: the book's corrections to the theme's stylesheets
 
 # where each vendored file comes from in node_modules/, and where the site serves it (under _vendor/)
 VENDORED = {
@@ -99,7 +99,7 @@ def configure(app, config) -> None:
     config.templates_path = [str(HERE / "templates"), *config.templates_path]
 
 
-NO_NODE_MODULES = ("site/offline_site.py: node_modules/ is missing or incomplete: run `npm ci` in the book's folder "
+NO_NODE_MODULES = ("website/offline_site.py: node_modules/ is missing or incomplete: run `npm ci` in the book's folder "
                    "(make book does), which installs package-lock.json")
 
 
@@ -118,22 +118,23 @@ def copy_vendored_files(app) -> None:
 
 
 class MathJaxInNode:
-    """site/render_math.js under Node.js, started once per build (and once per process, should Sphinx write pages
+    """website/render_math.js under Node.js, started once per build (and once per process, should Sphinx write pages
     in parallel), answering one JSON line per request."""
 
-    _running: dict[int, "MathJaxInNode"] = {}  # process id -> its MathJax
+    _running: dict[int, MathJaxInNode] = {}  # process id -> its MathJax
 
     def __init__(self, app):
         node = shutil.which("node") or shutil.which("nodejs")
         if node is None:
-            raise ExtensionError("site/offline_site.py typesets the formulas with Node.js: apt-get install nodejs npm")
+            raise ExtensionError("website/offline_site.py typesets the formulas with Node.js: "
+                                 "apt-get install nodejs npm")
         if not (node_modules(app) / "mathjax").is_dir():
             raise ExtensionError(NO_NODE_MODULES)
         self.process = subprocess.Popen([node, str(HERE / "render_math.js"), str(app.srcdir)], stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, text=True, encoding="utf-8")
 
     @classmethod
-    def get(cls, app) -> "MathJaxInNode":
+    def get(cls, app) -> MathJaxInNode:
         if os.getpid() not in cls._running:
             cls._running[os.getpid()] = cls(app)
         return cls._running[os.getpid()]
@@ -150,7 +151,7 @@ class MathJaxInNode:
         self.process.stdin.flush()
         answer = self.process.stdout.readline()
         if not answer:
-            raise ExtensionError(f"site/render_math.js stopped (exit status {self.process.poll()})")
+            raise ExtensionError(f"website/render_math.js stopped (exit status {self.process.poll()})")
         return json.loads(answer)
 
 
@@ -255,7 +256,7 @@ def load_from_the_site(app, pagename, templatename, context, doctree) -> None:
     outside += [str(sheet.filename) for sheet in context.get("css_files", []) if "://" in str(sheet.filename)]
     for address in dict.fromkeys(outside):
         logger.warning(f"{pagename} loads {address} from outside the site: add the file to package.json and to "
-                       "VENDORED (and CDN_REWRITES, for an address in a notebook output) in site/offline_site.py, "
+                       "VENDORED (and CDN_REWRITES, for an address in a notebook output) in website/offline_site.py, "
                        "or switch it off in _config.yml", location=pagename)
 
 

@@ -1,6 +1,6 @@
-"""Run the page's model (src/mha/views/web/model.js) under Node.js on the exported parts: the one way the site build,
-tests/site/test_web_model.py and scripts/bench_web_model.py call site/model_in_node.js (chapter 3, "A tour of all 72
-heads")."""
+"""Run the page's model (``model.js``, joined from src/mha/views/web/model/) under Node.js on the exported parts: the
+one way the site build, tests/site/test_web_model.py and scripts/bench_web_model.py call website/model_in_node.js
+(chapter 3, "A tour of all 72 heads")."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ import subprocess
 from pathlib import Path
 
 import numpy as np
+
+from mha.views.widget import web_file
 
 SCRIPT = Path(__file__).resolve().parent / "model_in_node.js"
 
@@ -28,8 +30,10 @@ def run_model_in_node(folder: Path, sentences: list[dict], out: Path, *, simd: b
     out.mkdir(parents=True, exist_ok=True)
     request = out / "request.json"
     request.write_text(json.dumps({"simd": simd, "sentences": sentences, "time_runs": time_runs}))
-    ran = subprocess.run([node, str(SCRIPT), str(folder), str(request), str(out)], capture_output=True, text=True,
-                         timeout=timeout)
+    script = out / "model.js"  # the script the pages load, joined from its modules as the site build writes it
+    script.write_text(web_file("model.js"), encoding="utf-8")
+    ran = subprocess.run([node, str(SCRIPT), str(script), str(folder), str(request), str(out)], capture_output=True,
+                         text=True, timeout=timeout)
     if ran.returncode != 0:
         raise RuntimeError(f"model.js failed under Node: {ran.stderr[-2000:]}")
     report = json.loads((out / "results.json").read_text())

@@ -1,4 +1,4 @@
-"""The head explorer (chapter 1, "Multi-head attention"): type a sentence, choose the number of heads and a head.
+"""The random-layer explorer (chapter 1, "Multi-head attention"): type a sentence, choose a head count and a head.
 
 The model is one :class:`~mha.core.attention.MultiHeadAttention` layer with random
 weights over :mod:`mha.core.toy_sentences` vectors. For a fixed ``d_model`` and
@@ -23,10 +23,11 @@ from ipywidgets import IntSlider, Layout, Text
 from mha.core.attention import MultiHeadAttention
 from mha.core.toy_sentences import MAX_TOKENS, embed_tokens, split_into_tokens
 from mha.core.validation import check_no_lone_surrogates, check_type, check_whole_number
-from mha.views.explorer import Explorer, ExplorerView, problem_html
+from mha.views.contract import ExplorerView
+from mha.views.explorer import Explorer, problem_html
 from mha.views.heatmaps import AttentionMap
 
-__all__ = ["head_attention_maps", "HeadExplorer"]
+__all__ = ["head_attention_maps", "RandomLayerExplorer"]
 
 DEFAULT_SENTENCE = "The animal did not cross the street because it was too tired ."
 
@@ -41,7 +42,7 @@ def head_attention_maps(sentence: str, n_heads: int, d_model: int = 24, seed: in
 
     Raises ``ValueError`` (with the fix) for a head count that does not divide
     ``d_model`` and for an empty, over-long or non-text sentence, or one with a
-    broken character (a lone surrogate, see :func:`mha.pretrained.tokenizer.check_no_lone_surrogates`).
+    broken character (a lone surrogate, see :func:`mha.core.validation.check_no_lone_surrogates`).
     """
     layer = _layer(d_model, n_heads, seed)  # validates the head count first
     if isinstance(sentence, str):
@@ -52,7 +53,7 @@ def head_attention_maps(sentence: str, n_heads: int, d_model: int = 24, seed: in
     return tokens, weights.numpy()
 
 
-class HeadExplorer(Explorer):
+class RandomLayerExplorer(Explorer):
     """Widgets to pick a sentence, a head count and a head, and see that head's map (chapter 1, "Multi-head attention").
 
     :meth:`view_data` gives the view for any sentence, head count and head without touching the widgets;

@@ -8,8 +8,9 @@ For each page that holds one, this extension
    (``payloads.site_payload``: every view the menus reach, or the chapter-1 layer itself) in the placeholder, as
    base64 text of gzip-compressed bytes inside ``<script type="application/octet-stream">``, which the browser
    never runs;
-2. adds ``views.js`` and ``views.css`` (the package's ``mha/views/web/``, the same module Jupyter runs, copied to
-   ``_build/html/_vendor/mha/``) to that page only, so pages without a view load nothing more. They inflate the payload
+2. adds ``views.js`` and ``views.css`` (``mha.views.widget.web_file``: the script joined from the package's ES
+   modules under ``mha/views/web/``, the same text Jupyter runs, written to ``_build/html/_vendor/mha/``) to that
+   page only, so pages without a view load nothing more. They inflate the payload
    with the browser's DecompressionStream and draw the view; nothing is fetched, so the page works opened from disk
    (file://).
 3. writes the pretrained model for the page (``mha.pretrained.web_export``) to ``_vendor/mha/model/``, with
@@ -63,7 +64,7 @@ def page_fidelity(app, sentences: list[str]) -> dict:
     """How far the page's model (model.js on the parts in the build) is from the package's encoder on ``sentences``:
     the largest difference of any attention weight, and the share of rows whose most-attended token is the same."""
     import numpy as np
-    from model_in_node import run_model_in_node  # beside this file; local_extensions puts site/ on the path
+    from model_in_node import run_model_in_node  # beside this file; local_extensions puts website/ on the path
 
     from mha.pretrained.encoder import MiniLMEncoder
 
@@ -74,7 +75,7 @@ def page_fidelity(app, sentences: list[str]) -> dict:
         raise RuntimeError(f"model.js could not open the model: {report['open_error']}")
     encoder = MiniLMEncoder.load()
     largest, same, rows = 0.0, 0, 0
-    for text, result in zip(sentences, report["results"]):
+    for text, result in zip(sentences, report["results"], strict=True):
         if result["error"]:
             raise RuntimeError(f"model.js refused {text!r}: {result['error']}")
         expected = encoder.trace(text).sentence().attention  # (layers, heads, n, n)

@@ -1,6 +1,6 @@
 // Typesets the book's formulas at build time, so that no page needs MathJax in the browser.
 //
-// site/offline_site.py starts this script once per build, under Node.js, and talks to it one JSON line at a time:
+// website/offline_site.py starts this script once per build, under Node.js, and talks to it one JSON line at a time:
 //   {"formulas": [["W_{QK} = W_Q W_K^\\top", false], ...], "share": true}  (TeX, displayed?: a page's formulas)
 //     -> {"typeset": [{"html": "<mjx-container ...>...</mjx-container>"} or {"error": "Missing close brace"}, ...],
 //         "glyphs": "<svg style=\"display: none;\" ...><defs><path id=\"MJX-TEX-I-1D44A\" d=...></defs></svg>"}
@@ -70,6 +70,6 @@ require(path.join(process.argv[2] || process.cwd(), "node_modules", "mathjax")).
                                        `aria-hidden="true"><defs>${outlines}</defs></svg>`});
   });
 }).catch((error) => {
-  console.error("site/render_math.js: MathJax did not start:", error);
+  console.error("website/render_math.js: MathJax did not start:", error);
   process.exit(1);
 });

@@ -1,10 +1,10 @@
-"""The chapter-1 head explorer: answers quickly, explains bad input, keeps the last good map, escapes HTML."""
+"""The chapter-1 random-layer explorer: answers quickly, explains bad input, keeps the last good map, escapes HTML."""
 
 import numpy as np
 import pytest
 
 from mha.core.toy_sentences import MAX_TOKENS, embed_tokens, split_into_tokens
-from mha.views.head_explorer import DEFAULT_SENTENCE, HeadExplorer, head_attention_maps
+from mha.views.random_layer_explorer import DEFAULT_SENTENCE, RandomLayerExplorer, head_attention_maps
 
 
 def assert_shows(explorer, sentence, n_heads, head):
@@ -47,7 +47,7 @@ def test_bad_sentences_are_explained(sentence, words):
 
 
 def test_explorer_reports_a_head_count_that_does_not_divide_and_keeps_the_last_map():
-    explorer = HeadExplorer(n_heads=4)
+    explorer = RandomLayerExplorer(n_heads=4)
     good = explorer.current
     assert_shows(explorer, DEFAULT_SENTENCE, 4, 0)
     explorer.heads_slider.value = 5
@@ -61,7 +61,7 @@ def test_explorer_reports_a_head_count_that_does_not_divide_and_keeps_the_last_m
 
 
 def test_explorer_head_slider_follows_the_head_count():
-    explorer = HeadExplorer(n_heads=12)
+    explorer = RandomLayerExplorer(n_heads=12)
     explorer.head_slider.value = 11
     explorer.heads_slider.value = 3
     assert explorer.head_slider.max == 2 and explorer.head_slider.value == 2
@@ -70,7 +70,7 @@ def test_explorer_head_slider_follows_the_head_count():
 
 
 def test_explorer_escapes_html_typed_by_the_reader():
-    explorer = HeadExplorer()
+    explorer = RandomLayerExplorer()
     explorer.sentence_box.value = "<img src=x onerror=alert(1)> hello"
     assert "<img" not in explorer.message.value
     assert "&lt; | img" in explorer.message.value
@@ -82,7 +82,7 @@ def test_explorer_escapes_html_typed_by_the_reader():
 
 def test_every_head_count_redraws_the_maps():
     # How fast each update is belongs to the benchmark (scripts/bench_views.py, budget 50 ms), not to a timed test.
-    explorer = HeadExplorer()
+    explorer = RandomLayerExplorer()
     pictures = {}
     for n_heads in (1, 2, 3, 4, 6, 8, 12, 2, 4):
         explorer.heads_slider.value = n_heads
@@ -97,7 +97,7 @@ HOSTILE = ["<img src=x onerror=alert(1)>", "<script>alert('x')</script>"]
 
 @pytest.mark.parametrize("typed", HOSTILE)
 def test_html_typed_by_the_reader_is_shown_as_text_never_run(typed):
-    explorer = HeadExplorer()
+    explorer = RandomLayerExplorer()
     explorer.sentence_box.value = typed + " and some words"
     assert explorer.refresh()
     assert "<img" not in explorer.message.value and "<script" not in explorer.message.value
@@ -105,7 +105,7 @@ def test_html_typed_by_the_reader_is_shown_as_text_never_run(typed):
 
 
 def test_a_lone_surrogate_is_explained_and_the_last_map_stays():
-    explorer = HeadExplorer()
+    explorer = RandomLayerExplorer()
     good = explorer.current
     explorer.sentence_box.value = "a broken \ud800 character"
     assert "Cannot draw this" in explorer.message.value
@@ -114,14 +114,14 @@ def test_a_lone_surrogate_is_explained_and_the_last_map_stays():
 
 
 def test_an_unexpected_error_is_a_message_not_a_dead_view(monkeypatch):
-    import mha.views.head_explorer
+    import mha.views.random_layer_explorer
 
-    explorer = HeadExplorer()
+    explorer = RandomLayerExplorer()
     good = explorer.current
 
     def broken(*args, **kwargs):
         raise TypeError("<b>surprise</b>")
-    monkeypatch.setattr(mha.views.head_explorer, "head_attention_maps", broken)
+    monkeypatch.setattr(mha.views.random_layer_explorer, "head_attention_maps", broken)
     assert explorer.refresh() is False
     assert "Cannot draw this" in explorer.message.value and "unexpected TypeError" in explorer.message.value
     assert "&lt;b&gt;surprise" in explorer.message.value and explorer.current is good

@@ -1,0 +1,84 @@
+/* Small DOM helpers, and the sanitizer of the HTML a payload carries.
+
+   Strings become text nodes, never HTML: make() and makeSvg() append text as text. The only HTML a view writes is
+   what the package wrote and escaped (a table payload's messages and panels), and setHtml() keeps of it the elements
+   and attributes listed here. */
+
+export const SVG = "http://www.w3.org/2000/svg";
+
+export function make(tag, attributes, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attributes || {})) node.setAttribute(name, value);
+  for (const child of children) node.append(child);
+  return node;
+}
+
+export function makeSvg(tag, attributes, text) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [name, value] of Object.entries(attributes || {})) node.setAttribute(name, value);
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+/* A weight in hundredths (an integer) as the package writes it: "0.07", "−0.30". */
+export function hundredthsText(hundredths) {
+  const sign = hundredths < 0 ? "−" : "";
+  const size = Math.abs(hundredths);
+  return `${sign}${Math.floor(size / 100)}.${String(size % 100).padStart(2, "0")}`;
+}
+
+/* The package's "Cannot draw this:" message, for a problem found here. */
+export function problem(text) {
+  return [make("b", { class: "mha-problem" }, "Cannot draw this:"), " " + text];
+}
+
+export function escapeHtml(text) {
+  return String(text).replace(/[&<>"']/g, (character) => `&#${character.charCodeAt(0)};`);
+}
+
+/* What a payload's HTML may hold: the package writes messages and panels with these elements and attributes
+   only. Anything else is unwrapped (its text kept as text) or dropped, so a payload edited to carry a script, an
+   event handler or a link runs nothing and fetches nothing. */
+const SAFE_ELEMENTS = new Set(["b", "i", "em", "strong", "small", "code", "br", "span", "div", "p", "sub", "sup",
+  "ul", "ol", "li", "table", "caption", "thead", "tbody", "tr", "th", "td", "svg", "g", "text", "line", "polyline",
+  "rect", "circle", "title"]);
+const SAFE_ATTRIBUTES = new Set(["class", "style", "title", "role", "aria-label", "colspan", "rowspan", "scope",
+  "xmlns", "viewbox", "width", "height", "x", "y", "x1", "x2", "y1", "y2", "cx", "cy", "r", "points", "fill",
+  "stroke", "stroke-width", "text-anchor", "transform", "font-size", "font-family", "font-weight", "opacity"]);
+const UNSAFE_STYLE = /url\s*\(|image\s*\(|image-set|@import|expression|\\/i;
+const DROPPED = new Set(["script", "style", "template", "iframe", "object", "embed", "noscript"]);
+
+function keepSafeAttributes(element) {
+  for (const attribute of Array.from(element.attributes)) {
+    const name = attribute.name.toLowerCase();
+    const allowed = SAFE_ATTRIBUTES.has(name) && !(name === "style" && UNSAFE_STYLE.test(attribute.value));
+    if (!allowed) element.removeAttribute(attribute.name);
+  }
+}
+
+function cleaned(parent) {
+  for (const child of Array.from(parent.childNodes)) {
+    if (child.nodeType === 3) continue;  /* text */
+    if (child.nodeType !== 1) {
+      child.remove();  /* comments and the like */
+      continue;
+    }
+    const name = child.localName.toLowerCase();
+    cleaned(child);
+    if (DROPPED.has(name)) {
+      child.remove();
+    } else if (!SAFE_ELEMENTS.has(name)) {
+      child.replaceWith(...Array.from(child.childNodes));  /* unwrapped: its text stays, as text */
+    } else {
+      keepSafeAttributes(child);
+    }
+  }
+  return parent;
+}
+
+/* HTML the package wrote and escaped, kept to SAFE_ELEMENTS. */
+export function setHtml(node, written) {
+  const template = document.createElement("template");
+  template.innerHTML = String(written);  /* a template's content is inert: nothing in it runs or loads */
+  node.replaceChildren(cleaned(template.content));
+}

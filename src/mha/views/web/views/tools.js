@@ -1,0 +1,222 @@
+/* The tools every attention view shares: the grid of every head, the comparison of two settings with their
+   difference, the downloads and the link; and what every view does once its state is set.
+
+   A view tells the tools what it can do:
+   view.state: {name: value}; view.mapAt(state) -> map or null; view.apply(state) redraws for a state;
+   view.gridNames: the controls a grid runs over (["head"] or ["layer", "head"]), with view.range(name, state);
+   view.compareName: the control whose other values can be compared with the one shown;
+   view.stateNames: what the address holds, and view.valueOf(name, text) -> value or throws. */
+
+import { make } from "./dom.js";
+import { createFigure, paintCells } from "./drawing.js";
+import { exportMap } from "./exports.js";
+import { focusCell } from "./focus.js";
+import { READOUT_HELP, afterInput, button, holdHeight, showNumbers } from "./frame.js";
+import { readAddress, writeAddress } from "./address.js";
+
+const TILE = 64;  /* px: a grid map's side, as views.css draws .mha-tile-map */
+let sheet = null;  /* the canvas every grid paints its maps into, one under the other */
+
+function addGridButtons(view, tools) {
+  view.gridButton = button(tools, "All heads", "All heads: show every head of this layer at once", afterInput(view, () => {
+    view.mode = view.mode === "grid" && !view.gridAll ? "single" : "grid";
+    view.gridAll = false;
+    view.redraw();
+  }));
+  if (view.gridNames.length > 1) {
+    view.gridAllButton = button(tools, "All layers", "All layers: show every head of every layer at once", afterInput(view, () => {
+      view.mode = view.mode === "grid" && view.gridAll ? "single" : "grid";
+      view.gridAll = view.mode === "grid";
+      view.redraw();
+    }));
+  }
+}
+
+function addCompareMenu(view, tools) {
+  const control = view.compareControl;
+  const input = make("select", { id: `${view.id}-compare`, name: "compare" });
+  input.append(make("option", { value: "" }, "(nothing)"));
+  control.labels.forEach((text, index) => input.append(make("option", { value: index }, text)));
+  input.addEventListener("change", afterInput(view, () => {
+    view.compareWith = input.value === "" ? null : Number(input.value);
+    if (view.mode === "grid") view.mode = "single";
+    view.redraw();
+  }));
+  view.compareInput = input;
+  tools.append(make("label", { class: "mha-control mha-menu", for: input.id },
+    make("span", {}, `compare with ${control.label}`), input));
+}
+
+function addTools(view) {
+  const tools = view.tools;
+  if (view.gridNames && view.gridNames.length) addGridButtons(view, tools);
+  if (view.compareName) addCompareMenu(view, tools);
+  const exports = make("span", { class: "mha-export", role: "group", "aria-label": "download the map" },
+    make("span", {}, "Download the map: "));
+  view.exportButtons = ["svg", "png", "csv"].map((format) => button(exports, format.toUpperCase(),
+    `download the map as ${format.toUpperCase()}`, () => exportMap(view, format)));
+  tools.append(exports);
+  const link = make("a", { class: "mha-link", href: `#${view.id}` }, "Link to this view");
+  if (!view.hosted) tools.append(link);  /* in Jupyter the notebook's address is not the view's */
+  view.linkNode = link;
+}
+
+/* One small map of a grid: a button showing its map, which opens it. Every map of a grid is painted into one
+   picture, a column of maps one under the other (drawGrid), and a tile shows its own part of it: one picture to
+   encode and decode rather than 72, which is what a slow phone spends its time on. */
+function gridTile(view, map, top, sheetRows, label, open) {
+  const [nRows, nColumns] = [map.rows.length, map.columns.length];
+  const picture = make("span", { class: "mha-tile-map" });
+  const [scaleX, scaleY] = [TILE / nColumns, TILE / nRows];  /* CSS px per cell */
+  picture.style.setProperty("background-size", `${view.sheetColumns * scaleX}px ${sheetRows * scaleY}px`);
+  picture.style.setProperty("background-position", `0 ${-top * scaleY}px`);
+  const tile = make("button", { type: "button", class: "mha-tile", "aria-label": `${label}: open this map` },
+    picture, make("span", {}, label));
+  tile.addEventListener("click", afterInput(view, open));
+  return tile;
+}
+
+/* Every state of the grid (each head of the layer, or of every layer) with its map. */
+function gridMaps(view) {
+  const names = view.gridAll ? view.gridNames : view.gridNames.slice(-1);
+  const states = [{}];
+  for (const name of names) {
+    const next = [];
+    for (const partial of states) {
+      for (const value of view.range(name, { ...view.state, ...partial })) next.push({ ...partial, [name]: value });
+    }
+    states.splice(0, states.length, ...next);
+  }
+  const shown = [];
+  for (const partial of states) {
+    const state = { ...view.state, ...partial };
+    const map = view.mapAt(state);
+    if (map) shown.push({ state, map });
+  }
+  return shown;
+}
+
+/* The grid's maps painted one under the other into one picture, kept at a blob: address. */
+function paintSheet(view, shown) {
+  sheet = sheet || make("canvas");
+  sheet.width = Math.max(1, ...shown.map(({ map }) => map.columns.length));
+  sheet.height = Math.max(1, shown.reduce((rows, { map }) => rows + map.rows.length, 0));
+  view.sheetColumns = sheet.width;
+  let top = 0;
+  for (const { map } of shown) {
+    paintCells(sheet, view.payload.palette, map, top);
+    top += map.rows.length;
+  }
+  /* The picture goes to the tiles by a short blob: address: a data: address in the custom property would be
+     read again for every tile's style, the costliest step of drawing the grid. */
+  const png = sheet.toDataURL("image/png");
+  const bytes = Uint8Array.from(atob(png.slice(png.indexOf(",") + 1)), (character) => character.charCodeAt(0));
+  if (view.sheetAddress) URL.revokeObjectURL(view.sheetAddress);
+  view.sheetAddress = URL.createObjectURL(new Blob([bytes], { type: "image/png" }));
+  return sheet.height;
+}
+
+function drawGrid(view) {
+  const grid = make("div", { class: "mha-grid", role: "group", "aria-label": "every head; choose one to open it" });
+  const shown = gridMaps(view);
+  const sheetRows = paintSheet(view, shown);
+  grid.style.setProperty("--mha-sheet", `url("${view.sheetAddress}")`);
+  let top = 0;
+  for (const { state, map } of shown) {
+    grid.append(gridTile(view, map, top, sheetRows, map.tile || map.title, () => {
+      view.mode = "single";
+      view.apply(state);
+    }));
+    top += map.rows.length;
+  }
+  grid.style.setProperty("--mha-columns", String(view.range(view.gridNames[view.gridNames.length - 1], view.state).length));
+  view.figures = [];
+  view.picture.replaceChildren(grid);
+  view.readout.textContent = `${grid.children.length} maps, one per head, on the same colour scale (0 to 1). ` +
+    "Click a map, or focus it and press Enter, to open it.";
+  view.readout.dataset.grid = "true";
+  view.tableMap = null;
+  view.table.replaceChildren(make("p", {}, "Open one map to read its numbers."));
+}
+
+/* The maps of a comparison: the first setting's, the second's and, when their shapes agree, their difference;
+   with a note when they cannot be compared cell by cell. */
+function comparedMaps(view, map) {
+  const other = view.mapAt({ ...view.state, [view.compareName]: view.compareWith });
+  if (!other) return { maps: [map], note: null };
+  const maps = [{ ...map, title: `first: ${map.title}`, short: "first" },
+    { ...other, title: `second: ${other.title}`, short: "second" }];
+  if (other.rows.length !== map.rows.length || other.columns.length !== map.columns.length) {
+    return { maps, note: `The two have different lengths (${map.rows.length} and ${other.rows.length} positions), ` +
+      "so there is no cell-by-cell difference; they are shown side by side." };
+  }
+  const difference = Int16Array.from(map.hundredths, (value, index) => value - other.hundredths[index]);
+  const largest = Math.max(10, ...Array.from(difference, Math.abs));
+  const limit = Math.min(100, Math.ceil(largest / 10) * 10);
+  maps.push({ title: "first − second", short: "first − second", rows: map.rows, columns: map.columns,
+    hundredths: difference, marked: [], scale: { kind: "difference", limit } });
+  const same = map.rows.every((label, index) => label === other.rows[index]);
+  return { maps, note: same ? null : "The two have different tokens; rows and columns are compared position by position." };
+}
+
+/* The single map, or a comparison: the map, the compared setting's map, and their difference. */
+function drawMaps(view, map) {
+  if (view.readout.dataset.grid) {
+    delete view.readout.dataset.grid;
+    view.readout.textContent = READOUT_HELP;
+  }
+  const { maps, note } = view.compareWith !== null && view.compareName ? comparedMaps(view, map)
+    : { maps: [map], note: null };
+  while (view.figures.length > maps.length) view.figures.pop();
+  while (view.figures.length < maps.length) {
+    view.figures.push(createFigure(view, { onFocus: (row, column) => focusCell(view, row, column) }));
+  }
+  const nodes = [];
+  maps.forEach((shown, index) => {
+    view.figures[index].draw(shown);
+    nodes.push(view.figures[index].element);
+  });
+  if (note) nodes.push(make("p", { class: "mha-compare-note" }, note));
+  if (view.picture.children.length !== nodes.length || nodes.some((node, index) => view.picture.children[index] !== node)) {
+    view.picture.replaceChildren(...nodes);
+  }
+  view.picture.classList.toggle("mha-compare", maps.length > 1);
+  const focused = view.figures[0].focus;
+  if (focused) focusCell(view, ...focused, true);
+  view.tableMap = map;
+  showNumbers(view);
+}
+
+/* Mark the grid and comparison buttons as pressed or not. */
+function markTools(view) {
+  for (const node of view.exportButtons || []) node.disabled = view.mode === "grid";  /* open one map to download it */
+  if (view.gridButton) view.gridButton.setAttribute("aria-pressed", String(view.mode === "grid" && !view.gridAll));
+  if (view.gridAllButton) view.gridAllButton.setAttribute("aria-pressed", String(view.mode === "grid" && view.gridAll));
+}
+
+/* What every view does once its state is set: draw the grid or the map (with its comparison), mark the tools,
+   and write the state into the address. */
+export function showState(view, map) {
+  holdHeight(view);
+  if (view.mode === "grid") drawGrid(view);
+  else if (map) drawMaps(view, map);
+  markTools(view);
+  view.writeAddress();
+}
+
+/* A view's last step: its tools, its opening (one map or the grid), its first drawing, and the address read. */
+export function finish(view) {
+  view.writeAddress = () => writeAddress(view);
+  addTools(view);
+  if (view.gridNames && view.gridNames.length && ["heads", "layers"].includes(view.payload.opening)) {
+    view.mode = "grid";  /* the view opens on every head of its layer, or of the model */
+    view.gridAll = view.payload.opening === "layers" && view.gridNames.length > 1;
+  }
+  view.redraw();
+  if (!view.hosted) {
+    readAddress(view);
+    window.addEventListener("hashchange", () => readAddress(view));
+  }
+  view.started = true;
+  return view;
+}
