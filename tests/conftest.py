@@ -40,9 +40,11 @@ def _start_kernel_on_unix_sockets(startup_timeout: float = 60, kernel_name: str 
     import tempfile
 
     from jupyter_client import KernelManager
+    from nbval.kernel import NbvalKernelspecManager  # knows --nbval-current-env's kernel, this very environment
 
     sockets = Path(tempfile.mkdtemp(prefix="nbval-kernel-")) / "socket"  # short: a socket's path is at most 107
-    manager = KernelManager(kernel_name=kernel_name, transport="ipc", ip=str(sockets))
+    manager = KernelManager(kernel_name=kernel_name, kernel_spec_manager=NbvalKernelspecManager(), transport="ipc",
+                            ip=str(sockets))
     manager.start_kernel(**kwargs)
     client = manager.client()
     client.start_channels()

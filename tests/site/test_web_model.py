@@ -128,7 +128,7 @@ def test_tokenizer_matches_the_package_on_awkward_and_real_text_and_refuses_what
     refused = ["", "   \n\t ", "\x00\x01\u200b", "half an emoji \ud83d here", "lone low \ude00 surrogate",
                "word " * 600]
     report = run_node(folder, [{"text": t, "run": False} for t in texts + refused], tmp_path)
-    for text, result in zip(texts, report["results"], strict=True):
+    for text, result in zip(texts, report["results"][:len(texts)], strict=True):  # the refused ones follow
         encoding = tokenizer(text).encodings[0]
         assert result["error"] is None, (text, result["error"])
         assert (result["ids"], result["tokens"]) == (encoding.ids, encoding.tokens), text

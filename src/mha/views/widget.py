@@ -213,6 +213,9 @@ def _wrapped(root, module: _Module, is_entry: bool) -> str:
 def join_modules(entry: str, root=None, *, name: str | None = None) -> str:
     """The classic script of ``entry`` (a path relative to ``root``, by default the package's ``web/`` folder) and
     every module it imports; ``name`` is the script's name in its first line."""
+    check_type("entry", entry, str, "a module's path inside web/, e.g. 'views/main.js'")
+    if name is not None:
+        check_type("name", name, str, "the joined script's file name, e.g. 'views.js'")
     root = files("mha.views") / "web" if root is None else root
     modules = _ordered(root, entry)
     texts = "\n".join(module.body for module in modules)
