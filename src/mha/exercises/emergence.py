@@ -22,7 +22,6 @@ TO; vectors are rows, so a head computes ``x @ W_Q`` and writes ``z @ W_O``.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from functools import lru_cache
 
 import numpy as np
 import torch
@@ -449,9 +448,9 @@ def _head_answer(got, scores: np.ndarray, slips: dict, role: str) -> str | None:
         + (hint or "")
 
 
-@lru_cache(maxsize=4)
 def _fast_model_scores(train_seed: int, steps: int) -> dict:
-    """The reference: the fast model trained here from ``train_seed``, its heads scored on a batch of the task."""
+    """The reference: the fast model trained here from ``train_seed``, its heads scored on a batch of the task. Not
+    cached: the grader times a case against this work, and two hidden seeds may draw the same training seed."""
     return attention_pattern_scores(train_fast_model(train_seed, steps), InductionTask().sample(128, train_seed).inputs)
 
 
