@@ -8,6 +8,7 @@ must give a failing :class:`CheckResult` whose message says what was wrong: neve
 catch-all "could not read" message, which is kept for kinds of answer nobody foresaw.
 """
 
+import functools
 import importlib
 import inspect
 import math
@@ -18,6 +19,7 @@ import pytest
 import torch
 
 import mha.exercises
+from mha.exercises import emergence
 from mha.exercises.checking import (
     CheckBug,
     CheckResult,
@@ -41,6 +43,14 @@ def _all_checks() -> dict:
 
 CHECKS = _all_checks()
 CATCH_ALL = "could not read"  # run_check's message for an answer no reader foresaw
+_TRAINED_ONCE = functools.lru_cache(maxsize=4)(emergence._fast_model_scores)
+
+
+@pytest.fixture(autouse=True)
+def _one_reference_training_per_seed(monkeypatch):
+    """The training exercise's reference trains afresh on every call (the grader times a case against it); the many
+    wrong answers here share one training per seed instead."""
+    monkeypatch.setattr(emergence, "_fast_model_scores", _TRAINED_ONCE)
 
 
 def assert_feedback(result, *words):
