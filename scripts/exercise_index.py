@@ -162,6 +162,7 @@ def render() -> str:
     from mha.exercises.grading import modules_of_checks
 
     modules = modules_of_checks()
+    lines[lines.index("## Every exercise"):lines.index("## Every exercise")] = model_section(books, modules)
     for _, name, found in books:
         for exercise in found:
             title = f"{{ref}}`{exercise.title} <{exercise.label}>`" if exercise.title else f"{{ref}}`{exercise.label}`"
@@ -173,6 +174,35 @@ def render() -> str:
                          f"{_stars(exercise.difficulty)} | "
                          f"{f'{exercise.minutes} min' if exercise.minutes else '—'} | {check} |")
     return "\n".join(lines) + "\n"
+
+
+def exercises_on_the_model(books, modules: dict[str, str]) -> list[tuple[str, student_edition.Exercise, tuple]]:
+    """(section, exercise, tools) for every exercise whose check declares modules of the package that the learner's
+    own code uses (``mha.exercises.checking.uses_tools``): the exercises that run the real model or train one."""
+    import importlib
+
+    found = []
+    for _, name, exercises in books:
+        for exercise in exercises:
+            if exercise.check and exercise.check in modules:
+                check = getattr(importlib.import_module(f"mha.exercises.{modules[exercise.check]}"), exercise.check)
+                if getattr(check, "tools", ()):
+                    found.append((name, exercise, tuple(check.tools)))
+    return found
+
+
+def model_section(books, modules: dict[str, str]) -> list[str]:
+    """The index's list of the exercises whose own code runs the real model or trains one."""
+    found = exercises_on_the_model(books, modules)
+    lines = ["## On the real model and real training", "",
+             f"In {len(found)} exercises the learner's own code runs the pretrained encoder or trains a tiny model: "
+             "its check hands the function the package's tools (below), runs it on hidden inputs and compares its "
+             "answer with the reference's. The grader lets that code import only the modules listed.", "",
+             "| Exercise | Section | The code uses |", "| --- | --- | --- |"]
+    for name, exercise, tools in found:
+        lines.append(f"| {{ref}}`{exercise.title} <{exercise.label}>` | {name} | "
+                     + ", ".join(f"`{tool}`" for tool in tools) + " |")
+    return lines + [""]
 
 
 def home_paragraph() -> str:

@@ -186,3 +186,19 @@ def test_the_learning_objectives_table_has_a_row_for_every_section_background_in
         notebook = json.loads((ROOT / "chapters" / f"{doc}.ipynb").read_text())
         assert "**After this section you will be able to**" in "".join(notebook["cells"][0]["source"]), doc
         assert objectives.strip(" |"), f"{doc}: say what a learner will be able to do"
+
+
+def test_six_exercises_of_chapters_3_and_4_run_the_real_model_or_train_one():
+    """The index lists the exercises whose checks hand the learner's code the encoder or the trainer; at least six
+    are in chapters 3 and 4, each a graded check whose tools are the pretrained model's or the lab's modules."""
+    from mha.exercises.grading import modules_of_checks
+
+    found = index.exercises_on_the_model(index.collect(), modules_of_checks())
+    later = [(section, exercise) for section, exercise, tools in found if section[:1] in "34"]
+    assert len(later) >= 6, [exercise.label for _, exercise in later]
+    for _, exercise, tools in found:
+        assert exercise.kind == "check" and exercise.check, exercise.label
+        assert tools and all(tool.startswith(("mha.pretrained.", "mha.lab.")) for tool in tools), exercise.label
+    page = (ROOT / "chapters" / "exercise_index.md").read_text()
+    assert all(f"<{exercise.label}>`" in page.split("## On the real model and real training")[1].split("## Every")[0]
+               for _, exercise, _ in found)
