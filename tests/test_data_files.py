@@ -20,14 +20,110 @@ def test_the_list_of_sha256s_matches_the_files_hashed_here():
         assert hashlib.sha256((DATA_DIRECTORY / name).read_bytes()).hexdigest() == sha256, name
 
 
-@pytest.mark.parametrize("value", [[], {"a": [1, {"b": "[[[ \" {{"}]}, [[[[]]]], "plain", {"k": {"k": {"k": 1}}}])
+@pytest.mark.parametrize("value", [[], {"a": [1, {"b": "[[[ \" {{"}]}, [[[[]]]], "plain", {"k": {"k": {"k": 1}}},
+                                   ["\\", ["\\\"[", {"\\\\": "]]\\"}]], {"\"[": ["\\\\\"{", [["\\"]]]},
+                                   ["é[\"", "\u2028", ["\\\\\\\"]]]"]]])
 def test_json_depth_agrees_with_a_walk_of_the_parsed_value(value):
     def depth(item) -> int:
         children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
         return 0 if children is None else 1 + max((depth(child) for child in children), default=0)
 
-    assert _json_depth(json.dumps(value)) == depth(value)
-    assert parse_json(json.dumps(value).encode(), what="x", path="p", how="") == value
+    for text in (json.dumps(value), json.dumps(value, ensure_ascii=False)):  # runs of backslashes before quotes
+        assert _json_depth(text) == _json_depth(text.encode()) == depth(value)
+        assert parse_json(text.encode(), what="x", path="p", how="") == value
+
+
+class Refused(Exception):
+    """The error class a caller of parse_json asks for: every refusal must come as this, never a bare ValueError."""
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ("[" + "9" * 5000 + "]", "holds a number of 5,000 characters .*more than the 100"),
+    ('{"seed": -' + "1" * 101 + "}", "holds a number of 102 characters"),
+    ("[0." + "5" * 200 + "]", "holds a number of 202 characters"),
+    ("[NaN]", "holds NaN, but a number in a data file must be finite"),
+    ('{"a": Infinity}', "holds Infinity"),
+    ("[-Infinity]", "holds -Infinity"),
+    ("[1e999]", "holds 1e999"),  # a float that overflows to inf
+    ("[1, 2", "cannot be read as JSON"),
+])
+def test_parse_json_refuses_long_numbers_and_non_finite_ones_as_the_callers_error(text, words):
+    with pytest.raises(Refused, match=f"the file p.json {words}(.|\n)*Fix it"):
+        parse_json(text.encode(), what="the file", path="p.json", how="Fix it.", error=Refused)
+
+
+def test_parse_json_refuses_a_file_over_its_size_before_any_work(monkeypatch):
+    import mha.data_files
+
+    def depth_pass(text):
+        raise AssertionError("the nesting was measured: the size was not checked first")
+
+    monkeypatch.setattr(mha.data_files, "_json_depth", depth_pass)
+    monkeypatch.setattr(mha.data_files, "MAX_JSON_BYTES", 1000)
+    with pytest.raises(Refused, match="the file p.json holds 1,001 bytes of JSON, more than the 1,000"):
+        parse_json(b" " * 999 + b"[]", what="the file", path="p.json", how="", error=Refused)
+
+
+def _copy_with_list(name: str, folder, change=lambda text: text):
+    """``folder/name``: the book's file, changed by ``change``, listed in ``folder/SHA256SUMS`` with its new sha256."""
+    folder.mkdir(parents=True, exist_ok=True)
+    data = change((DATA_DIRECTORY / name).read_text(encoding="utf-8")).encode("utf-8")
+    (folder / name).write_bytes(data)
+    (folder / SHA256_LIST).write_text(f"{hashlib.sha256(data).hexdigest()}  {name}\n")
+    return folder / name
+
+
+def test_a_stored_result_holding_nan_or_infinity_is_refused(tmp_path):
+    """Infinity and NaN are not JSON, but Python's json reads them; a stored curve holding one is refused, even when
+    its folder's list records its sha256."""
+    from mha.analysis.caveats.ablation import load_pruning_spread
+
+    intact = load_pruning_spread(_copy_with_list("pruning_spread.json", tmp_path / "intact"))
+    assert intact["counts"] == json.loads((DATA_DIRECTORY / "pruning_spread.json").read_bytes())["counts"]
+    for constant in ("NaN", "Infinity", "-Infinity"):
+        path = _copy_with_list("pruning_spread.json", tmp_path / constant,
+                               lambda text, constant=constant: text.replace("0.9929", constant, 1))
+        with pytest.raises(ValueError, match=f"holds {constant}, but a number in a data file must be finite"):
+            load_pruning_spread(path)
+
+
+def _tamper(text: str) -> str:
+    """A change that the shape checks of load_pattern_fits cannot see: only the sha256 tells it."""
+    return text.replace("Single heads", "Tampered heads", 1)
+
+
+def test_a_link_out_of_the_listed_folder_is_refused_and_one_inside_it_read(tmp_path):
+    """A data file replaced by a link to a tampered copy elsewhere was read unverified: the list of the folder the
+    link leads to (none) was consulted instead of the list of the folder it stands in."""
+    from mha.core.low_rank_fitting import PatternFitsError, load_pattern_fits
+
+    tampered = _copy_with_list("pattern_fits.json", tmp_path / "outside", _tamper)
+    (tmp_path / "outside" / SHA256_LIST).unlink()  # a folder without a list: its files are read unverified
+    data = tmp_path / "data"
+    _copy_with_list("pattern_fits.json", data / "real")
+    (data / SHA256_LIST).write_text((data / "real" / SHA256_LIST).read_text().replace("  ", "  real/"))
+    (data / "real" / SHA256_LIST).unlink()
+    inside = data / "pattern_fits.json"
+    inside.symlink_to(data / "real" / "pattern_fits.json")  # stays in the folder: read, checked as real/...
+    assert load_pattern_fits(inside).targets == load_pattern_fits().targets
+    inside.unlink()
+    inside.symlink_to(tampered)
+    with pytest.raises(PatternFitsError, match=f"is a link to {tampered}, outside {data}(.|\n)*Replace the link"):
+        load_pattern_fits(inside)
+
+
+def test_a_link_out_of_the_books_data_folder_is_refused_even_to_a_folder_with_its_own_list(tmp_path, monkeypatch):
+    """A link from the data folder to a tampered copy beside which a list that matches it was planted."""
+    import mha.data_files
+    from mha.core.low_rank_fitting import PatternFitsError, load_pattern_fits
+
+    tampered = _copy_with_list("pattern_fits.json", tmp_path / "outside", _tamper)
+    data = (tmp_path / "data").resolve()
+    data.mkdir()
+    monkeypatch.setattr(mha.data_files, "DATA_DIRECTORY", data)  # the book's data folder, with no list of its own
+    (data / "pattern_fits.json").symlink_to(tampered)
+    with pytest.raises(PatternFitsError, match=f"is a link to {tampered}, outside {data}"):
+        load_pattern_fits(data / "pattern_fits.json")
 
 
 def test_a_tampered_copy_of_a_book_file_is_refused_and_an_intact_one_read(tmp_path):
@@ -217,3 +313,22 @@ def test_a_malformed_head_count_study_names_the_field(change, words):
     with pytest.raises(ValueError, match=words):
         study_from_content({key: value for key, value in content.items() if value is not None})
     assert load_study().head_counts == tuple(load_json(STUDY_FILE)["head_counts"])
+
+
+def test_a_generous_limit_is_not_a_buffer_of_that_size(tmp_path):
+    """The read allocates for the file's size: a limit of a petabyte reads a small file, not a MemoryError."""
+    from mha.data_files import read_data_file
+
+    (tmp_path / "small.json").write_bytes(b'{"a": 1}')
+    assert read_data_file(tmp_path / "small.json", what="x", how="", limit=10**15) == b'{"a": 1}'
+
+
+def test_a_list_of_sha256s_that_is_a_link_out_of_its_folder_is_not_trusted(tmp_path):
+    from mha.data_files import read_verified_file
+
+    planted = _copy_with_list("pattern_fits.json", tmp_path / "outside", _tamper)
+    (tmp_path / "data").mkdir()
+    shutil.copy(planted, tmp_path / "data" / "pattern_fits.json")
+    (tmp_path / "data" / SHA256_LIST).symlink_to(tmp_path / "outside" / SHA256_LIST)  # it lists the tampered bytes
+    with pytest.raises(ValueError, match=f"{SHA256_LIST} is a link to .*outside its folder, so it is not trusted"):
+        read_verified_file(tmp_path / "data" / "pattern_fits.json", what="the fits", how="", limit=10**6)

@@ -15,8 +15,13 @@ that regenerates the file in a clone of the repository, and for an installed pac
 Every file the book reads is verified before it is trusted, by one path: :func:`read_verified_file` reads the bytes
 once and compares their sha256 with the ``SHA256SUMS`` list of the folder that holds them (or of the folder above),
 so nothing can change between the check and the read; a file of :data:`DATA_DIRECTORY` must be listed there
-(``python -m scripts.record_data_sha256`` rewrites the list after a regeneration). :func:`parse_json` bounds the
-nesting of JSON before parsing it. The lab's checkpoints have their own manifest (:mod:`mha.lab.checkpoints`).
+(``python -m scripts.record_data_sha256`` rewrites the list after a regeneration). A link is followed only within
+the folder whose list verifies it: one that leads out of it is refused, never read unverified. The lab's
+checkpoints have their own manifest (:mod:`mha.lab.checkpoints`), itself listed in ``SHA256SUMS``.
+
+Every JSON file goes through :func:`parse_json`, which bounds the work before and while parsing: the size
+(:data:`MAX_JSON_BYTES`), the nesting (:data:`MAX_JSON_DEPTH`, measured in one pass that grows linearly with the
+text), the digits of a number (:data:`MAX_JSON_NUMBER_DIGITS`), and no ``NaN`` or ``Infinity``.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import hashlib
 import importlib.metadata
 import importlib.resources
 import json
+import math
 import os
 import re
 import stat
@@ -32,24 +38,29 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["BOOK_DATA_FILES", "DATA_DIRECTORY", "MAX_JSON_DEPTH", "SHA256_LIST", "how_to_restore", "parse_json",
-           "read_data_file", "read_verified_file", "read_verified_json", "record_sha256", "repository_root",
-           "write_recorded_json"]
+__all__ = ["BOOK_DATA_FILES", "DATA_DIRECTORY", "MAX_JSON_BYTES", "MAX_JSON_DEPTH", "MAX_JSON_NUMBER_DIGITS",
+           "SHA256_LIST", "check_stored_weights", "how_to_restore", "parse_json", "read_data_file",
+           "read_verified_file", "read_verified_json", "record_sha256", "repository_root", "write_recorded_json"]
 
 SHA256_LIST = "SHA256SUMS"
 """The file beside the data that lists each file's sha256, in ``sha256sum``'s format (``sha256sum -c`` checks it)."""
 
 MAX_JSON_DEPTH = 64
 """The deepest nesting of arrays and objects a JSON data file may have (the book's files nest at most 6 deep)."""
+MAX_JSON_BYTES = 64 * 2**20
+"""The most bytes of JSON that are parsed (64 MiB; the book's files, and a BERT ``tokenizer.json``, are far less)."""
+MAX_JSON_NUMBER_DIGITS = 100
+"""The most characters one JSON number may have (a 64-bit seed has 20 digits, a float as json writes it 24)."""
 
 BOOK_DATA_FILES = ("citations.json", "coreference_patching.json", "coreference_removal.json", "ewt_agreement.json",
                    "ewt_dev_heads.safetensors", "litbank/litbank_coref.json", "litbank/litbank_entities.json",
-                   "litbank_coreference.json", "litbank_entities.json", "named_head_patching.json",
-                   "amnesic_probing.json",
+                   "lab/manifest.json", "litbank_coreference.json", "litbank_entities.json",
+                   "named_head_patching.json", "amnesic_probing.json",
                    "pattern_fits.json", "pruning_spread.json", "pruning_treebank.json", "sample.conllu",
                    "single_removals.json", "subspace_baselines.json", "triples_pruning.json",
                    "ud_english_ewt/en_ewt-ud-dev.conllu")
-"""The data files outside ``lab/`` that the book reads, each listed with its sha256 in ``data/SHA256SUMS``."""
+"""The data files the book reads, each listed with its sha256 in ``data/SHA256SUMS``: those outside ``lab/``, and
+the lab's manifest, which records the sha256 of every checkpoint and result file of ``lab/``."""
 
 RECORD_SHA256 = "python -m scripts.record_data_sha256"
 _MAX_LIST_BYTES = 2**20
@@ -165,7 +176,9 @@ def read_data_file(path: str | os.PathLike, *, what: str, how: str, limit: int,
             if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
                 raise error(f"{what} {path} changed into something other than a regular file while it was read. "
                             f"{how}")
-            data = handle.read(limit + 1)
+            data = handle.read(min(limit, before.st_size) + 1)  # a buffer of the file's size, not of the limit
+            while len(data) <= limit and (more := handle.read(min(2**20, limit + 1 - len(data)))):
+                data += more  # the file grew after it was measured
     except OSError as problem:
         raise error(f"{what} {path} cannot be read ({problem}). {how}") from problem
     if len(data) > limit:
@@ -175,33 +188,92 @@ def read_data_file(path: str | os.PathLike, *, what: str, how: str, limit: int,
 
 def parse_json(data: bytes | str, *, what: str, path: str | os.PathLike, how: str,
                error: type[Exception] = ValueError):
-    """The JSON value in ``data`` (UTF-8 bytes, or text), nested at most :data:`MAX_JSON_DEPTH` deep, or ``error``.
+    """The JSON value in ``data`` (UTF-8 bytes, or text), within the bounds of a data file, or ``error``.
 
-    The depth is measured before parsing (one vectorised pass over the brackets outside strings), so a file nested
-    100,000 deep gets this message instead of a ``RecursionError`` from the parser.
+    The size (:data:`MAX_JSON_BYTES`) and the nesting (:data:`MAX_JSON_DEPTH`, one pass over the brackets outside
+    strings, linear in the text) are checked before parsing, so a file nested 100,000 deep gets this message
+    instead of a ``RecursionError``; while parsing, a number longer than :data:`MAX_JSON_NUMBER_DIGITS` and
+    ``NaN``, ``Infinity`` or a float that overflows to it are refused before they are converted. Every refusal is an
+    ``error`` that names the file and the bound.
     """
+    size = len(data)
+    if size > MAX_JSON_BYTES:
+        raise error(f"{what} {path} holds {size:,} bytes of JSON, more than the {MAX_JSON_BYTES:,} a data file may "
+                    f"have, so it is not parsed. {how}")
     try:
         text = data if isinstance(data, str) else bytes(data).decode("utf-8")
     except UnicodeDecodeError as problem:
         raise error(f"{what} {path} cannot be read: it is not UTF-8 text ({problem}). {how}") from None
-    depth = _json_depth(text)
+    depth = _json_depth(data)
     if depth > MAX_JSON_DEPTH:
         raise error(f"{what} {path} nests arrays and objects {depth:,} deep, more than the {MAX_JSON_DEPTH} a data "
                     f"file may have, so it is not parsed. {how}")
+
+    def number(kind: type):
+        def convert(digits: str):
+            if len(digits) > MAX_JSON_NUMBER_DIGITS:
+                raise error(f"{what} {path} holds a number of {len(digits):,} characters ({digits[:20]}...), more "
+                            f"than the {MAX_JSON_NUMBER_DIGITS} a number in a data file may have. {how}")
+            value = kind(digits)
+            if not math.isfinite(value):
+                refuse_constant(digits)
+            return value
+        return convert
+
+    def refuse_constant(name: str):
+        raise error(f"{what} {path} holds {name}, but a number in a data file must be finite (no NaN, Infinity or "
+                    f"-Infinity). {how}")
+
     try:
-        return json.loads(text)
+        return json.loads(text, parse_int=number(int), parse_float=number(float), parse_constant=refuse_constant)
     except json.JSONDecodeError as problem:
         raise error(f"{what} {path} cannot be read as JSON ({problem}). {how}") from None
 
 
-_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+def _json_depth(text: str | bytes) -> int:
+    """The deepest nesting of ``[`` and ``{`` in JSON text, brackets inside strings left out.
 
-
-def _json_depth(text: str) -> int:
-    """The deepest nesting of ``[`` and ``{`` in JSON text, strings left out."""
-    brackets = np.frombuffer(_JSON_STRING.sub("", text).encode("utf-8", errors="replace"), dtype=np.uint8)
-    steps = np.isin(brackets, (ord("["), ord("{"))).astype(np.int64) - np.isin(brackets, (ord("]"), ord("}")))
+    Linear in the text: a quote is escaped when an odd run of backslashes stands before it, the other quotes open
+    and close strings, and a bracket lies outside every string when an even number of those stand before it. Up to
+    the first syntax error this is exactly the parser's reading, and the parser stops there.
+    """
+    raw = text.encode("utf-8", errors="replace") if isinstance(text, str) else bytes(text)
+    codes = np.frombuffer(raw, dtype=np.uint8)  # UTF-8: every byte of a non-ASCII character is >= 0x80
+    backslash = (codes == ord("\\")).view(np.int8)
+    edges = np.diff(backslash, prepend=np.int8(0), append=np.int8(0))  # +1 where a run starts, -1 just after it
+    run_starts, run_ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    del backslash, edges
+    quotes = np.flatnonzero(codes == ord('"'))
+    run = np.minimum(np.searchsorted(run_ends, quotes), max(len(run_ends) - 1, 0))  # the run ending at each quote
+    escaped = np.zeros(len(quotes), dtype=bool)
+    if len(run_ends):
+        ends_here = run_ends[run] == quotes
+        escaped = ends_here & ((run_ends[run] - run_starts[run]) % 2 == 1)
+    string_quotes = quotes[~escaped]
+    del run_starts, run_ends, quotes, run, escaped
+    opening, closing = np.isin(codes, (ord("["), ord("{"))), np.isin(codes, (ord("]"), ord("}")))
+    brackets = np.flatnonzero(opening | closing)
+    outside = np.searchsorted(string_quotes, brackets) % 2 == 0
+    steps = np.where(opening[brackets[outside]], 1, -1).astype(np.int64)
     return int(np.cumsum(steps).max(initial=0))
+
+
+def check_stored_weights(tensors: dict, *, source: str | os.PathLike, how: str,
+                         error: type[Exception] = ValueError) -> dict:
+    """``tensors`` (name -> torch tensor) when every one is float32 and finite; else ``error`` naming the tensor.
+
+    A weights file stored in another dtype (BOOL, F16, I64) is a different or damaged model, and one holding NaN
+    or inf is damaged: loading it would cast or propagate them silently (chapter 3, "A tour of all 72 heads").
+    """
+    import torch  # the data files of chapter 2 are read without torch
+
+    for name, tensor in tensors.items():
+        if tensor.dtype != torch.float32:
+            raise error(f"{source} stores {name!r} as {tensor.dtype}, but the model's weights are float32; a file "
+                        f"in another dtype is a different (or damaged) model. {how}")
+        if not bool(torch.isfinite(tensor).all()):
+            raise error(f"{source} holds NaN or inf in {name!r}; the file is damaged. {how}")
+    return tensors
 
 
 def _sha256_list(folder: Path) -> tuple[Path, dict[str, str]] | None:
@@ -209,6 +281,9 @@ def _sha256_list(folder: Path) -> tuple[Path, dict[str, str]] | None:
     for candidate in (folder, folder.parent):
         path = candidate / SHA256_LIST
         if path.is_file() or path.is_symlink():
+            if path.resolve().parent != candidate.resolve():
+                raise ValueError(f"{path} is a link to {path.resolve()}, outside its folder, so it is not trusted. "
+                                 f"Restore it from git, or run {RECORD_SHA256}.")
             data = read_data_file(path, what="the list of data sha256s", how=f"Restore it from git, or run "
                                   f"{RECORD_SHA256}.", limit=_MAX_LIST_BYTES)
             entries = {}
@@ -227,24 +302,31 @@ def read_verified_file(path: str | os.PathLike, *, what: str, how: str, limit: i
     """The bytes of data file ``path``, read once and compared with the sha256 that ``SHA256SUMS`` records for them.
 
     The list is the one in ``path``'s folder or the folder above (``data/SHA256SUMS`` for the book's files); a file
-    inside :data:`DATA_DIRECTORY` must be listed there. A file in a folder without a list (a reader's own treebank)
-    is read with the same bounds but not compared. The hash is of the bytes returned, never of a second read.
+    inside :data:`DATA_DIRECTORY` must be listed there. Links are resolved first, and one that leads out of the
+    folder of the list (or out of :data:`DATA_DIRECTORY`) is refused. A file in a folder without a list (a reader's
+    own treebank) is read with the same bounds but not compared. The hash is of the bytes returned, never of a
+    second read.
     """
     path = Path(path)
-    data = read_data_file(path, what=what, how=how, limit=limit, error=error)
     resolved = path.resolve()
+    inside_book = _inside(resolved, DATA_DIRECTORY)
+    if Path(os.path.abspath(path)).is_relative_to(DATA_DIRECTORY) and not inside_book:
+        raise error(_link_out(what, path, resolved, DATA_DIRECTORY, how))
     try:
-        found = _sha256_list(resolved.parent)
+        found = _sha256_list(Path(os.path.abspath(path)).parent) or _sha256_list(resolved.parent)
     except ValueError as problem:
         raise error(str(problem)) from None
-    inside_book = _inside(resolved, DATA_DIRECTORY)
     if found is None:
         if inside_book:
             raise error(f"{what} {path} is one of the book's data files, but {DATA_DIRECTORY / SHA256_LIST} is "
                         f"missing, so it cannot be verified. Restore that list from git, or run {RECORD_SHA256}.")
-        return data
+        return read_data_file(resolved, what=what, how=how, limit=limit, error=error)
     list_path, entries = found
-    name = resolved.relative_to(list_path.parent.resolve()).as_posix()
+    root = list_path.parent.resolve()
+    if not resolved.is_relative_to(root):
+        raise error(_link_out(what, path, resolved, root, how))
+    data = read_data_file(resolved, what=what, how=how, limit=limit, error=error)  # the file the list verifies
+    name = resolved.relative_to(root).as_posix()
     expected = entries.get(name)
     if expected is None:
         if inside_book or entries:
@@ -256,6 +338,11 @@ def read_verified_file(path: str | os.PathLike, *, what: str, how: str, limit: i
         raise error(f"{what} {path} is damaged, tampered with or out of date: its sha256 is {actual}, but {list_path} "
                     f"records {expected}. {how} If you regenerated it on purpose, record it with {RECORD_SHA256}.")
     return data
+
+
+def _link_out(what: str, path: Path, resolved: Path, folder: Path, how: str) -> str:
+    return (f"{what} {path} is a link to {resolved}, outside {folder}, where the sha256 of data files is checked, so "
+            f"it is not read. Replace the link with the file itself. {how}")
 
 
 def read_verified_json(path: str | os.PathLike, *, what: str, regenerate: str, limit: int) -> tuple[object, str]:

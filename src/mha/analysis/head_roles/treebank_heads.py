@@ -149,10 +149,10 @@ def load_treebank_guesses(path: str | Path = EWT_HEADS_PATH) -> dict[str, Relati
     against each other: a missing, tampered or malformed file raises ``ValueError`` with the command that
     regenerates it.
     """
-    import json
+    from mha.data_files import parse_json
 
     def read(arrays: dict[str, np.ndarray], metadata: dict) -> dict[str, RelationGuesses]:
-        countings = json.loads(metadata["countings"])
+        countings = parse_json(metadata["countings"], what="the countings of", path=path, how="")
         result = {}
         for name, spec in countings.items():
             fields = {field: arrays[f"{spec['key']}.{field}"] for field in _FIELDS}
@@ -173,19 +173,18 @@ def load_treebank_guesses(path: str | Path = EWT_HEADS_PATH) -> dict[str, Relati
 def _read_stored_heads(path: str | Path, what: str, read: Callable[[dict[str, np.ndarray], dict], T]) -> T:
     """The treebank file's arrays and metadata, checked against ``data/SHA256SUMS``, handed to ``read``; a missing,
     tampered or malformed file (``read`` raising) becomes ``ValueError`` with the command that regenerates it."""
-    import json
-
     from safetensors import SafetensorError
     from safetensors.numpy import load
 
-    from mha.data_files import how_to_restore, read_verified_file
+    from mha.data_files import how_to_restore, parse_json, read_verified_file
 
     path = as_path("path", path)
     how = how_to_restore("python -m scripts.treebank_heads", path)
     data = read_verified_file(path, what=what, how=how, limit=64 * 2**20)
     try:
         header_length = int.from_bytes(data[:8], "little")
-        metadata = json.loads(data[8:8 + header_length]).get("__metadata__", {})
+        metadata = parse_json(data[8:8 + header_length], what=f"the header of {what}", path=path, how=how)
+        metadata = metadata.get("__metadata__", {})
         return read(load(data), metadata)
     except (SafetensorError, ValueError, KeyError, TypeError, AttributeError) as error:
         raise ValueError(f"{what} {path} are malformed ({error}). {how}") from None

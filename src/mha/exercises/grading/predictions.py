@@ -12,7 +12,6 @@ reported as not checkable.
 from __future__ import annotations
 
 import ast
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,10 +53,9 @@ _NOT_LITERAL = object()
 def prediction_records(notebook: dict | str | Path) -> list[PredictionRecord]:
     """Each prediction a reveal cell of ``notebook`` (a path, its text or its JSON) asks for, in order, with whether
     the value the notebook holds now is the one revealed."""
-    if isinstance(notebook, Path) or (isinstance(notebook, str) and not notebook.lstrip().startswith("{")):
-        notebook = Path(notebook).read_text(encoding="utf-8")
-    if isinstance(notebook, str):
-        notebook = json.loads(notebook)
+    from .submission import notebook_json
+
+    notebook = notebook_json(notebook)
     values: dict[str, object] = {}
     records = []
     for cell in notebook.get("cells", []):

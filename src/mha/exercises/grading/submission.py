@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import ast
 import collections
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -130,14 +129,31 @@ def _keeps(node: ast.stmt, known: set[str]) -> bool:
     return False
 
 
+SUBMISSION_BYTES = 64 * 2**20
+"""The largest notebook a submission may be: room for every output of the book's longest notebook, many times over."""
+
+
+def notebook_json(notebook: dict | str | Path) -> dict:
+    """A submitted notebook (a path, its text or its JSON) as JSON, read within bounds: a file of at most
+    :data:`SUBMISSION_BYTES` (no device or pipe), parsed as a data file is (nesting, number length, no NaN), so a
+    hostile submission is refused with a ``ValueError`` before it can exhaust memory or the parser's stack."""
+    from mha.data_files import parse_json, read_data_file
+
+    how = "Upload the .ipynb file you worked in."
+    if isinstance(notebook, Path) or (isinstance(notebook, str) and not notebook.lstrip().startswith("{")):
+        notebook = read_data_file(notebook, what="the submission", how=how, limit=SUBMISSION_BYTES)
+    if isinstance(notebook, (str, bytes)):
+        notebook = parse_json(notebook, what="the submission", path="(the notebook)", how=how)
+    if not isinstance(notebook, dict):
+        raise ValueError(f"the submission holds {type(notebook).__name__}, not a notebook's JSON object. {how}")
+    return notebook
+
+
 def read_submission(notebook: dict | str | Path) -> Submission:
     """Read a submission (a notebook's path, its text or its JSON) by the rule above; never raises."""
     submission = Submission()
     try:
-        if isinstance(notebook, Path) or (isinstance(notebook, str) and not notebook.lstrip().startswith("{")):
-            notebook = Path(notebook).read_text(encoding="utf-8")
-        if isinstance(notebook, str):
-            notebook = json.loads(notebook)
+        notebook = notebook_json(notebook)
         cells = [cell for cell in notebook["cells"] if cell.get("cell_type") == "code"]
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as error:
         submission.problem = (f"✗ The submission is not a Jupyter notebook ({type(error).__name__}). Upload the "
