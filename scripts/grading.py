@@ -44,6 +44,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime
+import hashlib
 import importlib
 import io
 import json
@@ -170,20 +171,28 @@ def key_submission(book: dict) -> dict:
     return student
 
 
-def grading_requirements(wheel: str) -> str:
-    """The autograder's requirements (otter adds them to the pip list of the zip's environment.yml, after its own
-    otter-grader pin): torch's CPU build from PyTorch's CPU index, the package's dependencies and a kernel pinned as in
-    requirements.txt, and the package itself, from the wheel ``wheel`` that the zip carries in files/.
+GRADING_NEEDS = ("otter-grader", "ipykernel", "jupyter-client")
+"""What grading needs beside the package: otter (its "grading" extra's kernel and client; its PDFs and plugins for
+Google services are not used) pinned, like everything else, in requirements.lock."""
 
-    A requirements file has one set of indexes for all its lines, so PyTorch's index is an extra one; the ``+cpu``
-    version it pins is on that index only, so torch cannot come from PyPI (whose Linux torch is the CUDA build)."""
-    from scripts.book_release import TORCH_CPU_INDEX, package_dependencies, pinned, torch_cpu_requirement
 
-    pins = [pinned(name) for name in [*package_dependencies(), "ipykernel"] if name != "torch"]
+def grading_requirements(wheel: Path) -> str:
+    """The autograder's requirements, the whole pip list of the zip's environment.yml (otter's own line replaced),
+    each with its sha256, so pip installs in hash-checking mode and refuses a file that differs from the one locked,
+    as ``make`` does: requirements.lock's entries (pin and hashes) of the package's dependencies and
+    :data:`GRADING_NEEDS` and of all they bring; torch's CPU build by its address on PyTorch's CPU index (the one
+    index torch is taken from, and no package is looked up in two indexes: there is no ``--extra-index-url``); and the
+    package itself, from the wheel ``wheel`` that the zip carries in files/, with the hash of that wheel."""
+    from scripts.book_release import locked_closure, package_dependencies, torch_cpu_wheel
+
+    entries = [entry for entry in locked_closure([*package_dependencies(), *GRADING_NEEDS])
+               if not entry.startswith("torch==")]  # the lock's torch is the CPU build, from PyTorch's index only
+    address, sha256 = torch_cpu_wheel().split("#sha256=")
+    wheel_sha256 = hashlib.sha256(Path(wheel).read_bytes()).hexdigest()
     return "\n".join([
-        "# What grading needs, written by scripts/grading.py (instructors' page, \"Grading\").",
-        f"--extra-index-url {TORCH_CPU_INDEX}", torch_cpu_requirement(), *pins,
-        f"{GRADESCOPE_SOURCE}/files/{wheel}"]) + "\n"
+        "# What grading needs, written by scripts/grading.py (instructors' page, \"Grading\"), every file hashed.",
+        f"{address} --hash=sha256:{sha256}", *entries,
+        f"{GRADESCOPE_SOURCE}/files/{Path(wheel).name} --hash=sha256:{wheel_sha256}"]) + "\n"
 
 
 def build_package(out: Path) -> Path:
@@ -223,7 +232,7 @@ def write_bundle(book: dict, folder: Path, wheel: Path, points: dict[int, float]
     config = folder / "otter_config.json"
     config.write_text(json.dumps(otter_config(exercises_of(book)), indent=1) + "\n")
     requirements = folder / "requirements.txt"
-    requirements.write_text(grading_requirements(wheel.name))
+    requirements.write_text(grading_requirements(wheel))
     shutil.copy2(wheel, folder / wheel.name)  # otter takes support files from its working directory only
     from otter.generate import main as otter_generate  # `otter generate`, in this process: one import for every zip
 
@@ -231,6 +240,7 @@ def write_bundle(book: dict, folder: Path, wheel: Path, points: dict[int, float]
         with contextlib.chdir(folder), contextlib.redirect_stdout(io.StringIO()):
             otter_generate(tests_dir=str(tests.resolve()), output_path=str(folder.resolve() / "autograder.zip"),
                            config=str(config.resolve()), requirements=str(requirements.resolve()),
+                           overwrite_requirements=True,  # otter's own unhashed otter-grader line: ours is hashed
                            no_environment=True, python_version=PYTHON_VERSION, files=[wheel.name])
     finally:
         (folder / wheel.name).unlink()  # it is in the zip
@@ -376,10 +386,11 @@ def check_week(week: course.Week, out: Path, wheel: Path, measured: dict | None 
 def zip_requirements(autograder: Path, source: Path, torch_index: str) -> tuple[str, list[str]]:
     """The Python version and pip requirements that the zip's environment.yml installs, as a clean environment here
     installs them: the zip unpacked in ``source`` instead of Gradescope's /autograder/source, and PyTorch's CPU index
-    replaced by ``torch_index`` (none: torch from wherever pip looks, as ``make TORCH_INDEX=`` does)."""
+    in torch's address replaced by ``torch_index`` (none: the same pin and hash from wherever pip looks, as
+    ``make TORCH_INDEX=`` does). Every line keeps its hashes."""
     import yaml
 
-    from scripts.book_release import TORCH_CPU_INDEX
+    from scripts.book_release import TORCH_CPU_INDEX, torch_cpu_requirement
 
     with zipfile.ZipFile(autograder) as archive:
         archive.extractall(source)
@@ -389,10 +400,11 @@ def zip_requirements(autograder: Path, source: Path, torch_index: str) -> tuple[
     requirements = []
     for line in listed:
         line = line.replace(GRADESCOPE_SOURCE, str(source))
-        if line.split() == ["--extra-index-url", TORCH_CPU_INDEX]:
-            line = f"--extra-index-url {torch_index}" if torch_index else ""
-        if line:
-            requirements.append(line)
+        if line.startswith(f"torch @ {TORCH_CPU_INDEX}/"):
+            address, hashes = line.split(" ", 2)[2].split(" ", 1)
+            line = (f"torch @ {torch_index.rstrip('/')}/{address.rsplit('/', 1)[1]} {hashes}" if torch_index
+                    else f"{torch_cpu_requirement()} {hashes}")
+        requirements.append(line)
     return python, requirements
 
 
@@ -432,7 +444,7 @@ def clean_check(bundles: list[tuple[Path, dict]], out: Path, torch_index: str,
         environment = clean_environment(venv) | {"JUPYTER_DATA_DIR": str(work / "jupyter-data")}
         installing = time.monotonic()
         run([venv / "bin" / "python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-             "-r", work / "requirements.txt"], env=environment, cwd=work)
+             "--require-hashes", "-r", work / "requirements.txt"], env=environment, cwd=work)
         installed = time.monotonic() - installing
         probe = run([venv / "bin" / "python", "-c", "import mha, otter, torch; print(mha.__file__, torch.__version__)"],
                     env=environment, cwd=work).stdout.split()

@@ -28,3 +28,25 @@ def test_head_labels_round_trip_and_refuse_other_spellings():
     assert indexed.index.name == "head" and indexed.index.tolist() == ["L3H1", "L1H4"]
     with pytest.raises(ValueError, match="needs a 'layer' and a 'head' column"):
         label_heads(table.drop(columns="layer"))
+
+
+def test_too_many_head_labels_are_refused_before_the_first_is_made(monkeypatch):
+    """10**5 layers of 10**4 heads would be 10**9 labels: refused by LIMITS["items"] before any label is made (a spy
+    on head_label counts the labels made, and stops a loop that has started)."""
+    import mha.book.head_names as head_names
+    from mha.core.validation import SizeLimitError
+
+    made = []
+
+    def counting_label(layer, head):
+        made.append((layer, head))
+        if len(made) > 1000:
+            raise AssertionError("head_labels started making 10**9 labels")
+        return f"L{layer}H{head}"
+
+    monkeypatch.setattr(head_names, "head_label", counting_label)
+    with pytest.raises(SizeLimitError, match=r"100,000 x 10,000 = 1,000,000,000 items.*LIMITS\['items'\]"):
+        head_labels(10**5, 10**4)
+    assert made == []
+    monkeypatch.undo()
+    assert head_labels(1000, 1000)[-1] == "L999H999"  # the limit itself is allowed

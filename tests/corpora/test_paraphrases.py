@@ -100,3 +100,21 @@ def test_similarity_scores_and_task_scores():
     assert all(isinstance(v, float) for v in scores.values())
     with pytest.raises(ValueError, match="3n"):
         similarity_scores(vectors[:5])
+
+
+def test_complex_or_missing_similarities_are_refused_not_scored():
+    """Complex vectors gave complex "similarities"; a NaN similarity lost every comparison and lowered the scores."""
+    from mha.core.validation import InputError
+    from mha.corpora.paraphrases import contrastive_loss, ranking_accuracy, similarity_scores
+
+    vectors = np.eye(6, 4)
+    for complex_vectors in (vectors * (1 + 1j), torch.tensor(vectors * (1 + 1j))):
+        with pytest.raises(InputError, match="embeddings holds complex numbers"):
+            similarity_scores(complex_vectors)
+    with pytest.raises(InputError, match="similarity holds complex numbers"):
+        contrastive_loss(torch.ones(2, 4, dtype=torch.complex64))
+    with pytest.raises(InputError, match="scale must be a finite number above 0"):
+        contrastive_loss(np.zeros((2, 4)), scale=float("nan"))
+    with pytest.raises(InputError, match="similarity holds NaN or inf"):
+        ranking_accuracy(np.array([[float("nan"), 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0]]))
+    assert similarity_scores(torch.tensor(vectors)).dtype == torch.float64  # real input: unchanged

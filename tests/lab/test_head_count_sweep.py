@@ -87,7 +87,7 @@ def test_ask_attention_override_puts_the_weight_where_asked():
         torch.testing.assert_close(shares, torch.tensor([[fact_weight, 1 - fact_weight, 0.0]] * 2))
         not_ask = fact_position < 0
         torch.testing.assert_close(new.transpose(1, 2)[not_ask], weights.transpose(1, 2)[not_ask])
-    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+    with pytest.raises(ValueError, match="between 0 and 1"):
         ask_attention_override(fact_position, 1.5)
 
 
@@ -415,3 +415,26 @@ def test_equal_split_ceiling_counts_the_pairs_an_even_blend_cannot_order():
     assert equal_split_ceiling(1) == 1.0 and equal_split_ceiling(2) == 0.75
     with pytest.raises(ValueError, match="whole number"):
         equal_split_ceiling(0)
+
+
+@pytest.mark.parametrize("call, words", [
+    (lambda: head_role(2.5, 2.5), r"fact_share must be a share between 0 and 1.*got 2.5"),
+    (lambda: head_role(0.1, -0.3), r"prev_token_share must be a share between 0 and 1"),
+    (lambda: head_role(float("nan"), 0.9), r"fact_share must be a finite number.*not finite"),
+    (lambda: head_role(0.5, 0.5, role_threshold=1.5), r"role_threshold must be a share between 0 and 1"),
+    (lambda: head_role(0.5, 0.5, split_threshold=float("nan")), r"split_threshold must be a finite number"),
+    (lambda: ask_attention_override(torch.tensor([[-1, 0]]), float("nan")), r"fact_weight must be a finite number"),
+    (lambda: ask_attention_override(torch.tensor([[-1, 0]]), 1.5), r"fact_weight must be a share between 0 and 1"),
+    (lambda: first_step_below([1, 2], [0.5, 0.1], float("nan")), r"threshold must be a finite number"),
+])
+def test_shares_outside_0_to_1_and_nan_are_refused_not_labelled(call, words):
+    """A share of attention lies in [0, 1]: 2.5 was labelled "fact" and NaN "other"; a NaN threshold was never
+    reached. Each is refused, naming the argument."""
+    from mha.core.validation import InputError
+
+    with pytest.raises(InputError, match=words):
+        call()
+
+
+def test_a_share_rounded_just_past_1_is_still_a_share():
+    assert head_role(float(torch.tensor([0.6, 0.4000001]).sum()), 0.0) == "fact"

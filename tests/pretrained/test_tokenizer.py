@@ -67,6 +67,10 @@ PASTED_DOCUMENTS = [  # name, call, the error, what it must say
     ("a million pre-split words", "tokenize([['w'] * 10**6], is_split_into_words=True)", "ValueError", TOO_LONG),
     # the character check is mha.core.validation's, whose errors are InputError (a ValueError)
     ("a surrogate at the end of a long text", "tokenize('a' * 10**6 + '\\ud800')", "InputError", "position 1000000"),
+    # one run of ideographs is one piece to the early count, but each ideograph is a token
+    ("a million CJK characters", "tokenize('中' * 10**6)", "ValueError", "1,000,000 characters long"),
+    ("a batch one past the limit", "tokenize(['a'] * (2**16 + 1))", "SizeLimitError",
+     "65,537 sentences, more than the limit of 65,536"),
 ]
 
 
@@ -82,8 +86,38 @@ def tokens_produced(monkeypatch) -> list[int]:
         produced.extend(len(encoding.ids) for encoding in encodings)
         return encodings
 
+    def counting_piece(self, piece, is_split_into_words):
+        encoding = encode_piece(self, piece, is_split_into_words)
+        produced.append(len(encoding.ids))
+        return encoding
+
+    encode_piece = Wordpieces.encode_piece
     monkeypatch.setattr(Wordpieces, "encode", counting_encode)
+    monkeypatch.setattr(Wordpieces, "encode_piece", counting_piece)
     return produced
+
+
+def characters_read(monkeypatch) -> list[int]:
+    """A spy on the pieces a truncated sentence is read in: the characters of each (words: their characters and one
+    space each), appended to the list returned; whole sentences given to the tokenizer count as one piece each."""
+    from mha.pretrained.tokenizer import Wordpieces
+
+    read, encode, encode_piece = [], Wordpieces.encode, Wordpieces.encode_piece
+
+    def size(text) -> int:
+        return len(text) if isinstance(text, str) else sum(len(word) + 1 for word in text)
+
+    def counting_encode(self, sentences, is_split_into_words):
+        read.extend(size(sentence) for sentence in sentences)
+        return encode(self, sentences, is_split_into_words)
+
+    def counting_piece(self, piece, is_split_into_words):
+        read.append(size(piece))
+        return encode_piece(self, piece, is_split_into_words)
+
+    monkeypatch.setattr(Wordpieces, "encode", counting_encode)
+    monkeypatch.setattr(Wordpieces, "encode_piece", counting_piece)
+    return read
 
 
 @pytest.mark.parametrize("call, error, words", [row[1:] for row in PASTED_DOCUMENTS],
@@ -104,6 +138,77 @@ def test_text_just_too_long_is_tokenised_once_to_give_its_exact_length(monkeypat
     with pytest.raises(ValueError, match="602 tokens long"):
         tokenize("word " * 600)
     assert produced == [602]
+
+
+def test_the_character_bound_is_what_510_wordpieces_can_hold(monkeypatch):
+    """A text that fits has at most 510 wordpieces of at most 100 characters (a longer word is one [UNK]) with a space
+    between each: (512 - 2) * 101 = 51,510 characters. One space more is refused before any tokenising, though it
+    would be a single token: a text padded out with whitespace is refused, not read."""
+    from mha.pretrained.tokenizer import load_wordpieces
+
+    assert load_wordpieces().backend.model.max_input_chars_per_word == 100  # the tokenizer's own longest word
+    produced = tokens_produced(monkeypatch)
+    assert tokenize("a" + " " * 51_509).tokens == [["[CLS]", "a", "[SEP]"]]
+    assert produced == [3]
+    with pytest.raises(ValueError, match=r"51,511 characters long.*at most 51,510 \(510 wordpieces of at most 100 "):
+        tokenize("a" + " " * 51_510)
+    assert produced == [3], "the text over the bound was tokenised"
+
+
+TRUNCATED = [  # name, text, is_split_into_words
+    ("a million words", "word " * 10**6, False),
+    ("a million CJK characters", "中" * 10**6, False),
+    ("a million pre-split words", ["word"] * 10**6, True),
+    ("words of many pieces", "unaffable Zwölf don't " * 10**5, False),
+]
+
+
+@pytest.mark.parametrize("text, split", [row[1:] for row in TRUNCATED], ids=[row[0] for row in TRUNCATED])
+def test_truncation_reads_only_the_start_of_a_long_text(monkeypatch, text, split):
+    """truncate=True reads the text in pieces of about 2,048 characters until more than 510 wordpieces are read, and
+    never the rest (a spy counts the characters tokenised): at most two pieces here, whatever the text's length. The
+    tokens are those of transformers' own truncation of the same text (cut to the first 20,000 characters, whole
+    words, for the oracle's sake), words and character offsets included."""
+    import warnings
+
+    from mha.pretrained.tokenizer import load_tokenizer
+
+    read = characters_read(monkeypatch)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        batch = tokenize(text, is_split_into_words=split, truncate=True)
+    assert sum(read) <= 2 * 2048 + 16, f"{sum(read):,} characters tokenised, in {len(read)} pieces"
+    assert len(caught) == 1 and "the rest of the sentence was not read" in str(caught[0].message)
+    start = text[:5000] if split else text[:20_000]
+    expected = load_tokenizer()(start, is_split_into_words=split, truncation=True, max_length=512, verbose=False)
+    assert batch.input_ids[0].tolist() == expected.input_ids
+    assert batch.word_ids[0] == expected.word_ids()
+    if not split:
+        n_words = 1 + max(w for w in batch.word_ids[0] if w is not None)
+        assert batch.words[0] == [start[slice(*expected.word_to_chars(w))] for w in range(n_words)]
+
+
+def test_reading_in_pieces_gives_what_reading_whole_gives():
+    """The pieces are cut after whitespace, ASCII punctuation or a CJK ideograph, where the tokenizer always ends a
+    word; with pieces as small as one character, the ids, pieces, word of each piece and characters of each piece
+    are those of tokenising the text whole, on tricky text, random text from across the basic plane and the
+    treebank (raw and pre-split)."""
+    import random
+
+    from mha.corpora.treebank import EWT_DEV_PATH, read_conllu
+    from mha.pretrained.tokenizer import _read_start, load_wordpieces
+
+    wordpieces = load_wordpieces()
+    rng = random.Random(1)
+    noise = ["".join(chr(rng.randrange(0x20, 0xD800)) for _ in range(rng.randrange(1, 60))) for _ in range(300)]
+    words = [list(sentence.words) for sentence in read_conllu(EWT_DEV_PATH)][:300]
+    for batch, split in (([*TRICKY, *noise, " ".join(TRICKY)], False), ([" ".join(w) for w in words], False),
+                         (words, True)):
+        for sentence, whole in zip(batch, wordpieces.encode(batch, is_split_into_words=split), strict=True):
+            for size in (1, 3, 50):
+                read = _read_start(wordpieces, sentence, split, 10**6, size)
+                assert read.complete and (read.ids, read.tokens, read.word_ids, read.offsets) == \
+                    (whole.ids, whole.tokens, list(whole.word_ids), whole.offsets), (sentence, size)
 
 
 def test_a_pasted_document_is_refused_within_a_memory_cap():

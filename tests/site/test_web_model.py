@@ -174,17 +174,23 @@ def test_forward_pass_matches_the_package(exported, encoder, tmp_path):
         )
 
 
-def test_a_tampered_part_is_refused_by_name(exported, tmp_path):
-    folder, _ = exported
-    tampered = tmp_path / "tampered"
+def tampered_copy(folder: Path, tampered: Path, at: float) -> bytes:
+    """The parts of ``folder`` in ``tampered`` (links), with one bit of layer 3's flipped at fraction ``at`` of its
+    bytes; returns that part's new bytes."""
     tampered.mkdir()
     for path in folder.glob("*.bin"):
-        (tampered / path.name).symlink_to(path)
-    (tampered / "layer-3.bin").unlink()
+        if path.name != "layer-3.bin":
+            (tampered / path.name).symlink_to(path)
     data = bytearray((folder / "layer-3.bin").read_bytes())
-    data[len(data) // 2] ^= 0x01
+    data[int(len(data) * at)] ^= 0x01
     (tampered / "layer-3.bin").write_bytes(bytes(data))
-    report = run_node(tampered, [{"text": "hello"}], tmp_path / "out")
+    return bytes(data)
+
+
+def test_a_tampered_part_is_refused_by_name(exported, tmp_path):
+    folder, _ = exported
+    tampered_copy(folder, tmp_path / "tampered", 0.5)
+    report = run_node(tmp_path / "tampered", [{"text": "hello"}], tmp_path / "out")
     assert report["open_error"] and '"layer-3" does not match its sha256' in report["open_error"]
 
 
@@ -197,3 +203,56 @@ def test_the_embedded_kernel_is_model_matmul_wat(tmp_path):
     subprocess.run([wat2wasm, str(WEB / "model_matmul.wat"), "-o", str(tmp_path / "kernel.wasm")], check=True)
     embedded = re.search(r'const KERNEL_WASM_BASE64 = "([A-Za-z0-9+/=]+)";', web_file("model.js")).group(1)
     assert base64.b64decode(embedded) == (tmp_path / "kernel.wasm").read_bytes()
+
+
+# ---------------------------------------------------------------- sha256 where the browser has none
+
+FIPS_180_4_EXAMPLES = {  # FIPS 180-4's SHA-256 examples (NIST's "Examples with intermediate values")
+    b"abc": "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
+    b"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq":  # 448 bits
+        "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1",
+    b"a" * 10**6: "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0",
+}
+
+
+def test_the_javascript_sha256_gives_fips_180_4s_examples_and_hashlibs_digests(tmp_path):
+    """model/sha256.js, run as an ES module under Node, on FIPS 180-4's examples and on random byte strings of every
+    length around the padding's edges (55, 56, 63, 64 bytes ...) and longer, against Python's hashlib."""
+    import hashlib
+    import json
+
+    rng = random.Random(0)
+    lengths = [*range(0, 130), 1000, 4095, 4096, 65_537, 300_000]
+    messages = [*FIPS_180_4_EXAMPLES, *(rng.randbytes(n) for n in lengths)]
+    (tmp_path / "sha256.mjs").write_text((WEB / "model" / "sha256.js").read_text())
+    (tmp_path / "messages.json").write_text(json.dumps([message.hex() for message in messages]))
+    (tmp_path / "run.mjs").write_text(
+        'import { readFileSync } from "node:fs";\nimport { sha256HexOf } from "./sha256.mjs";\n'
+        'const messages = JSON.parse(readFileSync(process.argv[2], "utf8"));\n'
+        'console.log(JSON.stringify(messages.map((hex) => sha256HexOf(Uint8Array.from(Buffer.from(hex, "hex"))))));\n')
+    ran = subprocess.run([NODE, str(tmp_path / "run.mjs"), str(tmp_path / "messages.json")], capture_output=True,
+                         text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    digests = json.loads(ran.stdout)
+    assert digests[:3] == list(FIPS_180_4_EXAMPLES.values())
+    assert digests == [hashlib.sha256(message).hexdigest() for message in messages]
+
+
+def test_without_crypto_subtle_the_loader_checks_each_part_with_the_javascript_sha256(exported, tmp_path,
+                                                                                   monkeypatch):
+    """A page served over plain http:// has no crypto.subtle. Node is made into one (a preloaded script removes it):
+    the parts still load, each matching the manifest's sha256 (written by hashlib at export), and a part with one bit
+    flipped is still refused by name, with the digest the page computed."""
+    import hashlib
+
+    folder, _ = exported
+    no_subtle = tmp_path / "no_subtle.cjs"
+    no_subtle.write_text('Object.defineProperty(globalThis, "crypto", { value: {}, configurable: true, '
+                         'writable: true });\n')
+    monkeypatch.setenv("NODE_OPTIONS", f"--require {no_subtle}")
+    report = run_node(folder, [{"text": "hello", "run": False}], tmp_path / "whole")
+    assert not report.get("open_error"), report.get("open_error")
+    data = tampered_copy(folder, tmp_path / "tampered", 1 / 3)
+    report = run_node(tmp_path / "tampered", [{"text": "hello"}], tmp_path / "out")
+    assert report["open_error"] and '"layer-3" does not match its sha256' in report["open_error"]
+    assert hashlib.sha256(data).hexdigest() in report["open_error"]  # the page's own digest of what it was given

@@ -7,6 +7,7 @@ full marks, the untouched student edition zero, and a typical wrong answer parti
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import re
@@ -109,11 +110,15 @@ def test_the_autograder_zip_carries_the_package_and_pins_what_grading_installs(t
         inner = zipfile.ZipFile(io.BytesIO(archive.read(f"files/{wheel.name}")))
     assert f"python={grading.PYTHON_VERSION}" in environment["dependencies"]
     listed = next(d["pip"] for d in environment["dependencies"] if isinstance(d, dict))
-    assert listed[0] == "otter-grader[grading,plugins]==" + pins()["otter-grader"].split("==")[1]  # otter's own line
-    assert f"--extra-index-url {TORCH_CPU_INDEX}" in listed and "torch==2.13.0+cpu" in listed
-    for name in package_dependencies():
-        assert name == "torch" or pins()[name] in listed, name
-    assert listed[-1] == f"/autograder/source/files/{wheel.name}" and f"files/{wheel.name}" in names
+    # every line is hashed (pip's hash-checking mode), otter's own unhashed line included: it is replaced by ours
+    assert all(re.search(r" --hash=sha256:[0-9a-f]{64}", line) for line in listed), listed
+    assert not [line for line in listed if "index-url" in line or line.startswith("otter-grader[")], listed
+    assert listed[0].startswith(f"torch @ {TORCH_CPU_INDEX}/torch-2.13.0%2Bcpu-")
+    for name in [*package_dependencies(), "otter-grader"]:
+        assert name == "torch" or any(line.startswith(pins()[name] + " ") for line in listed), name
+    wheel_sha256 = hashlib.sha256(wheel.read_bytes()).hexdigest()  # the wheel the zip carries, hashed by the oracle
+    assert listed[-1] == f"/autograder/source/files/{wheel.name} --hash=sha256:{wheel_sha256}"
+    assert f"files/{wheel.name}" in names
     assert not [name for name in names if "torch" in name.lower()]
     inside = inner.namelist()
     for module in ("grading/otter_plugin", "grading/sandbox_worker", "grading/submission", "mechanism"):
@@ -122,13 +127,42 @@ def test_the_autograder_zip_carries_the_package_and_pins_what_grading_installs(t
     source = tmp_path / "unpacked"
     python, requirements = grading.zip_requirements(zipped, source, torch_index="")
     assert python == grading.PYTHON_VERSION and not [r for r in requirements if TORCH_CPU_INDEX in r]
-    assert requirements[-1] == str(source / "files" / wheel.name) and Path(requirements[-1]).is_file()
+    assert requirements[0] == "torch==2.13.0+cpu " + listed[0].split(" ", 3)[3]  # the same hash, wherever pip looks
+    assert requirements[-1] == f"{source / 'files' / wheel.name} --hash=sha256:{wheel_sha256}"
+    assert Path(requirements[-1].split()[0]).is_file()
     # the outline of the exercises marked by hand lies beside the zip, for the instructor, and not in it
     assert (folder / "manual_questions.md").read_text().startswith("# Marked by hand")
     assert not [name for name in names if "manual" in name]
     # a week's zip installs what the section's does, so --clean-check-week grades weeks in one environment
     week = grading.write_week(grading.course.read_syllabus()[0], tmp_path, wheel)
     assert grading.what_it_installs(week / "autograder.zip") == grading.what_it_installs(zipped)
+
+
+def test_grading_installs_every_file_by_its_hash_and_torch_from_the_cpu_index_alone(tmp_path):
+    """What the zip's environment installs, read by pip's own requirements parser: every requirement hashed (so pip
+    runs in hash-checking mode, as `make` does with requirements.lock), no index option (--extra-index-url would look
+    torch's name up in two indexes), torch as the lock's CPU wheel at its address on PyTorch's CPU index, and the
+    package's wheel with the sha256 of its bytes (hashlib, the oracle)."""
+    from pip._internal.network.session import PipSession
+    from pip._internal.req.constructors import install_req_from_parsed_requirement
+    from pip._internal.req.req_file import parse_requirements
+
+    from scripts.book_release import TORCH_CPU_INDEX, locked
+
+    wheel = tmp_path / "files" / "mha-0.1.0-py3-none-any.whl"
+    wheel.parent.mkdir()
+    wheel.write_bytes(b"a stand-in wheel")
+    text = grading.grading_requirements(wheel).replace(grading.GRADESCOPE_SOURCE, str(tmp_path))
+    assert "index-url" not in text and "find-links" not in text
+    (tmp_path / "requirements.txt").write_text(text)
+    requirements = [install_req_from_parsed_requirement(parsed) for parsed in
+                    parse_requirements(str(tmp_path / "requirements.txt"), session=PipSession())]
+    assert len(requirements) > 100 and not [str(r.req) for r in requirements if not r.hash_options]
+    (torch,) = [r for r in requirements if r.name == "torch"]
+    assert torch.link.url.startswith(f"{TORCH_CPU_INDEX}/torch-2.13.0%2Bcpu-cp311-cp311-manylinux")
+    assert torch.hash_options == {"sha256": re.findall(r"--hash=sha256:([0-9a-f]{64})", locked()["torch"][0])}
+    assert requirements[-1].hash_options == {"sha256": [hashlib.sha256(b"a stand-in wheel").hexdigest()]}
+    assert {r.name for r in requirements} >= {"otter-grader", "ipykernel", "numpy", "tokenizers"}
 
 
 def test_every_weekly_zip_is_checked_with_a_typical_wrong_answer():

@@ -382,11 +382,17 @@ def smallest_detectable_count(null_max, n_items: int, *, alpha: float = 0.05) ->
         raise ValueError("null_max must be a non-empty array of finite values, as familywise_p_values returns it.")
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be between 0 and 1 (e.g. 0.05), got {alpha!r}.")
-    for k in range(1, n_items + 1):
-        p_value = (1 + (null_max >= k / n_items - 1e-12).sum()) / (1 + null_max.size)
-        if p_value <= alpha:
-            return k
-    return None
+
+    def called(k: int) -> bool:  # the p-value of k right flips is at most alpha; it only falls as k grows
+        return (1 + (null_max >= k / n_items - 1e-12).sum()) / (1 + null_max.size) <= alpha
+
+    if not called(n_items):
+        return None
+    not_called, smallest = 0, n_items  # a bisection: log2(n_items) p-values, however large n_items is
+    while smallest - not_called > 1:
+        middle = (not_called + smallest) // 2
+        not_called, smallest = (not_called, middle) if called(middle) else (middle, smallest)
+    return smallest
 
 
 def detection_power(n_items: int, rate: float, smallest_count: int | None, *, wrong_rate: float = 0.0) -> float:
@@ -397,7 +403,8 @@ def detection_power(n_items: int, rate: float, smallest_count: int | None, *, wr
     multinomial; its flip score is ``(R - W) / n_items``, so it is found when ``|R - W|`` reaches the smallest count
     the test calls (:func:`smallest_detectable_count`). With ``wrong_rate`` 0 this is a binomial tail. It turns "no
     head was found" into a statement of power: "with 22 pairs, a head that flips in 70% of them would have been
-    found with probability ...". ``smallest_count`` None (nothing can be called) gives 0.
+    found with probability ...". ``smallest_count`` None (nothing can be called) gives 0. ``n_items`` is at most
+    ``LIMITS["items"]`` (:data:`mha.core.validation.LIMITS`): the chance of each right count is an array.
     """
     n_items = check_whole_number("n_items", n_items, minimum=1)
     for name, value in (("rate", rate), ("wrong_rate", wrong_rate)):
@@ -409,11 +416,14 @@ def detection_power(n_items: int, rate: float, smallest_count: int | None, *, wr
     if smallest_count is None:
         return 0.0
     smallest_count = check_whole_number("smallest_count", smallest_count, minimum=0)
-    neither = max(0.0, 1.0 - rate - wrong_rate)
-    total = 0.0
-    for right in range(n_items + 1):
-        for wrong in range(n_items - right + 1):
-            if abs(right - wrong) >= smallest_count:
-                ways = math.comb(n_items, right) * math.comb(n_items - right, wrong)
-                total += ways * rate ** right * wrong_rate ** wrong * neither ** (n_items - right - wrong)
-    return float(total)
+    if smallest_count == 0:
+        return 1.0
+    from scipy.stats import binom  # imported here: scipy.stats takes a while to import
+
+    check_size("the chances of each right count 0..n_items (n_items + 1,)", (n_items + 1,), limit="items")
+    right = np.arange(n_items + 1)  # (n_items + 1,): R; given R, W ~ Binomial(n_items - R, wrong_rate / (1 - rate))
+    wrong_given_right = min(1.0, wrong_rate / (1.0 - rate)) if rate < 1 else 0.0
+    others = n_items - right
+    found = (binom.cdf(right - smallest_count, others, wrong_given_right)  # R - W >= smallest_count
+             + binom.sf(right + smallest_count - 1, others, wrong_given_right))  # W - R >= smallest_count
+    return float(np.clip(binom.pmf(right, n_items, rate) @ found, 0.0, 1.0))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from mha.core.validation import check_whole_number
+from mha.core.validation import check_size, check_whole_number
 
 __all__ = ["head_label", "head_labels", "label_heads", "parse_head_label"]
 
@@ -38,9 +38,11 @@ def parse_head_label(label: str) -> tuple[int, int]:
 
 def head_labels(n_layers: int, n_heads: int) -> list[str]:
     """Every head's label in flat order, ``layer * n_heads + head``: ``head_labels(2, 2) == ["L0H0", "L0H1", "L1H0",
-    "L1H1"]``. Index it with a flat head index, such as the argmax of a (layers * heads,) array."""
-    return [head_label(layer, head) for layer in range(_index(n_layers, "n_layers"))
-            for head in range(_index(n_heads, "n_heads"))]
+    "L1H1"]``. Index it with a flat head index, such as the argmax of a (layers * heads,) array. At most
+    ``LIMITS["items"]`` labels (:data:`mha.core.validation.LIMITS`)."""
+    n_layers, n_heads = _index(n_layers, "n_layers"), _index(n_heads, "n_heads")
+    check_size("the head labels (n_layers, n_heads)", (n_layers, n_heads), limit="items")
+    return [head_label(layer, head) for layer in range(n_layers) for head in range(n_heads)]
 
 
 def label_heads(table, layer: str = "layer", head: str = "head"):

@@ -41,10 +41,10 @@ import torch
 
 __all__ = ["LIMITS", "LARGEST_D_MODEL_LISTED", "InputError", "NonFiniteWarning", "SizeLimitError", "check_size",
            "check_seed", "head_counts_that_divide", "is_whole_number", "is_real_number", "is_finite_number",
-           "check_whole_number", "check_finite_number", "check_flag", "as_real_array", "check_real_tensor",
-           "as_path", "check_type", "check_items", "check_head_count", "check_last_dim", "check_same_shape",
-           "check_rank", "check_attention_shapes", "check_not_empty", "check_no_lone_surrogates", "as_tensor",
-           "as_array", "as_float_tensors", "as_float_arrays", "warn_if_not_finite"]
+           "check_whole_number", "check_finite_number", "check_share", "check_flag", "as_real_array",
+           "check_real_tensor", "as_path", "check_type", "check_items", "check_head_count", "check_last_dim",
+           "check_same_shape", "check_rank", "check_attention_shapes", "check_not_empty", "check_no_lone_surrogates",
+           "as_tensor", "as_array", "as_float_tensors", "as_float_arrays", "warn_if_not_finite"]
 
 
 class InputError(ValueError):
@@ -59,18 +59,19 @@ class SizeLimitError(InputError):
     it."""
 
 
-LIMITS: dict[str, int] = {
-    "elements": 2**28,
-    "layers": 256,
-}
+LIMITS: dict[str, int] = {"elements": 2**28, "layers": 256, "items": 10**6, "sentences": 2**16}
 """The largest sizes a call may allocate from its arguments; change an entry on purpose to go past it.
 
 ``"elements"``: numbers in one tensor, table or model built from a call's arguments (2**28, 1 GiB of float32).
 ``"layers"``: layers in one model built from a config (each layer is a module of its own, built one by one).
+``"items"``: Python objects (labels, rows) one call builds one by one in a loop over a size it is given.
+``"sentences"``: sentences tokenised in one batch (each is read and checked one by one before the tokenizer runs).
 """
 
 _LIMIT_UNITS = {"elements": ("numbers", "numbers in one tensor, table or model; 2**28 is 1 GiB of float32"),
-                "layers": ("layers", "layers in one model built from a config")}
+                "layers": ("layers", "layers in one model built from a config"),
+                "items": ("items", "Python objects one call builds one by one"),
+                "sentences": ("sentences", "sentences tokenised in one batch")}
 
 
 def check_size(what: str, shape: Sequence[int], limit: str = "elements") -> int:
@@ -147,6 +148,15 @@ def check_finite_number(name: str, value, *, minimum: float | None = None, posit
     return float(value)
 
 
+def check_share(name: str, value, *, meaning: str = "") -> float:
+    """``value`` as a ``float``, for a share (a fraction of attention, a probability) in 0 .. 1, give or take 1e-6 of
+    rounding: NaN, infinity, complex numbers and 2.5 are refused, not read as some label. ``meaning`` as above."""
+    value = check_finite_number(name, value, meaning=meaning)
+    if not -1e-6 <= value <= 1 + 1e-6:
+        raise InputError(f"{name} must be a share between 0 and 1{f' ({meaning})' if meaning else ''}, got {value!r}.")
+    return value
+
+
 def check_flag(name: str, value) -> bool:
     """``value`` for ``True`` or ``False`` only: ``"no"`` is truthy, so reading text as a flag would do the opposite
     of what was meant, and 0 or 1 could be a count passed in the wrong place."""
@@ -210,10 +220,8 @@ def check_real_tensor(name: str, x, *, meaning: str = "") -> torch.Tensor:
 
 
 def _whole_number_range(minimum: int | None, maximum: int | None) -> str:
-    if minimum is not None and maximum is not None:
-        return f" in {minimum}..{maximum}"
     if minimum is not None:
-        return f" of at least {minimum}"
+        return f" in {minimum}..{maximum}" if maximum is not None else f" of at least {minimum}"
     return f" of at most {maximum}" if maximum is not None else ""
 
 
@@ -305,25 +313,19 @@ def check_head_count(d_model: int, n_heads: int) -> int:
 def check_rank(name: str, shape: Sequence[int], allowed: Sequence[int], meaning: str) -> None:
     """Raise unless ``len(shape)`` is one of ``allowed``; ``meaning`` spells out the expected axes."""
     if len(shape) not in allowed:
-        raise InputError(
-            f"{name} has shape {tuple(shape)} ({len(shape)} dimensions), but it should be {meaning}."
-        )
+        raise InputError(f"{name} has shape {tuple(shape)} ({len(shape)} dimensions), but it should be {meaning}.")
 
 
 def check_last_dim(name: str, shape: Sequence[int], expected: int, meaning: str) -> None:
     """Raise unless the last axis of ``shape`` has size ``expected``."""
     if len(shape) == 0 or shape[-1] != expected:
-        raise InputError(
-            f"{name} has shape {tuple(shape)}, but its last dimension should be {meaning} = {expected}."
-        )
+        raise InputError(f"{name} has shape {tuple(shape)}, but its last dimension should be {meaning} = {expected}.")
 
 
 def check_same_shape(name_a: str, shape_a: Sequence[int], name_b: str, shape_b: Sequence[int], why: str) -> None:
     """Raise unless two shapes are equal; ``why`` says why they must match."""
     if tuple(shape_a) != tuple(shape_b):
-        raise InputError(
-            f"{name_a} has shape {tuple(shape_a)} but {name_b} has shape {tuple(shape_b)}; {why}."
-        )
+        raise InputError(f"{name_a} has shape {tuple(shape_a)} but {name_b} has shape {tuple(shape_b)}; {why}.")
 
 
 def check_not_empty(name: str, shape: Sequence[int], axis: int, what: str) -> None:

@@ -32,7 +32,16 @@ import numpy as np
 import torch
 from scipy.stats import rankdata
 
-from mha.core.validation import as_real_array, check_items, check_size, check_type, check_whole_number
+from mha.core.validation import (
+    InputError,
+    as_real_array,
+    check_finite_number,
+    check_items,
+    check_real_tensor,
+    check_size,
+    check_type,
+    check_whole_number,
+)
 
 __all__ = ["ParaphraseTriple", "TRIPLES", "split_triples", "PairSet", "pair_set", "similarity_scores",
            "word_overlap_similarity", "ranking_accuracy", "unrelated_accuracy", "distractor_accuracy",
@@ -170,8 +179,9 @@ def similarity_scores(embeddings):
     ``j``, column ``n + j`` distractor ``j``, so the right answer for anchor
     ``i`` is column ``i``.
     """
-    if not isinstance(embeddings, torch.Tensor):
-        embeddings = np.asarray(embeddings, dtype=np.float64)
+    meaning = "(..., 3n, d): unit sentence vectors of anchors, paraphrases, distractors"
+    embeddings = (check_real_tensor("embeddings", embeddings, meaning=meaning) if isinstance(embeddings, torch.Tensor)
+                  else as_real_array("embeddings", embeddings, meaning=meaning))
     if embeddings.ndim < 2 or embeddings.shape[-2] % 3:
         raise ValueError(f"embeddings has shape {tuple(embeddings.shape)}; give (..., 3n, d): anchors, paraphrases, "
                          "distractors.")
@@ -199,6 +209,9 @@ def _check_similarity(similarity) -> np.ndarray:
     similarity = as_real_array("similarity", similarity)
     if similarity.ndim < 2 or similarity.shape[-1] != 2 * similarity.shape[-2]:
         raise ValueError(f"similarity has shape {similarity.shape}; it should be (..., n, 2n) from similarity_scores.")
+    if not np.isfinite(similarity).all():  # a NaN loses every comparison: the scores would be silently wrong
+        raise InputError("similarity holds NaN or inf; a cosine similarity is between -1 and 1. Find where it came "
+                         "from (a zero vector divided by its norm?) before scoring.")
     return similarity
 
 
@@ -268,7 +281,10 @@ def contrastive_loss(similarity, scale: float = 20.0):
     torch and returns the same kind (torch keeps the autograd graph).
     """
     as_torch = isinstance(similarity, torch.Tensor)
-    logits = scale * (similarity if as_torch else torch.as_tensor(_check_similarity(similarity)))
+    scale = check_finite_number("scale", scale, positive=True, meaning="sentence-transformers uses 20")
+    similarity = (check_real_tensor("similarity", similarity, meaning="(..., n, 2n) from similarity_scores")
+                  if as_torch else torch.as_tensor(_check_similarity(similarity)))
+    logits = scale * similarity
     if logits.ndim < 2 or logits.shape[-1] != 2 * logits.shape[-2]:
         raise ValueError(f"similarity has shape {tuple(logits.shape)}; it should be (..., n, 2n) from "
                          "similarity_scores.")

@@ -50,6 +50,7 @@ from mha.core.validation import (
     check_items,
     check_rank,
     check_real_tensor,
+    check_share,
     check_type,
     check_whole_number,
 )
@@ -175,9 +176,8 @@ def ask_attention_override(fact_position: Tensor, fact_weight: float | None) -> 
     """
     fact_position = check_real_tensor("fact_position", fact_position, meaning="(batch, seq)")
     check_rank("fact_position", fact_position.shape, (2,), "(batch, seq): the fact's position at each ask, else -1")
-    if fact_weight is not None and not 0.0 <= fact_weight <= 1.0:
-        raise ValueError(f"fact_weight must lie in [0, 1] (or be None to keep each head's own split), got "
-                         f"{fact_weight}.")
+    if fact_weight is not None:
+        fact_weight = check_share("fact_weight", fact_weight, meaning="or None to keep each head's own split")
     rows, queries = torch.nonzero(fact_position >= 0, as_tuple=True)  # (n_ask,) each
     facts = fact_position[rows, queries]  # (n_ask,)
 
@@ -208,12 +208,14 @@ def head_role(fact_share: float, prev_token_share: float, role_threshold: float 
     ``split_threshold`` (default 0.2), else ``"other"``. Chapter 3 moves the thresholds to see
     which conclusions depend on them.
     """
-    if not 0.0 < split_threshold <= role_threshold <= 1.0:
+    split_threshold, role_threshold = (check_share(name, value) for name, value in
+                                       (("split_threshold", split_threshold), ("role_threshold", role_threshold)))
+    if not 0.0 < split_threshold <= role_threshold:
         raise ValueError(f"need 0 < split_threshold <= role_threshold <= 1, got {split_threshold!r} and "
                          f"{role_threshold!r}.")
     meaning = "a head's share of attention at the ask positions, from relation_shares"
-    fact_share = check_finite_number("fact_share", fact_share, meaning=meaning)
-    prev_token_share = check_finite_number("prev_token_share", prev_token_share, meaning=meaning)
+    fact_share = check_share("fact_share", fact_share, meaning=meaning)
+    prev_token_share = check_share("prev_token_share", prev_token_share, meaning=meaning)
     if fact_share >= role_threshold:
         return "fact"
     if prev_token_share >= role_threshold:
@@ -264,6 +266,7 @@ def first_step_below(steps: Sequence[int], losses: Sequence[float], threshold: f
     ``steps`` and ``losses`` are the same length (a loss curve). Chapter 3.
     """
     steps = check_items("steps", steps, "a list of logged steps")
+    threshold = check_finite_number("threshold", threshold, meaning="a loss to reach")
     if len(steps) != len(losses):
         raise ValueError(f"steps has {len(steps)} entries and losses {len(losses)}; give one loss per step.")
     return next((int(step) for step, loss in zip(steps, losses, strict=True) if loss <= threshold), None)

@@ -26,7 +26,15 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from mha.core.validation import InputError, as_path, check_flag, check_no_lone_surrogates, stacklevel_outside_package
+from mha.core.validation import (
+    InputError,
+    as_path,
+    check_flag,
+    check_no_lone_surrogates,
+    check_size,
+    stacklevel_outside_package,
+)
+from mha.pretrained.model_files import read_model_file, read_tokenizer_files
 
 __all__ = ["TokenizedBatch", "Wordpieces", "default_model_path", "load_tokenizer", "load_wordpieces", "tokenize"]
 
@@ -47,6 +55,10 @@ def default_model_path() -> Path:
 def _load_tokenizer_from(path: str):
     from transformers import AutoTokenizer  # imported here: transformers takes seconds to import
 
+    folder = Path(path)
+    for name in ("config.json", "special_tokens_map.json", "tokenizer.json", "tokenizer_config.json", "vocab.txt"):
+        if (folder / name).exists() or (folder / name).is_symlink():  # what transformers reads: bounded, pinned
+            read_model_file(folder / name, what=f"the tokenizer file {name}", error=InputError)
     return AutoTokenizer.from_pretrained(path, local_files_only=True)
 
 
@@ -86,6 +98,11 @@ class Wordpieces:
         words when ``is_split_into_words``."""
         return self.backend.encode_batch(sentences, is_pretokenized=is_split_into_words, add_special_tokens=True)
 
+    def encode_piece(self, piece: str | list[str], is_split_into_words: bool):
+        """One tokenizers ``Encoding`` of a piece of a sentence (text, or a list of words), without [CLS] and [SEP]:
+        :func:`tokenize` reads the start of a long sentence in such pieces when it truncates."""
+        return self.backend.encode(piece, is_pretokenized=is_split_into_words, add_special_tokens=False)
+
     def pieces(self, text: str) -> list[str]:
         """The wordpieces of ``text``, without [CLS] and [SEP]."""
         return self.backend.encode(text, add_special_tokens=False).tokens
@@ -97,8 +114,6 @@ class Wordpieces:
 
 @lru_cache(maxsize=4)
 def _load_wordpieces_from(path: str) -> Wordpieces:
-    import json
-
     from tokenizers import Tokenizer
 
     folder = Path(path)
@@ -106,8 +121,8 @@ def _load_wordpieces_from(path: str) -> Wordpieces:
         raise InputError(f"{folder} has no tokenizer.json, which the encoder's tokenizer is read from. Give the "
                          "folder of a BERT model with a fast tokenizer, or leave path out for the book's model.")
     try:
-        backend = Tokenizer.from_file(str(folder / "tokenizer.json"))
-        config = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
+        spec, config = read_tokenizer_files(folder, error=InputError)  # bounded; pinned in the package's folder
+        backend = Tokenizer.from_str(spec)  # the text just checked, not a second read of the file
         max_length, pad_token = int(config["model_max_length"]), str(config.get("pad_token", "[PAD]"))
     except Exception as error:  # noqa: BLE001 - tokenizers raises a plain Exception on a malformed file
         raise InputError(f"the tokenizer files of {folder} could not be read ({type(error).__name__}: {error}). "
@@ -266,6 +281,87 @@ def _check_can_fit(text: str, index: int, max_positions: int) -> None:
         )
 
 
+def _check_characters(text: str, index: int, tokenizer: Wordpieces, max_positions: int) -> None:
+    """Raise if ``text`` has more characters than any text that fits in ``max_positions`` tokens, before tokenising.
+
+    Each of the ``max_positions - 2`` tokens between [CLS] and [SEP] is a piece of one word, and the tokenizer reads
+    a word of at most ``max_input_chars_per_word`` characters (100; a longer word becomes one [UNK], which the model
+    cannot read). With one character (a space) between tokens, a text that fits has at most (512 - 2) * (100 + 1) =
+    51,510 characters. Longer text has more tokens than fit, or is padded out with runs of whitespace, characters the
+    tokenizer drops, or words it reads as [UNK]: it is refused at once.
+    """
+    longest_word = int(getattr(tokenizer.backend.model, "max_input_chars_per_word", 100))
+    most = (max_positions - 2) * (longest_word + 1)
+    if len(text) > most:
+        raise ValueError(
+            f"sentence {index} is {len(text):,} characters long, but a text that fits the model's {max_positions} "
+            f"positions has at most {most:,} ({max_positions - 2} wordpieces of at most {longest_word} characters, "
+            "a space between each). Shorten it or split it into pieces (and collapse long runs of spaces), or pass "
+            f"truncate=True to keep its first {max_positions - 1} tokens and a final [SEP] without reading the rest."
+        )
+
+
+_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002a6df\U0002a700-\U0002ceaf\U0002f800-\U0002fa1f"
+_ENDS_A_WORD = re.compile(f"[{_BREAKS}{_ASCII_PUNCTUATION}{_CJK}]")
+"""Whitespace, ASCII punctuation and CJK ideographs (each mark and ideograph is a word of its own): text cut just
+after one of them tokenises piece by piece as it does whole."""
+_PIECE_CHARACTERS = 2048
+"""About how many characters of a long sentence :func:`_read_start` tokenises at a time."""
+
+
+@dataclass(frozen=True)
+class _Start:
+    """The tokens of the start of a sentence, [CLS] and [SEP] included, as a tokenizers ``Encoding`` gives them;
+    ``complete``: the whole sentence was read and fits (else it was cut, and the rest not read)."""
+
+    ids: list[int]
+    tokens: list[str]
+    word_ids: list[int | None]
+    offsets: list[tuple[int, int]]
+    complete: bool
+
+
+def _pieces(sentence, split: bool, size: int):
+    """``(start, piece)`` of ``sentence`` in order: text cut after a character that ends a word, or runs of words,
+    each of about ``size`` characters (a word longer than that, up to the next character that ends one)."""
+    start = 0
+    while start < len(sentence):
+        end, characters = start, 0
+        if split:
+            while end < len(sentence) and characters < size:
+                characters, end = characters + len(sentence[end]) + 1, end + 1
+        elif start + size >= len(sentence):
+            end = len(sentence)
+        else:
+            cuts = [cut.end() for cut in _ENDS_A_WORD.finditer(sentence, start, start + size)]
+            following = None if cuts else _ENDS_A_WORD.search(sentence, start + size)
+            end = cuts[-1] if cuts else following.end() if following else len(sentence)
+        yield start, sentence[start:end]
+        start = end
+
+
+def _read_start(tokenizer: Wordpieces, sentence, split: bool, max_positions: int,
+                size: int = _PIECE_CHARACTERS) -> _Start:
+    """[CLS], the first ``max_positions - 2`` wordpieces of ``sentence`` and [SEP], read piece by piece (see
+    :func:`_pieces`) until more wordpieces than fit have been read: the rest of a long text is never tokenised.
+    Word ids and character offsets are the sentence's own, as tokenising it whole gives them."""
+    room, ids, tokens, word_ids, offsets, words_before = max_positions - 2, [], [], [], [], 0
+    for start, piece in _pieces(sentence, split, size):
+        encoding = tokenizer.encode_piece(piece, split)
+        shift = start if split else words_before
+        ids += encoding.ids
+        tokens += encoding.tokens
+        word_ids += [shift + word for word in encoding.word_ids]
+        offsets += encoding.offsets if split else [(a + start, b + start) for a, b in encoding.offsets]
+        words_before = 1 + word_ids[-1] if word_ids else words_before
+        if len(ids) > room:
+            break
+    around = tokenizer.backend.encode("", add_special_tokens=True)  # [CLS] and [SEP]
+    first, last = zip(around.ids, around.tokens, around.word_ids, around.offsets, strict=True)
+    kept = [first, *zip(ids[:room], tokens[:room], word_ids[:room], offsets[:room], strict=True), last]
+    return _Start(*(list(column) for column in zip(*kept, strict=True)), complete=len(ids) <= room)
+
+
 def tokenize(
     text: str | Sequence[str] | Sequence[Sequence[str]],
     *,
@@ -284,8 +380,14 @@ def tokenize(
 
     The model has one position embedding per position, so a sentence longer
     than ``tokenizer.model_max_length`` (512) wordpieces raises a
-    ``ValueError``; with ``truncate=True`` it is cut to fit instead, with a
-    warning that says how much was dropped. Empty text, non-strings, and words
+    ``ValueError``, and so, before any tokenising, does a sentence of more
+    characters than 510 wordpieces can hold (51,510: each is a piece of a word
+    of at most 100 characters, with a space between) or a batch of more than
+    ``LIMITS["sentences"]`` sentences (:data:`mha.core.validation.LIMITS`).
+    With ``truncate=True`` a long sentence is cut to fit instead, with a
+    warning: it is read in pieces of about 2,048 characters until more
+    wordpieces than fit are read, and the rest is never tokenised (nor are
+    its words listed in ``words``). Empty text, non-strings, and words
     that produce no wordpieces raise a ``ValueError`` that says which one, as
     does a lone surrogate (half of a UTF-16 pair, which a browser can send;
     see :func:`mha.core.validation.check_no_lone_surrogates`): such text is refused, not cleaned.
@@ -297,20 +399,26 @@ def tokenize(
         raise InputError(f"tokenizer should be a Wordpieces (mha.pretrained.tokenizer.load_wordpieces(folder)), got "
                          f"{type(tokenizer).__name__}; leave it out for the book's model.")
     sentences, split = _as_sentences(text, is_split_into_words)
+    check_size("the batch of sentences to tokenise", (len(sentences),), limit="sentences")
     max_positions = int(tokenizer.model_max_length)
     for index, sentence in enumerate(sentences):
         _check_sentence(sentence, index, split)
-        if not truncate:  # refuse a pasted document before the tokenizer reads all of it
-            _check_can_fit(" ".join(sentence) if split else sentence, index, max_positions)
+        if not truncate:  # refuse a pasted document before the tokenizer reads any of it
+            joined = " ".join(sentence) if split else sentence
+            _check_can_fit(joined, index, max_positions)
+            _check_characters(joined, index, tokenizer, max_positions)
 
     # the tokenizer neither truncates nor pads: lengths are checked below, with an error that says what to do
-    encodings = tokenizer.encode(sentences, is_split_into_words=split)
+    encodings = ([_read_start(tokenizer, sentence, split, max_positions) for sentence in sentences] if truncate
+                 else tokenizer.encode(sentences, is_split_into_words=split))
     tokens, ids, word_ids, words = [], [], [], []
     for index, (sentence, encoding) in enumerate(zip(sentences, encodings, strict=True)):
         sentence_word_ids = list(encoding.word_ids)
         if split:
             sentence_words = list(sentence)
-            silent = sorted(set(range(len(sentence_words))) - {w for w in sentence_word_ids if w is not None})
+            read = {w for w in sentence_word_ids if w is not None}  # a cut sentence: only the words up to the cut
+            silent = sorted(set(range(len(sentence_words) if getattr(encoding, "complete", True)
+                                      else 1 + max(read))) - read)
             if silent:
                 raise ValueError(
                     f"word {silent[0]} of sentence {index} ({sentence_words[silent[0]]!r}) produced no wordpieces "
@@ -325,23 +433,20 @@ def tokenize(
                 "it holds no characters the tokenizer keeps. Give some text to encode."
             )
         sentence_ids, sentence_tokens = list(encoding.ids), list(encoding.tokens)
-        if len(sentence_ids) > max_positions:
-            if not truncate:
-                raise ValueError(
-                    f"sentence {index} is {len(sentence_ids)} tokens long ([CLS] and [SEP] included), but the model "
-                    f"has only {max_positions} positions. Shorten it or split it into pieces, or pass "
-                    f"truncate=True to keep its first {max_positions - 1} tokens and a final [SEP]."
-                )
-            kept = max_positions - 1  # everything up to the cut, then [SEP] again
-            dropped_words = len({w for w in sentence_word_ids[kept:-1] if w is not None})
+        if len(sentence_ids) > max_positions:  # only without truncate: _read_start cuts to fit
+            raise ValueError(
+                f"sentence {index} is {len(sentence_ids)} tokens long ([CLS] and [SEP] included), but the model "
+                f"has only {max_positions} positions. Shorten it or split it into pieces, or pass "
+                f"truncate=True to keep its first {max_positions - 1} tokens and a final [SEP]."
+            )
+        if not getattr(encoding, "complete", True):
+            last_word = max(w for w in sentence_word_ids if w is not None)
             warnings.warn(
-                f"sentence {index} is {len(sentence_ids)} tokens long; truncated to the model's {max_positions} "
-                f"positions, dropping {len(sentence_ids) - max_positions} wordpieces (touching {dropped_words} words).",
+                f"sentence {index} is more than {max_positions} tokens long; truncated to the model's {max_positions} "
+                f"positions, keeping {max_positions - 2} wordpieces (words 0 to {last_word}, the last maybe in "
+                "part); the rest of the sentence was not read.",
                 stacklevel=stacklevel_outside_package(),
             )
-            sentence_ids = sentence_ids[:kept] + sentence_ids[-1:]
-            sentence_tokens = sentence_tokens[:kept] + sentence_tokens[-1:]
-            sentence_word_ids = sentence_word_ids[:kept] + sentence_word_ids[-1:]
         tokens.append(sentence_tokens)
         ids.append(sentence_ids)
         word_ids.append(sentence_word_ids)

@@ -27,10 +27,10 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from mha.core.layouts import HEADS, QUERY_KEY, check_attention_layout, takes_attention
-from mha.core.validation import as_real_array, check_items
+from mha.core.validation import InputError, as_real_array, check_items
 
 __all__ = ["COLORMAP", "KEY_AXIS", "QUERY_AXIS", "AttentionMap", "draw_attention", "attention_grid",
-           "weight_hundredths", "weight_texts", "cell_colours", "script_safe_labels"]
+           "weight_hundredths", "weight_texts", "MISSING_WEIGHT", "cell_colours", "script_safe_labels"]
 
 COLORMAP = "viridis"
 KEY_AXIS = "key: attended to"
@@ -165,17 +165,39 @@ def cell_colours() -> list[list[str]]:
             for (r, g, b), is_dark in zip((rgb * 255).round().astype(int).tolist(), dark, strict=True)]
 
 
+MISSING_WEIGHT = "\u2014"
+"""What a view's table shows for a weight that is NaN or infinite (an em dash): it has no hundredths."""
+
+
+def _hundredths(weights: np.ndarray) -> np.ndarray:
+    return np.rint(weights * 100).astype(np.int64)
+
+
 def weight_hundredths(weights) -> np.ndarray:
-    """Each weight (from 0 to 1) in whole hundredths, as a view's table shows it: 0.254 -> 25. Same shape."""
-    return np.rint(np.asarray(weights, dtype=float) * 100).astype(np.int64)
+    """Each weight (from 0 to 1) in whole hundredths, as a view's table shows it: 0.254 -> 25. Same shape.
+
+    A NaN or infinite weight has no whole number of hundredths and is refused (cast, NaN would become -2**63);
+    :func:`weight_texts` shows it as a dash.
+    """
+    weights = as_real_array("weights", weights)
+    if not np.isfinite(weights).all():
+        where = tuple(int(i) for i in np.argwhere(~np.isfinite(weights))[0])
+        raise InputError(f"weights holds {weights[where]} at {where}, which has no whole number of hundredths. "
+                         "Find where it came from; weight_texts shows such a weight as a dash.")
+    return _hundredths(weights)
 
 
 def weight_texts(weights) -> list:
     """Each weight as the text a view's table shows, two decimals from :func:`weight_hundredths` ("0.25").
 
-    Nested lists of the same shape. The website's views write their tables from the same hundredths.
+    Nested lists of the same shape; a NaN or infinite weight is shown as :data:`MISSING_WEIGHT`, a dash. The
+    website's views write their tables from the same hundredths.
     """
-    return np.vectorize(lambda h: f"{h // 100}.{h % 100:02d}", otypes=[object])(weight_hundredths(weights)).tolist()
+    weights = as_real_array("weights", weights)
+    finite = np.isfinite(weights)
+    hundredths = _hundredths(np.where(finite, weights, 0.0))
+    return np.vectorize(lambda h, known: f"{'-' * (h < 0)}{abs(h) // 100}.{abs(h) % 100:02d}" if known
+                        else MISSING_WEIGHT, otypes=[object])(hundredths, finite).tolist()
 
 
 def script_safe_labels(labels: Sequence[str]) -> list[str]:

@@ -308,3 +308,21 @@ def test_bad_records_raise_helpful_errors():
         head_role_table([plain_record(WORDS, stack_heads(PREVIOUS)), plain_record(WORDS, stack_heads(PREVIOUS, NEXT))])
     with pytest.raises(ValueError, match="needs 'attention'"):
         head_role_table([{"tokens": []}])
+
+
+@pytest.mark.parametrize("arguments, words", [
+    ((float("nan"), float("nan"), float("nan")), r"vertical_share must be a finite number"),
+    ((0.2, float("nan"), 0.1), r"diagonal_share must be a finite number"),
+    ((0.2, 0.1, 1.7), r"block_share must be a share between 0 and 1"),
+    ((0.2, 0.1, 0.5 + 0.5j), r"block_share must be a finite number.*complex"),
+])
+def test_pattern_label_refuses_nan_and_shares_outside_0_to_1(arguments, words):
+    """NaN shares were labelled "heterogeneous", as if measured; a share of 1.7 is no share of a row's attention."""
+    from mha.core.validation import InputError
+
+    with pytest.raises(InputError, match=words):
+        pattern_label(*arguments)
+    with pytest.raises(InputError, match="uniform_block must be a finite number"):
+        pattern_label(0.1, 0.1, 0.9, uniform_block=float("nan"))
+    with pytest.raises(InputError, match="lift must be a finite number of at least 0"):
+        pattern_label(0.1, 0.1, 0.9, lift=float("nan"))

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from mha.core.validation import check_items, check_type
+from mha.core.validation import check_finite_number, check_items, check_share, check_type
 
 __all__ = ["PATTERN_LABELS", "block_segments", "is_punctuation", "pattern_label"]
 
@@ -82,6 +82,15 @@ def pattern_label(vertical_share: float, diagonal_share: float, block_share: flo
     and >= ``lift`` times its chance level; "block" if block >= ``block`` and
     >= ``lift`` times chance; otherwise "heterogeneous".
     """
+    shares = {"vertical_share": vertical_share, "diagonal_share": diagonal_share, "block_share": block_share,
+              "uniform_vertical": uniform_vertical, "uniform_diagonal": uniform_diagonal,
+              "uniform_block": uniform_block, "dominant": dominant, "minor": minor, "mixed_total": mixed_total,
+              "block": block}
+    (vertical_share, diagonal_share, block_share, uniform_vertical, uniform_diagonal, uniform_block, dominant, minor,
+     mixed_total, block) = (check_share(name, value, meaning="a share of a row's attention, or a threshold on one")
+                            for name, value in shares.items())
+    lift = check_finite_number("lift", lift, minimum=0, meaning="how many times its chance level a share must be")
+
     def high(share: float, chance: float, threshold: float) -> bool:
         return share >= threshold and share >= lift * chance
 

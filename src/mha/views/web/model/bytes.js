@@ -1,6 +1,8 @@
 // Bytes of the model's parts: base64 and gzip, sha256, and the tensors a part holds (float16 or float32, stored
 // with their bytes grouped by significance, highest byte first).
 
+import { sha256HexOf } from "./sha256.js";
+
 export function base64ToBytes(text) {
   var binary = atob(text);
   var bytes = new Uint8Array(binary.length);
@@ -13,9 +15,11 @@ export function gunzip(bytes) {
   return new Response(stream).arrayBuffer().then(function (buffer) { return new Uint8Array(buffer); });
 }
 
+// The sha256 of `bytes` as hex: the browser's own, or, where crypto.subtle is missing (a page served over plain
+// http:// is not a secure context), sha256.js's, so a part is checked wherever the page is served.
 export function sha256Hex(bytes) {
   var subtle = globalThis.crypto && globalThis.crypto.subtle;
-  if (!subtle) return Promise.resolve(null); // not a secure context: nothing to check with
+  if (!subtle) return Promise.resolve().then(function () { return sha256HexOf(bytes); });
   return subtle.digest("SHA-256", bytes).then(function (digest) {
     return Array.from(new Uint8Array(digest), function (b) { return b.toString(16).padStart(2, "0"); }).join("");
   });
