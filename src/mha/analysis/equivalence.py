@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy.stats import norm
 
-from mha.core.validation import as_real_array
+from mha.core.validation import InputError, as_real_array, check_finite_number
 
 __all__ = ["ratio_standard_error", "gain_bounds"]
 
@@ -55,6 +55,14 @@ def gain_bounds(gain: npt.ArrayLike, standard_error: npt.ArrayLike, margin: floa
     """
     gain = as_real_array("gain", gain, meaning="a number or an array of gains")
     se = as_real_array("standard_error", standard_error, meaning="standard errors of the same shape as gain")
+    try:
+        np.broadcast_shapes(gain.shape, se.shape)
+    except ValueError:
+        raise InputError(f"gain has shape {gain.shape} and standard_error {se.shape}; give each gain its standard "
+                         "error: arrays of the same shape, or one of them a single number.") from None
+    margin = check_finite_number("margin", margin, positive=True, meaning="the smallest gain that would matter")
+    alpha = check_finite_number("alpha", alpha, positive=True, meaning="the test's level, below 0.5")
+    power = check_finite_number("power", power, positive=True, meaning="below 1")
     if np.any(se <= 0) or not 0 < margin or not 0 < alpha < 0.5 or not 0 < power < 1:
         raise ValueError("standard errors and the margin must be positive, alpha in (0, 0.5), power in (0, 1).")
     lower_p = norm.sf((gain + margin) / se)  # H0: gain <= -margin

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mha.analysis.statistics import bootstrap_interval
-from mha.core.validation import as_path, check_items, check_type
+from mha.core.validation import LIMITS, as_path, check_items, check_type, check_whole_number
 from mha.data_files import DATA_DIRECTORY
 from mha.pretrained.encoder import MiniLMEncoder, check_encoder
 from mha.pretrained.patching import final_states_with_heads_patched, head_patching_effects
@@ -154,6 +154,7 @@ def patch_between_halves(encoder: MiniLMEncoder, first: Sequence[Sequence[str]],
     ``heads`` patches only the listed ``(layer, head)`` pairs (default all); the others' ``moved`` is NaN.
     """
     first, second = check_items("first", first, "lists of words"), check_items("second", second, "lists of words")
+    check_type("readout", readout, Callable, "a function of (target trace, final states) -> (2 * pairs,) values")
     if len(first) != len(second) or not first:
         raise ValueError(f"first has {len(first)} inputs and second {len(second)}; give one twin for each, at least "
                          "one pair.")
@@ -185,6 +186,7 @@ def load_named_head_patching(path=NAMED_HEAD_PATCHING_PATH, n_layers: int = 6) -
     from mha.data_files import read_verified_json
 
     path = as_path("path", path)
+    n_layers = check_whole_number("n_layers", n_layers, minimum=1, maximum=LIMITS["layers"], meaning="the model's")
     what = "the stored patching of the named heads"
     content, how = read_verified_json(path, what=what, regenerate="python -m scripts.named_head_patching",
                                       limit=8_000_000)

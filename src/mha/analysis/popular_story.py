@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from mha.core.argument_checks import check_items_of
 from mha.core.layouts import LAYERS_HEADS, takes_attention
 from mha.core.resampling import bootstrap_counts
 from mha.core.validation import as_real_array, check_items, check_type, check_whole_number, is_real_number
@@ -143,9 +144,13 @@ def real_text_role_scores(records, trees, embeddings: np.ndarray,
     from mha.analysis.head_roles.long_range import distance_baseline, pair_lifts
     from mha.analysis.head_roles.relations import relation_hits
     from mha.analysis.head_roles.role_table import sentence_head_scores
+    from mha.corpora.treebank import check_trees
+    from mha.pretrained.attention_record import AttentionRecord
     from mha.pretrained.word_maps import word_attention
 
-    records, trees = list(records), list(trees)
+    records = list(check_items_of("records", records, AttentionRecord, "an attention record, e.g. from "
+                                  "encode_records(encoder, sentences)"))
+    trees = list(check_trees("trees", trees))
     if len(records) != len(trees) or len(records) < 2:
         raise ValueError(f"give at least two records and one tree per record, got {len(records)} records and "
                          f"{len(trees)} trees.")

@@ -6,7 +6,8 @@
   shape (3.7 "One big head or many": what more heads cost).
 - :mod:`~mha.core.attention_numpy`: the same math in numpy, checked equal to the torch version (1.1).
 - :mod:`~mha.core.masks`: which keys each query may see: causal and padding masks (1.1).
-- :mod:`~mha.core.validation`: checks at the package boundary, with errors that say how to fix the input (all).
+- :mod:`~mha.core.validation`: checks at the package boundary, with errors that say how to fix the input (all);
+  :mod:`~mha.core.argument_checks`: more of them in the same style (a list of one kind of item, a dtype, a device).
 - :mod:`~mha.core.layouts`: the layouts of attention weights, from (layers, batch, heads, query, key) down to one
   head's (query, key) map, and word-level maps, and the check of each where it enters (all).
 - :mod:`~mha.core.toy_sentences`: word vectors without a trained model, for the random-weight demos (1.2).

@@ -37,13 +37,17 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
+from mha.core.argument_checks import check_float_dtype
 from mha.core.layouts import HEADS, takes_attention
 from mha.core.validation import (
     InputError,
     as_path,
+    check_finite_number,
     check_rank,
     check_real_tensor,
+    check_same_shape,
     check_seed,
+    check_share,
     check_size,
     check_whole_number,
 )
@@ -108,6 +112,7 @@ def ov_circuit(W_V: Tensor, W_O: Tensor) -> Tensor:
     W_V = check_real_tensor("W_V", W_V)
     W_O = check_real_tensor("W_O", W_O)
     check_rank("W_V", W_V.shape, range(2, 9), "(..., d_model, d_head)")
+    check_rank("W_O", W_O.shape, range(2, 9), "(..., d_head, d_model)")
     if W_O.shape[-2] != W_V.shape[-1] or W_O.shape[-1] != W_V.shape[-2]:
         raise ValueError(f"W_V has shape {tuple(W_V.shape)} and W_O {tuple(W_O.shape)}; for one head they should be "
                          "(d_model, d_head) and (d_head, d_model), W_O being the head's own rows of the output matrix.")
@@ -197,8 +202,12 @@ def head_writes(x: Tensor, weights: Tensor, W_V: Tensor, W_O: Tensor,
     per_head = weights @ moved  # (..., heads, n_q, d_model)
     bias = torch.zeros(W_O.shape[-1], dtype=W_O.dtype, device=W_O.device)  # (d_model,)
     if b_V is not None:
+        b_V = check_real_tensor("b_V", b_V)
+        check_same_shape("b_V", b_V.shape, "(heads, d_head)", W_V.shape[::2], "b_V holds one bias per value feature")
         bias = bias + torch.einsum("hd,hde->e", b_V, W_O)
     if b_O is not None:
+        b_O = check_real_tensor("b_O", b_O)
+        check_same_shape("b_O", b_O.shape, "(d_model,)", W_O.shape[-1:], "b_O holds one bias per output feature")
         bias = bias + b_O
     return HeadWrites(per_head, bias)
 
@@ -216,6 +225,7 @@ def numerical_rank(matrix: Tensor, rtol: float | None = None) -> Tensor:
     check_rank("matrix", matrix.shape, range(2, 9), "(..., m, n)")
     if rtol is None:
         rtol = max(matrix.shape[-2:]) * torch.finfo(matrix.dtype).eps
+    rtol = check_finite_number("rtol", rtol, minimum=0, meaning="a share of the largest singular value")
     singular_values = torch.linalg.svdvals(matrix)  # (..., min(m, n)), descending
     return (singular_values > rtol * singular_values[..., :1]).sum(dim=-1)
 
@@ -232,7 +242,7 @@ def energy_rank(matrix: Tensor, energy: float = 0.99) -> Tensor:
     """
     matrix = check_real_tensor("matrix", matrix)
     check_rank("matrix", matrix.shape, range(2, 9), "(..., m, n)")
-    if not 0.0 < energy <= 1.0:
+    if not 0.0 < check_share("energy", energy, meaning="of the squared norm, e.g. 0.99") <= 1.0:
         raise ValueError(f"energy is a share of the squared norm, between 0 (excluded) and 1; got {energy}.")
     squared = torch.linalg.svdvals(matrix) ** 2  # (..., min(m, n)), descending
     held = squared.cumsum(dim=-1) / squared.sum(dim=-1, keepdim=True)  # (..., min(m, n))
@@ -282,7 +292,7 @@ def head_subspace_angles(W: Tensor, W_other: Tensor | None = None) -> Tensor:
     """
     W = check_real_tensor("W", W)
     check_rank("W", W.shape, (3,), "(heads, d_model, d_head)")
-    W_other = W if W_other is None else W_other
+    W_other = W if W_other is None else check_real_tensor("W_other", W_other)
     check_rank("W_other", W_other.shape, (3,), "(heads, d_model, d_head)")
     _check_same_d_model("W", W, "W_other", W_other, -2, -2)
     basis, basis_other = orthonormal_basis(W), orthonormal_basis(W_other)  # (heads, d_model, d_head)
@@ -319,6 +329,7 @@ def random_subspace_angles(d_model: int, d_head: int, n_pairs: int = 200, seed: 
     if d_head > d_model:
         raise ValueError(f"need 1 <= d_head <= d_model, got d_head = {d_head}, d_model = {d_model}.")
     check_size("each set of random bases (n_pairs, d_model, d_head)", (n_pairs, d_model, d_head))
+    check_float_dtype("dtype", dtype)
     generator = torch.Generator().manual_seed(check_seed("seed", seed))
     A = torch.randn(n_pairs, d_model, d_head, generator=generator, dtype=dtype)  # (pairs, d_model, d_head)
     B = torch.randn(n_pairs, d_model, d_head, generator=generator, dtype=dtype)

@@ -37,12 +37,15 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
+from mha.core.argument_checks import check_float_dtype
 from mha.core.geometry import numerical_rank
 from mha.core.layouts import QUERY_KEY, takes_attention
 from mha.core.validation import (
     as_path,
+    check_finite_number,
     check_rank,
     check_real_tensor,
+    check_seed,
     check_size,
     check_whole_number,
     is_finite_number,
@@ -77,14 +80,16 @@ _PATTERN_FITS_FORMAT = 1
 _MAX_PATTERN_FITS_BYTES = 2**20  # the file is a few kB; anything far larger is not it
 
 
-def _check_length(n: int) -> None:
+def _check_length(n: int, dtype: torch.dtype) -> None:
+    """Refuse a pattern's length ``n`` below 2 or too large to allocate, and a ``dtype`` that is not a float one."""
     check_whole_number("n", n, minimum=2, meaning="the number of tokens")
     check_size("an attention pattern (n, n)", (n, n))
+    check_float_dtype("dtype", dtype)
 
 
 def previous_token_pattern(n: int, dtype: torch.dtype = torch.float64) -> Tensor:
     """(n, n): every token attends to the one before it; token 0, which has none, attends to itself."""
-    _check_length(n)
+    _check_length(n, dtype)
     pattern = torch.zeros(n, n, dtype=dtype)
     pattern[0, 0] = 1.0
     pattern[torch.arange(1, n), torch.arange(n - 1)] = 1.0
@@ -93,7 +98,7 @@ def previous_token_pattern(n: int, dtype: torch.dtype = torch.float64) -> Tensor
 
 def first_token_pattern(n: int, dtype: torch.dtype = torch.float64) -> Tensor:
     """(n, n): every token attends to token 0, as many BERT heads attend to ``[CLS]``."""
-    _check_length(n)
+    _check_length(n, dtype)
     pattern = torch.zeros(n, n, dtype=dtype)
     pattern[:, 0] = 1.0
     return pattern
@@ -101,8 +106,8 @@ def first_token_pattern(n: int, dtype: torch.dtype = torch.float64) -> Tensor:
 
 def permutation_pattern(n: int, seed: int = 0, dtype: torch.dtype = torch.float64) -> Tensor:
     """(n, n): token ``i`` attends to token ``perm[i]`` of a seeded random permutation."""
-    _check_length(n)
-    permutation = torch.randperm(n, generator=torch.Generator().manual_seed(seed))
+    _check_length(n, dtype)
+    permutation = torch.randperm(n, generator=torch.Generator().manual_seed(check_seed("seed", seed)))
     pattern = torch.zeros(n, n, dtype=dtype)
     pattern[torch.arange(n), permutation] = 1.0
     return pattern
@@ -110,8 +115,9 @@ def permutation_pattern(n: int, seed: int = 0, dtype: torch.dtype = torch.float6
 
 def dense_random_pattern(n: int, seed: int = 0, spread: float = 1.0, dtype: torch.dtype = torch.float64) -> Tensor:
     """(n, n): softmax of Gaussian scores with standard deviation ``spread``; every weight graded and positive."""
-    _check_length(n)
-    scores = torch.randn(n, n, generator=torch.Generator().manual_seed(seed), dtype=dtype) * spread
+    _check_length(n, dtype)
+    spread = check_finite_number("spread", spread, minimum=0, meaning="the standard deviation of the scores")
+    scores = torch.randn(n, n, generator=torch.Generator().manual_seed(check_seed("seed", seed)), dtype=dtype) * spread
     return scores.softmax(dim=-1)
 
 

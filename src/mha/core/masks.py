@@ -17,6 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+from mha.core.argument_checks import check_device
 from mha.core.validation import InputError, as_tensor, check_size, check_whole_number
 
 __all__ = ["causal_mask", "padding_mask", "as_mask", "check_mask"]
@@ -64,7 +65,7 @@ def padding_mask(lengths: Sequence[int] | torch.Tensor, seq_len: int | None = No
 def as_mask(mask, device: torch.device | str | None = None) -> torch.Tensor:
     """``mask`` (tensor, numpy array or nested list) as a boolean tensor on ``device``; raise unless it is boolean."""
     given_dtype = mask.dtype if isinstance(mask, (torch.Tensor, np.ndarray)) else None
-    mask = as_tensor("mask", mask, device=device)
+    mask = as_tensor("mask", mask, device=check_device("device", device))
     if mask.dtype != torch.bool:
         raise InputError(
             f"mask has dtype {given_dtype or mask.dtype}, but it must be boolean with True meaning 'may attend'. "

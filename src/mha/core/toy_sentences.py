@@ -21,7 +21,7 @@ import re
 import numpy as np
 import torch
 
-from mha.core.validation import check_items, check_size, check_type, check_whole_number
+from mha.core.validation import check_items, check_seed, check_size, check_type, check_whole_number
 
 __all__ = ["MAX_TOKENS", "split_into_tokens", "word_vector", "sinusoidal_positions", "embed_tokens"]
 
@@ -39,6 +39,7 @@ def split_into_tokens(sentence: str, max_tokens: int = MAX_TOKENS) -> list[str]:
     """
     if not isinstance(sentence, str):
         raise ValueError(f"the sentence must be text (str), got {type(sentence).__name__}: {sentence!r}.")
+    max_tokens = check_whole_number("max_tokens", max_tokens, minimum=1, meaning="the longest sentence shown")
     tokens = _TOKEN.findall(sentence)
     if not tokens:
         raise ValueError("the sentence is empty: type a few words, e.g. 'The cat sat on the mat.'")
@@ -50,6 +51,8 @@ def split_into_tokens(sentence: str, max_tokens: int = MAX_TOKENS) -> list[str]:
     return tokens
 
 
+LARGEST_TOY_WIDTH = 2**14
+"""The widest toy vector :func:`word_vector` draws: it draws one number at a time in Python."""
 _MASK32 = 0xFFFFFFFF
 _FNV_OFFSET, _FNV_PRIME = 0x811C9DC5, 0x01000193
 _SEED_MIX = 0x9E3779B1  # spreads consecutive seeds over the 32 bits
@@ -70,7 +73,9 @@ def word_vector(word: str, d_model: int, seed: int = 0) -> np.ndarray:
     (0, 1) gives two normal ones, sqrt(-2 ln u1) cos(2 pi u2) and sqrt(-2 ln u1) sin(2 pi u2).
     """
     check_type("word", word, str, "a word, as text")
-    state = _FNV_OFFSET ^ (seed * _SEED_MIX & _MASK32)
+    d_model = check_whole_number("d_model", d_model, minimum=1, maximum=LARGEST_TOY_WIDTH,
+                                 meaning="features of the word's vector, drawn one by one in Python")
+    state = _FNV_OFFSET ^ (check_seed("seed", seed) * _SEED_MIX & _MASK32)
     for byte in word.lower().encode("utf-8"):
         state = ((state ^ byte) * _FNV_PRIME) & _MASK32
     state = state or 1  # xorshift never leaves 0
@@ -109,7 +114,11 @@ def embed_tokens(tokens: list[str], d_model: int, seed: int = 0) -> torch.Tensor
     in. The sum is formed in float64 and rounded to float32 once.
     """
     tokens = check_items("tokens", tokens, "a list of tokens, e.g. split_into_tokens(sentence)")
-    if d_model < 2 or d_model % 2:
+    d_model = check_whole_number("d_model", d_model, minimum=2, maximum=LARGEST_TOY_WIDTH,
+                                 meaning="features of each token's vector")
+    if len(tokens) == 0:
+        raise ValueError("tokens is empty: give at least one token, e.g. split_into_tokens('The cat sat.').")
+    if d_model % 2:
         raise ValueError(f"d_model must be an even number of at least 2 (sin/cos pairs), got {d_model}.")
     words = torch.from_numpy(np.stack([word_vector(token, d_model, seed) for token in tokens]))  # (seq, d_model)
     return (words + sinusoidal_positions(len(tokens), d_model) / math.sqrt(2)).float()[None]  # (1, seq, d_model)

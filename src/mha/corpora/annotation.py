@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mha.core.validation import check_type, check_whole_number
+from mha.core.validation import check_items, check_type, check_whole_number
 
 __all__ = ["RELATION_KINDS", "AnnotatedSentence", "Relation"]
 
@@ -101,7 +101,9 @@ class AnnotatedSentence:
 
     def __post_init__(self) -> None:
         for name in ("words", "relations", "candidates"):  # lists in, tuples stored: the sentence stays hashable
-            object.__setattr__(self, name, tuple(getattr(self, name)))
+            object.__setattr__(self, name, tuple(check_items(name, getattr(self, name), f"a list of {name}")))
+        for index, relation in enumerate(self.relations):
+            check_type(f"relations[{index}]", relation, Relation, "a Relation(kind, source, target)")
         if not self.words:
             raise ValueError("an AnnotatedSentence needs at least one word.")
         n = len(self.words)

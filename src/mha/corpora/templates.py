@@ -20,7 +20,8 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable, Iterator
 
-from mha.core.validation import check_items, check_whole_number
+from mha.core.argument_checks import check_items_of
+from mha.core.validation import check_flag, check_seed, check_whole_number
 from mha.corpora.annotation import RELATION_KINDS, AnnotatedSentence, Relation
 
 __all__ = [
@@ -399,16 +400,17 @@ def generate_corpus(
     sentences_per_template = check_whole_number("sentences_per_template", sentences_per_template, minimum=0,
                                                 maximum=MOST_SENTENCES_PER_TEMPLATE,
                                                 meaning="a template makes only so many different sentences")
-    rng = random.Random(seed)
+    rng = random.Random(check_seed("seed", seed))
     sentences = list(_template_sentences(rng, sentences_per_template))
-    if include_pronoun_pairs:
+    if check_flag("include_pronoun_pairs", include_pronoun_pairs):
         sentences += pronoun_pairs()
     return sentences
 
 
 def relation_counts(sentences: Iterable[AnnotatedSentence]) -> dict[str, int]:
     """How many gold relations of each kind ``sentences`` hold, in :data:`RELATION_KINDS` order, zeros included."""
-    sentences = check_items("sentences", sentences, "a list of AnnotatedSentences, e.g. generate_corpus()")
+    sentences = check_items_of("sentences", sentences, AnnotatedSentence, "an AnnotatedSentence, e.g. from "
+                               "generate_corpus()")
     counts = dict.fromkeys(RELATION_KINDS, 0)
     for sentence in sentences:
         for relation in sentence.relations:

@@ -59,6 +59,7 @@ import conllu
 import numpy as np
 from conllu.exceptions import ParseException
 
+from mha.core.argument_checks import check_items_of, check_whole_numbers
 from mha.core.validation import (
     as_path,
     check_items,
@@ -100,7 +101,12 @@ def relations_from_ud(heads: list[int], deprels: list[str], upos: list[str]) -> 
     the root. Returns :class:`~mha.corpora.annotation.Relation` objects (word indices,
     source -> target as the module table says), in word order of the dependent.
     """
-    heads = check_items("heads", heads, "a list of head indices, one per word")
+    heads = check_whole_numbers("heads", heads, minimum=-1, meaning="each word's head, -1 for the root")
+    deprels = check_items_of("deprels", deprels, str, "a word's UD relation to its head, as text")
+    upos = check_items_of("upos", upos, str, "a word's UD part of speech, as text")
+    if not len(heads) == len(deprels) == len(upos):
+        raise ValueError(f"heads, deprels and upos have {len(heads)}, {len(deprels)} and {len(upos)} entries; give one "
+                         "of each per word.")
     relations = []
     for dependent, (head, deprel, dependent_pos) in enumerate(zip(heads, deprels, upos, strict=True)):
         if head < 0:

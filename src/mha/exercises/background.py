@@ -17,6 +17,7 @@ import numpy as np
 
 from mha.analysis.p_value_adjustment import bonferroni_adjusted, holm_adjusted
 from mha.analysis.statistics import familywise_p_values
+from mha.core.validation import check_seed
 
 from .checking import (
     AnswerError,
@@ -49,7 +50,7 @@ def check_stream_after_each_layer(stream_fn: Callable, seed: int = 0) -> CheckRe
     Entry 0 is the embeddings; entry ``l + 1`` is entry ``l`` plus the sum of what every head of layer ``l``
     wrote: the residual stream of an attention-only model.
     """
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed))
 
     def cases() -> Iterator:
         for layers, heads, seq, d_model in ((1, 1, 3, 4), (2, 3, 4, 6), (3, 4, 5, 8), (6, 12, 7, 16)):
@@ -86,7 +87,7 @@ def _words(tokens: list[str]) -> list[str]:
 
 def _random_wordpieces(seed: int) -> list[list[str]]:
     """Sentences of wordpieces drawn from a few words, some split into ## pieces, with special tokens and padding."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed))
     words = ["attention", "heads", "the", "gardener", "watered", "begonias", "softmax", "query", "keys", "values",
              "unbelievable", "layer", "tokens", "!", ".", "residual", "stream"]
     sentences = []
@@ -104,7 +105,7 @@ def _random_wordpieces(seed: int) -> list[list[str]]:
 def check_words_from_wordpieces(words_fn: Callable, seed: int = 0) -> CheckResult:
     """``fn(tokens: list[str]) -> list[str]``: wordpieces glued back into words, special tokens dropped (other
     sentences for a seed other than 0)."""
-    sentences = _random_wordpieces(seed) if seed else [
+    sentences = _random_wordpieces(seed) if check_seed("seed", seed) else [
         ["[CLS]", "the", "cat", "sat", "[SEP]"],
         ["[CLS]", "the", "gardener", "##s", "watered", "the", "beg", "##onia", "##s", ".", "[SEP]"],
         ["[CLS]", "un", "##believ", "##able", "!", "[SEP]", "[PAD]", "[PAD]"],
@@ -142,7 +143,7 @@ def _cross_entropy(logits: np.ndarray, targets: np.ndarray) -> float:
 
 def check_cross_entropy(cross_entropy_fn: Callable, seed: int = 0) -> CheckResult:
     """``fn(logits (n, vocab), targets (n,) ints) -> float``: the mean of -log softmax(logits)[target]."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed))
 
     def cases() -> Iterator:
         for n, vocab, scale in ((1, 3, 1.0), (4, 5, 2.0), (16, 10, 3.0), (8, 6, 1000.0)):
@@ -183,7 +184,7 @@ def _sign_flip_p(differences: np.ndarray, signs: np.ndarray) -> float:
 def check_sign_flip_p_value(p_value_fn: Callable, seed: int = 0) -> CheckResult:
     """``fn(differences (items,), signs (permutations, items)) -> float``: one head's two-sided sign-flip p-value
     of the mean, ``(1 + #{|mean of signed differences| >= |observed mean|}) / (1 + permutations)``."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed))
 
     def cases() -> Iterator:
         for items, permutations, effect in ((6, 20, 0.0), (10, 200, 0.5), (20, 1000, 0.8), (30, 500, -0.6)):
@@ -218,7 +219,7 @@ def check_sign_flip_p_value(p_value_fn: Callable, seed: int = 0) -> CheckResult:
 
 def check_holm_adjusted(holm_fn: Callable, seed: int = 0) -> CheckResult:
     """``fn(p_values (m,)) -> (m,)``: Holm's step-down adjusted p-values, in the order given."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed))
 
     def cases() -> Iterator:
         yield "3 p-values, already sorted", (np.array([0.01, 0.02, 0.03]),), {}, np.array([0.01, 0.02, 0.03])
@@ -259,7 +260,7 @@ def _percentile_interval(values: np.ndarray, resamples: np.ndarray, level: float
 def check_bootstrap_interval(interval_fn: Callable, seed: int = 0) -> CheckResult:
     """``fn(values (items,), resamples (n_resamples, items) ints, level) -> (low, high)``: the percentile bootstrap
     interval of the mean, from the resampled items' means (``np.quantile``'s default interpolation)."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed))
 
     def cases() -> Iterator:
         for items, n_resamples, level in ((5, 50, 0.9), (12, 400, 0.95), (30, 1000, 0.95), (40, 2000, 0.99)):

@@ -69,7 +69,7 @@ __all__ = [
 
 def check_norm_based_attention(norm_attention_fn: Callable, seed: int = 0) -> CheckResult:
     """``fn(attention (heads, n, n), values (heads, n, d_head), W_O (heads, d_head, d_model)) -> (heads, n, n)``."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed))
 
     def cases() -> Iterator:
         for heads, n, d_head, d_model in ((1, 3, 2, 4), (2, 5, 4, 6), (4, 7, 8, 12), (3, 9, 8, 16)):
@@ -102,7 +102,7 @@ def check_norm_based_attention(norm_attention_fn: Callable, seed: int = 0) -> Ch
 
 def check_attention_rollout(rollout_fn: Callable, seed: int = 0) -> CheckResult:
     """``fn(attention (layers, heads, n, n), residual_weight=0.5) -> (layers, n, n)``, Abnar and Zuidema (2020)."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed))
 
     def cases() -> Iterator:
         for layers, heads, n, residual in ((1, 1, 3, 0.5), (2, 2, 4, 0.5), (3, 4, 5, 0.5), (6, 3, 6, 0.3)):
@@ -142,7 +142,7 @@ def _spearman(a, b) -> float:
 
 def check_rank_correlation(rank_correlation_fn: Callable, seed: int = 0) -> CheckResult:
     """``fn(a (n,), b (n,)) -> float``: Spearman's rank correlation, ties given their average rank."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed))
 
     def cases() -> Iterator:
         a = rng.normal(size=8)
@@ -180,7 +180,7 @@ def check_patched_change(patched_change: Callable, seed: int = 0) -> CheckResult
     one head's output carries, patched from ``corrupt`` into ``clean`` by the learner's own runs of the model, against
     :func:`mha.analysis.pair_patching.sentence_vector_patching` (4.1). Another seed: other pairs and heads."""
     def cases() -> Iterator:
-        encoder, rng = MiniLMEncoder.load(), np.random.default_rng(seed)
+        encoder, rng = MiniLMEncoder.load(), np.random.default_rng(check_seed("seed", seed))
         picks = [(0, 5, 9), (2, 2, 8)] if not seed else [(int(i), None, None) for i in rng.choice(6, 2, replace=False)]
         for index, layer, head in picks:
             clean, corrupt = MINIMAL_PAIRS[index]
@@ -216,7 +216,7 @@ def _reference_embedding(hidden, real_tokens) -> np.ndarray:
 
 def check_sentence_embedding(embedding_fn: Callable, seed: int = 0) -> CheckResult:
     """``fn(hidden_states (batch, seq, d) numpy, real_tokens (batch, seq) bool) -> (batch, d)`` unit vectors."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed))
 
     def cases() -> Iterator:
         for lengths, seq, d in (([3], 3, 4), ([5, 3], 5, 6), ([4, 7, 2], 7, 8), ([6, 6, 3, 9], 9, 16)):
@@ -256,7 +256,7 @@ def check_sentence_embedding(embedding_fn: Callable, seed: int = 0) -> CheckResu
 
 def check_ranking_accuracy(ranking_fn: Callable, seed: int = 0) -> CheckResult:
     """``fn(similarity (n, 2n)) -> float``: share of comparisons won by the paraphrase, ties counting one half."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed))
 
     def cases() -> Iterator:
         for n, ties in ((2, False), (3, True), (6, False), (12, True)):
@@ -287,7 +287,7 @@ def check_ranking_accuracy(ranking_fn: Callable, seed: int = 0) -> CheckResult:
 
 def check_michel_importance(importance_fn: Callable, seed: int = 0) -> CheckResult:
     """``fn(gradients (examples, layers, heads)) -> (layers, heads)``: mean |gradient|, each layer scaled to norm 1."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed))
 
     def cases() -> Iterator:
         for examples, layers, heads in ((2, 1, 3), (4, 2, 3), (8, 3, 4), (12, 6, 12)):
@@ -317,7 +317,7 @@ def check_michel_importance(importance_fn: Callable, seed: int = 0) -> CheckResu
 def check_heads_removable(removable_fn: Callable, seed: int = 0) -> CheckResult:
     """``fn(counts, quality, reference, max_drop) -> int``: heads removed before the first drop of more than
     max_drop."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed))
 
     def cases() -> Iterator:
         counts = list(range(0, 73, 8))
@@ -372,7 +372,7 @@ def _treebank_trace(seed: int):
 def check_attention_without_head(attention_without_head: Callable, seed: int = 0) -> CheckResult:
     """``fn(head_outputs (heads, seq, d_head), W_O (d_model, d_model), b_O (d_model,), head int) -> (seq, d_model)``:
     a real attention layer's output with one head removed, against the model run with that head masked (4.2)."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed))
 
     def cases() -> Iterator:
         encoder, trace = treebank_trace(seed)

@@ -396,7 +396,8 @@ def random_attention_maps(rng: np.random.Generator, shape: tuple[int, ...], *, s
     ``sharpness`` scales the random scores (larger = peakier rows); ``causal`` zeroes every key after its
     query; ``diagonal_boost`` adds to each row's own column.
     """
-    seq = shape[-1]
+    check_type("rng", rng, np.random.Generator, "a numpy Generator, e.g. np.random.default_rng(0)")
+    seq = check_items("shape", shape, "a shape such as (2, 5, 5)")[-1]
     scores = rng.normal(scale=sharpness, size=shape) + diagonal_boost * np.eye(seq)
     if causal:
         scores = np.where(np.tril(np.ones((seq, seq), dtype=bool)), scores, -np.inf)

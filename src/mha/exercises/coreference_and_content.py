@@ -17,6 +17,7 @@ from mha.analysis.coreference_and_content.coreference import candidate_picks, ca
 from mha.analysis.coreference_and_content.rarity import extreme_hit_rates
 from mha.analysis.coreference_and_content.relatedness import crossed_contrast
 from mha.analysis.statistics import detection_power, familywise_p_values
+from mha.core.validation import check_seed
 
 from .checking import (
     CheckResult,
@@ -47,7 +48,7 @@ __all__ = [
 
 def check_candidate_picks(candidate_picks_fn: Callable, seed: int = 0) -> CheckResult:
     """``fn(word_maps (layers, heads, n, n), pronoun, candidates) -> (layers, heads)`` index into ``candidates``."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed))
 
     def cases() -> Iterator:
         for layers, heads, n, pronoun, candidates in ((1, 2, 6, 4, (1, 3)), (2, 3, 9, 6, (1, 4)),
@@ -78,7 +79,7 @@ def check_candidate_picks(candidate_picks_fn: Callable, seed: int = 0) -> CheckR
 
 def check_count_flips(count_flips_fn: Callable, seed: int = 0) -> CheckResult:
     """``fn(picks_first, picks_second, answers_first, answers_second) -> (right, wrong, unchanged)``, each (heads,)."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed))
 
     def cases() -> Iterator:
         for pairs, heads in ((4, 1), (6, 3), (10, 5), (22, 8)):
@@ -129,7 +130,7 @@ def _held_out_reference(scores, selection, held_out) -> tuple[int, float, float]
 
 def check_held_out_best(held_out_fn: Callable, seed: int = 0) -> CheckResult:
     """``fn(scores (items, heads), selection, held_out) -> (best_head, selection_mean, held_out_mean)``."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed))
 
     def cases() -> Iterator:
         for items, heads in ((6, 3), (10, 8), (22, 72), (44, 72)):
@@ -175,7 +176,7 @@ def check_detection_power(power_fn: Callable, seed: int = 0) -> CheckResult:
     probability ``rate`` gets at least ``smallest_count`` right flips of ``n_pairs`` (a binomial tail, section 3.3;
     :func:`mha.analysis.statistics.detection_power`)."""
 
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed))
     fixed = ((22, 0.3, 7), (22, 0.5, 12), (22, 0.7, 7), (10, 0.35, 1), (6, 0.9, 6), (8, 0.25, 0))
     drawn = [(n, round(float(rng.uniform(0.05, 0.95)), 2), int(rng.integers(0, n + 1)))
              for n in rng.integers(5, 60, size=6).tolist()]
@@ -209,7 +210,7 @@ def check_detection_power(power_fn: Callable, seed: int = 0) -> CheckResult:
 
 def check_crossed_contrast(contrast_fn: Callable, seed: int = 0) -> CheckResult:
     """``fn(weights (items, 4, heads)) -> (items, heads)``: mean of the two related minus the two unrelated."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed))
 
     def cases() -> Iterator:
         for items, heads in ((1, 1), (3, 2), (5, 12), (8, 72)):
@@ -235,7 +236,7 @@ def check_crossed_contrast(contrast_fn: Callable, seed: int = 0) -> CheckResult:
 
 def check_rarest_hits(hits_fn: Callable, seed: int = 0) -> CheckResult:
     """``fn(attention (heads, n, n), rarity (n,) with NaN at special tokens) -> (heads,)`` rows hitting the rarest."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed))
 
     def cases() -> Iterator:
         # by hand: [CLS], five words, [SEP]; word 3 is the rarest, word 2 the commonest
@@ -284,7 +285,7 @@ def check_rarest_hits(hits_fn: Callable, seed: int = 0) -> CheckResult:
 
 def check_familywise_p_values(p_values_fn: Callable, seed: int = 0) -> CheckResult:
     """``fn(differences (items, heads), signs (permutations, items)) -> (heads,)`` max-statistic p-values (mean)."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed))
 
     def cases() -> Iterator:
         for items, heads, permutations in ((5, 2, 20), (8, 6, 200), (12, 12, 500), (20, 72, 1000)):

@@ -27,6 +27,7 @@ import numpy as np
 import torch
 
 from mha.core.geometry import ov_circuit, qk_circuit
+from mha.core.validation import check_seed
 from mha.lab.checkpoints import load_checkpoint
 from mha.lab.circuit_scores import (
     attention_pattern_scores,
@@ -95,7 +96,7 @@ def check_previous_token_score(previous_token_score_fn: Callable[[np.ndarray], n
                                seed: int = 0) -> CheckResult:
     """``previous_token_score_fn(weights)``: weights (batch, heads, seq, seq) -> (heads,), each head's mean weight
     from a query to the token just before it, over the batch and the queries that have one."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed))
 
     def cases() -> Iterator:
         previous = one_hot_attention([0, 0, 1, 2, 3, 4])  # a previous-token head
@@ -135,7 +136,7 @@ def check_prefix_matching_score(prefix_matching_fn: Callable[[np.ndarray, np.nda
     """``prefix_matching_fn(weights, tokens)``: weights (heads, seq, seq) for one sequence, tokens (seq,) ->
     (heads,): for each query i whose token occurred earlier (at j < i), the weight on the keys j + 1 that
     followed those earlier copies, summed, then averaged over such queries (Olsson et al. 2022)."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed))
 
     def induction_map(tokens: np.ndarray) -> np.ndarray:
         # row i: all weight on the token after the most recent earlier copy of tokens[i], else on itself
@@ -203,7 +204,7 @@ def check_k_composition(k_composition_fn: Callable[..., float], seed: int = 0) -
     """``k_composition_fn(W_Q, W_K, W_V, W_O)``: the later head's W_Q, W_K (d_model, d_head) and the earlier
     head's W_V (d_model, d_head), W_O (d_head, d_model) -> the K-composition score, a float, as section 3.5 defines
     it (vectors as rows); checked on head pairs that compose and pairs that do not."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed))
 
     def cases() -> Iterator:
         d_model, d_head = 8, 2
@@ -269,7 +270,7 @@ def _as_pairs(got) -> list[tuple[int, int]]:
 def check_heads_with_role(heads_with_role_fn: Callable[[np.ndarray, float], list], seed: int = 0) -> CheckResult:
     """``heads_with_role_fn(scores, threshold)``: scores (layers, heads) -> the list of every (layer, head) whose
     score is above ``threshold``, in (layer, head) order."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed))
 
     def cases() -> Iterator:
         one = np.array([[0.08, 0.09, 0.09, 0.86], [0.04, 0.04, 0.04, 0.04]])
@@ -311,7 +312,7 @@ def check_heads_with_role(heads_with_role_fn: Callable[[np.ndarray, float], list
 def check_permute_heads(permute_heads_fn: Callable, seed: int = 0) -> CheckResult:
     """``permute_heads_fn(W_Q, W_K, W_V, W_O, order)``: all (d_model, d_model) -> the four matrices with the heads
     reordered so that new head k is old head order[k] (n_heads = len(order))."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed))
 
     def cases() -> Iterator:
         for label, d_model, order in (
@@ -357,7 +358,7 @@ def check_permute_heads(permute_heads_fn: Callable, seed: int = 0) -> CheckResul
 def check_uniform_previous_token_score(uniform_score_fn: Callable[[int], float], seed: int = 0) -> CheckResult:
     """``uniform_score_fn(seq)``: the previous-token score of a causal head that spreads its weight evenly over
     every position it may see (itself and all earlier ones), on a sequence of ``seq`` positions."""
-
+    seed = check_seed("seed", seed)
     lengths = (2, 3, 5, 10, 40) if seed == 0 else tuple(int(n) for n in np.random.default_rng(seed).integers(2, 200, 5))
 
     def cases() -> Iterator:
@@ -385,7 +386,7 @@ def check_uniform_previous_token_score(uniform_score_fn: Callable[[int], float],
 def check_phase_change_step(phase_change_step: Callable, seed: int = 0) -> CheckResult:
     """``fn(steps (n,) ints, losses (n,) floats, window_steps int) -> int``: the logged step midway through the
     ``window_steps`` of training where the loss falls most, on real training runs (3.5)."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed))
     curves = phase_spread_curves()
 
     def cases() -> Iterator:
@@ -458,7 +459,7 @@ def _fast_model_scores(train_seed: int, steps: int) -> dict:
 def check_trained_previous_token_head(previous_token_head: Callable, seed: int = 0) -> CheckResult:
     """``fn(seed, steps) -> (layer, head)``: train :func:`mha.lab.induction.train_fast_model`'s model from ``seed``
     for ``steps`` steps and return its head with the highest previous-token score on a batch of the task (3.5)."""
-    seeds = [0] if not seed else [int(np.random.default_rng(seed).integers(8, 200))]  # one training a case
+    seeds = [0] if not check_seed("seed", seed) else [int(np.random.default_rng(seed).integers(8, 200))]  # trains once
     cases = ((f"the fast model trained from seed {train_seed} for {PREVIOUS_TOKEN_HEAD_STEPS} steps",
               (train_seed, PREVIOUS_TOKEN_HEAD_STEPS), {}, train_seed) for train_seed in seeds)
 
@@ -478,7 +479,7 @@ def check_trained_previous_token_head(previous_token_head: Callable, seed: int =
 def check_induction_scores(induction_scores: Callable, seed: int = 0) -> CheckResult:
     """``fn(name, seed) -> (layers, heads)``: load the stored checkpoint ``name``, run it on
     ``InductionTask().held_out().sample(256, seed)`` and return every head's prefix-matching score (3.5)."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed))
     names = INDUCTION_CHECKPOINTS[:2] if not seed else rng.choice(INDUCTION_CHECKPOINTS[2:], 2, replace=False).tolist()
     cases = ((f"checkpoint {name!r}, batch seed {batch}", (name, batch), {}, (name, batch))
              for name, batch in zip(names, rng.integers(1000, size=2).tolist() if seed else (0, 0), strict=True))

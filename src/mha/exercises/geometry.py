@@ -19,6 +19,7 @@ import torch
 
 from mha.core.geometry import energy_rank, numerical_rank, principal_angle_cosines, score_terms
 from mha.core.low_rank_fitting import dense_random_pattern, min_head_width
+from mha.core.validation import check_seed
 
 from .checking import CheckResult, answer_array, answer_number, compare_array, run_check
 
@@ -46,7 +47,7 @@ def check_attention_from_circuit(attention: Callable, seed: int = 0) -> CheckRes
     The reference head also has a key bias ``b_K`` that the learner is not
     given; the answer is compared with the head's real weights, ``b_K`` included.
     """
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed))
 
     def cases() -> Iterator:
         for n, d_model, d_head in ((3, 4, 2), (5, 8, 2), (6, 12, 4), (7, 16, 8)):
@@ -73,7 +74,7 @@ def check_attention_from_circuit(attention: Callable, seed: int = 0) -> CheckRes
 
 def check_numerical_rank(rank: Callable, seed: int = 0) -> CheckResult:
     """``rank(matrix, rtol)`` -> how many singular values exceed ``rtol`` times the largest."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed))
 
     def cases() -> Iterator:
         for d, k, scale, rtol, label in ((12, 3, 1.0, 1e-5, "a float32 product through 3 dimensions"),
@@ -109,7 +110,7 @@ def check_numerical_rank(rank: Callable, seed: int = 0) -> CheckResult:
 def check_principal_angle_cosines(cosines: Callable, seed: int = 0) -> CheckResult:
     """``cosines(A, B)`` -> cosines of the principal angles between the column spaces, descending, shape (min(k_a,
     k_b),)."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed))
 
     def cases() -> Iterator:
         for d, k_a, k_b, shared in ((3, 1, 1, 0), (5, 2, 2, 1), (12, 3, 3, 0), (20, 4, 2, 1)):
@@ -137,7 +138,7 @@ def check_principal_angle_cosines(cosines: Callable, seed: int = 0) -> CheckResu
 
 def check_min_head_width(width: Callable, seed: int = 0) -> CheckResult:
     """``width(pattern)`` -> the smallest d_head that gives the strictly positive pattern (n, n) exactly."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed))
 
     def cases() -> Iterator:
         for n, rank in ((5, 1), (8, 2), (10, 4), (9, None)):
@@ -177,7 +178,7 @@ def check_rank_two_scores(make_scores: Callable, threshold: float = 0.9, seed: i
 
     def cases() -> Iterator:
         for n, draw in ((4, 0), (8, 1), (16, 2), (32, 3)):
-            permutation = np.random.default_rng(draw if seed == 0 else [seed, draw]).permutation(n)
+            permutation = np.random.default_rng(draw if check_seed("seed", seed) == 0 else [seed, draw]).permutation(n)
             label = f"a random permutation of {n} tokens" if n > 4 else f"permutation {permutation.tolist()}"
             yield label, (permutation.copy(),), {}, permutation
 
@@ -202,7 +203,7 @@ def check_rank_two_scores(make_scores: Callable, threshold: float = 0.9, seed: i
 
 def check_energy_rank(rank: Callable, seed: int = 0) -> CheckResult:
     """``rank(matrix, energy)`` -> fewest singular directions holding ``energy`` of the squared Frobenius norm."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed))
 
     def cases() -> Iterator:
         for shape, decay, energy in (((6, 6), 0.5, 0.9), ((10, 8), 0.7, 0.99), ((12, 12), 0.8, 0.9),

@@ -22,6 +22,7 @@ from types import SimpleNamespace
 import numpy as np
 import torch
 
+from mha.core.validation import check_seed
 from mha.lab.head_count_sweep import answer_parts, equal_split_ceiling, first_step_below, relation_shares
 from mha.lab.tasks import TwoRelationTask
 
@@ -46,7 +47,7 @@ __all__ = ["check_relation_shares", "check_first_step_below", "check_answer_part
 def _share_cases(seed: int = 0):
     """(label, weights, fact_position) triples: random maps, and one real two-relation layout (other sizes and
     draws for a seed other than 0)."""
-    rng = np.random.default_rng(3 if seed == 0 else seed)
+    rng = np.random.default_rng(3 if check_seed("seed", seed) == 0 else seed)
     shapes = ((2, 1, 6), (3, 2, 8), (4, 4, 10)) if seed == 0 else \
         tuple((int(rng.integers(2, 6)), int(rng.integers(1, 5)), int(rng.integers(6, 13))) for _ in range(3))
     for batch, heads, seq in shapes:
@@ -133,7 +134,7 @@ def _curve_cases():
 def _random_curves(seed: int):
     """(label, steps, losses, threshold) for random loss curves: other logging intervals, a spike, a threshold met
     exactly, one never met."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed))
     for kind in ("touching", "never", "spike", "plain"):
         every = int(rng.choice([10, 50, 100, 250]))
         start = int(rng.choice([0, every]))
@@ -159,7 +160,7 @@ def check_first_step_below(function: Callable, seed: int = 0) -> CheckResult:
     to the threshold).
     """
     cases = []
-    for label, steps, losses, threshold in (_curve_cases() if seed == 0 else _random_curves(seed)):
+    for label, steps, losses, threshold in (_curve_cases() if check_seed("seed", seed) == 0 else _random_curves(seed)):
         cases.append((label, (list(steps), list(losses), threshold), {}, (steps, losses, threshold)))
 
     def compare(got, inputs):
@@ -198,7 +199,7 @@ def check_first_step_below(function: Callable, seed: int = 0) -> CheckResult:
 def _answer_cases(seed: int = 0):
     """(label, predicted, target, task): token ids at the ask positions for a few tasks and kinds of model (other
     sizes and draws for a seed other than 0)."""
-    rng = np.random.default_rng(5 if seed == 0 else seed)
+    rng = np.random.default_rng(5 if check_seed("seed", seed) == 0 else seed)
     sizes = ((8, 4), (5, 3)) if seed == 0 else \
         tuple((int(rng.integers(3, 10)), int(rng.integers(2, 6))) for _ in range(2))
     for n_values, n_modifiers in sizes:
@@ -277,6 +278,7 @@ def check_answer_parts(function: Callable, seed: int = 0) -> CheckResult:
 def check_equal_split_ceiling(function: Callable, seed: int = 0) -> CheckResult:
     """Check ``function(n_symbols)``: the best accuracy possible after an even split of two same-vocabulary sources
     (other sizes for a seed other than 0)."""
+    seed = check_seed("seed", seed)
     sizes = (8, 10, 100, 2) if seed == 0 else tuple(int(n) for n in np.random.default_rng(seed).integers(3, 400, 4))
     cases = [(f"{n} symbols", (n,), {}, n) for n in sizes]
 

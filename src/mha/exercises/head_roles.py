@@ -28,6 +28,7 @@ from mha.analysis.head_roles import seeded_sentences
 from mha.analysis.head_roles import synthetic_scores as synthetic
 from mha.analysis.head_roles.role_table import head_role_table
 from mha.analysis.head_roles.seeded_sentences import RELATIONS, treebank_relation_hits
+from mha.core.validation import check_seed
 from mha.corpora.baselines import fixed_offset_baseline
 from mha.pretrained.corpus_encoding import encode_records
 from mha.pretrained.encoder import MiniLMEncoder
@@ -67,7 +68,7 @@ __all__ = [
 def check_previous_token_share(previous_token_share: Callable[[np.ndarray], float], seed: int = 0) -> CheckResult:
     """``previous_token_share(weights)``: one (seq, seq) map -> a float, the mean weight a row puts on the token just
     before it, over the rows that have one."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed))
 
     def cases() -> Iterator:
         named = [
@@ -102,7 +103,7 @@ def check_special_token_share(special_token_share: Callable[[np.ndarray, Sequenc
                               seed: int = 0) -> CheckResult:
     """``special_token_share(weights, tokens, special)``: mean over ALL rows of the weight on columns whose token is
     ``special``."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed))
 
     def cases() -> Iterator:
         one = ["[CLS]", "the", "dog", "sleeps", ".", "[SEP]"]
@@ -144,7 +145,7 @@ def check_is_positional(is_positional: Callable[[Sequence[np.ndarray]], bool], s
     """``is_positional(maps)``: one head's maps over several sentences -> True when, pooling all rows, the
     previous token (rows 1..seq-1) or the next token (rows 0..seq-2) is the row's largest weight in >= 90%
     of rows (Voita et al. 2019)."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed))
 
     def previous_head(seq: int, miss_rows: Sequence[int] = (), spread: float = 0.0) -> np.ndarray:
         # argmax of row i on column i-1 (row 0 on itself); rows in miss_rows put their maximum elsewhere
@@ -209,7 +210,7 @@ def check_relation_accuracy(relation_accuracy: Callable[[Sequence[np.ndarray], S
     """``relation_accuracy(word_maps, pairs, direction)``: share of gold pairs, pooled over sentences, whose
     row's largest weight (a word's own column excluded) is on the other word of the pair. ``pairs[s]`` lists
     (source, target) word indices of sentence s; ``"source_to_target"`` reads the source's row."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed))
 
     def cases() -> Iterator:
         for label, sizes, direction, boost in (
@@ -260,7 +261,7 @@ def check_best_offset(best_offset: Callable[..., tuple[float, int]], seed: int =
     ties go to the smallest |offset|, then the negative one. A seed other than 0 draws other sentences."""
 
     def cases() -> Iterator:
-        for label, pairs, direction, offsets in synthetic.random_offset_cases(seed) if seed else (
+        for label, pairs, direction, offsets in synthetic.random_offset_cases(seed) if check_seed("seed", seed) else (
             ("determiner-like pairs: the noun mostly follows", [(0, 1), (3, 4), (2, 4), (5, 6), (1, 2)],
              "source_to_target", None),
             ("the same pairs read from the target: the sign flips", [(0, 1), (3, 4), (2, 4), (5, 6), (1, 2)],
@@ -306,7 +307,7 @@ def check_word_attention(merge: Callable[[np.ndarray, Sequence[int | None]], np.
     """``merge(weights, word_ids)``: token map (seq, seq) -> word map (words, words): the columns of a word's
     pieces are SUMMED (attention received), their rows AVERAGED (attention sent), special tokens (word id
     None) dropped (Clark et al. 2019)."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed))
 
     def cases() -> Iterator:
         for label, word_ids in (
@@ -346,7 +347,7 @@ def check_distance_matched_lift(lift: Callable[[np.ndarray, int, int], float], s
     a float, the pair's weight against the head's mean weight at the same distance (3.1, bridging heads)."""
     from mha.analysis.head_roles.long_range import WordPair, distance_baseline, pair_lifts
 
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed))
 
     def cases() -> Iterator:
         named = [
@@ -384,7 +385,7 @@ def check_distance_matched_lift(lift: Callable[[np.ndarray, int, int], float], s
 def check_held_out_relation_head(held_out_relation_head: Callable, seed: int = 0) -> CheckResult:
     """``fn(hits (sentences, layers, heads), pairs (sentences,), selection, held_out) -> (layer, head, selection
     accuracy, held-out accuracy)``, on the real model's hits for one relation on treebank sentences (3.2)."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed))
 
     def cases() -> Iterator:  # the model's hits are counted once run_check has seen a function to check
         counts = treebank_relation_hits(seed)

@@ -22,6 +22,7 @@ from mha.analysis.caveats.probing import control_labels, fit_probe
 from mha.analysis.head_roles.seeded_sentences import RELATIONS, treebank_relation_hits
 from mha.analysis.statistics import percentile_interval, resampled_ratios
 from mha.core.resampling import bootstrap_counts
+from mha.core.validation import check_seed
 from mha.pretrained.word_maps import word_units
 
 from .checking import (
@@ -55,7 +56,7 @@ def _pooled_interval(numerators, denominators, n_resamples, seed) -> np.ndarray:
 
 def check_pooled_ratio_interval(interval_fn: Callable, seed: int = 0) -> CheckResult:
     """``fn(numerators (n,), denominators (n,), n_resamples, seed) -> (low, high)``: 95% interval of sum / sum."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed))
 
     def cases() -> Iterator:
         for n, n_resamples, draw_seed in ((5, 200, 0), (12, 500, 1), (40, 1000, 2), (60, 300, 7)):
@@ -104,7 +105,7 @@ def _held_out_gain(selection_accuracy, selection_baseline, report_accuracy, repo
 def check_held_out_gain(gain_fn: Callable, seed: int = 0) -> CheckResult:
     """``fn(selection_accuracy (relations, heads), selection_baseline (relations,), report_accuracy, report_baseline)
     -> (heads,)``: each head's relation chosen by its selection gain, its gain measured on the report set."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed))
 
     def cases() -> Iterator:
         for relations, heads in ((2, 3), (4, 6), (6, 12), (14, 72)):
@@ -136,7 +137,7 @@ def check_held_out_gain(gain_fn: Callable, seed: int = 0) -> CheckResult:
 
 def check_depth_trend(trend_fn: Callable, seed: int = 0) -> CheckResult:
     """``fn(layer_values (layers,), early, late) -> (difference, rank_correlation)``: late minus early, Spearman."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed))
 
     def cases() -> Iterator:
         yield "6 layers rising steadily", (np.linspace(0.1, 0.6, 6), [0, 1], [4, 5]), {}, None
@@ -181,7 +182,7 @@ def _word_features(head_outputs, word_ids) -> np.ndarray:
 
 def check_word_features(features_fn: Callable, seed: int = 0) -> CheckResult:
     """``fn(head_outputs (layers, heads, seq, d_head), word_ids (seq,)) -> (layers, heads, words, d_head)``."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed))
 
     def cases() -> Iterator:
         for layers, heads, word_ids, d_head in ((1, 1, [None, 0, 1, None], 2),
@@ -210,7 +211,7 @@ def check_word_features(features_fn: Callable, seed: int = 0) -> CheckResult:
 
 def check_control_labels(control_fn: Callable, seed: int = 0) -> CheckResult:
     """``fn(word_types (n,) int, labels (n,) int, seed) -> (n,) int``: Hewitt and Liang's control task."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed))
 
     def cases() -> Iterator:
         for n, n_types, n_labels, draw_seed in ((6, 3, 2, 0), (20, 8, 4, 1), (100, 30, 9, 2), (400, 120, 17, 5)):
@@ -241,7 +242,7 @@ def check_control_labels(control_fn: Callable, seed: int = 0) -> CheckResult:
 
 def check_probe_accuracy(accuracy_fn: Callable, seed: int = 0) -> CheckResult:
     """``fn(train_features, train_labels, test_features, test_labels) -> float``: a standardised logistic probe."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed))
 
     def cases() -> Iterator:
         for n_train, n_test, n_features, n_labels in ((60, 40, 3, 2), (120, 80, 5, 3), (200, 150, 8, 4)):
@@ -300,7 +301,7 @@ def check_selection_inflation(selection_inflation: Callable, seed: int = 0) -> C
     """``fn(scores (items, heads), splits (n_splits, items) bool) -> (n_splits,)``: for each split, the chosen
     head's mean on the choosing items (True) minus its mean on the others, on the real model's per-sentence
     accuracies (4.3)."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed))
     counts = treebank_relation_hits(seed)
 
     def cases() -> Iterator:

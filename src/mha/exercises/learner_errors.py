@@ -54,6 +54,7 @@ def where_it_failed(error: BaseException, function: Callable) -> str:
 def syntax_error_feedback(function_name: str, line: int, what: str, text: str = "") -> str:
     """The feedback for a cell that defines ``function_name`` and does not parse: its ``line``, Python's ``what``
     and, when given, the ``text`` of that line. Shared by the notebook's checks and the grader."""
+    check_type("text", text, str, "the line that does not parse, as text (or '')")
     shown = f" (`{text.strip()[:80]}`)" if text.strip() else ""
     return (f"✗ Your cell has a syntax error at line {line}{shown}: {what}. Python could not run the cell that "
             f"defines {function_name}, so nothing in it was checked: fix that line and run the cell again.")

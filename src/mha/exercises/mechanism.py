@@ -20,6 +20,7 @@ import torch
 
 from mha.core import attention_numpy
 from mha.core.attention import MultiHeadAttention, head_contributions, split_heads
+from mha.core.validation import check_seed
 
 from .checking import (
     CheckResult,
@@ -43,7 +44,7 @@ __all__ = [
 
 def check_softmax(softmax: Callable[[np.ndarray], np.ndarray], seed: int = 0) -> CheckResult:
     """``softmax(scores)`` over the last axis, including scores large enough to overflow a naive exp."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed))
 
     def cases() -> Iterator:
         for shape, scale, label in (((3, 5), 1.0, "a (3, 5) matrix, rows independently"), ((4,), 1.0, "a vector"),
@@ -79,7 +80,7 @@ def _softmax_slips(scores: np.ndarray) -> dict[str, tuple[np.ndarray, str]]:
 
 def check_attention(attention: Callable, seed: int = 0) -> CheckResult:
     """``attention(q, k, v, mask=None) -> (output, weights)`` in numpy, masks with True = may attend."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed))
 
     def cases() -> Iterator:
         for seq_q, seq_k, d_k, d_v, masked in ((3, 5, 4, 2, False), (4, 4, 16, 5, True), (2, 6, 8, 3, False),
@@ -138,7 +139,7 @@ def _attention_slips(q: np.ndarray, k: np.ndarray, mask: np.ndarray | None) -> d
 def check_causal_mask(causal_mask: Callable[[int], np.ndarray], seed: int = 0) -> CheckResult:
     """``causal_mask(n)`` -> boolean (n, n), True where query i may attend to key j (j <= i); a seed other than 0
     draws other sizes."""
-    sizes = (5, 1, 2, 3, 8) if seed == 0 else tuple(np.random.default_rng(seed).integers(2, 40, size=5))
+    sizes = (5, 1, 2, 3, 8) if check_seed("seed", seed) == 0 else tuple(np.random.default_rng(seed).integers(2, 40, 5))
 
     def cases() -> Iterator:
         for n in sizes:  # the first is large enough that the transpose, or a strict triangle, differs from the answer
@@ -156,7 +157,7 @@ def check_causal_mask(causal_mask: Callable[[int], np.ndarray], seed: int = 0) -
 def check_split_heads(split: Callable[[np.ndarray, int], np.ndarray], seed: int = 0) -> CheckResult:
     """``split(x, n_heads)``: (batch, seq, d_model) -> (batch, heads, seq, d_head), head h = features
     h*d_head:(h+1)*d_head."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed))
 
     def cases() -> Iterator:
         for batch, seq, d_model, n_heads in ((2, 5, 12, 3), (1, 3, 4, 2), (2, 4, 12, 4), (3, 2, 16, 8)):
@@ -186,7 +187,7 @@ def _split_heads_slips(x: np.ndarray, n_heads: int) -> dict[str, tuple[np.ndarra
 def check_parameter_count(count: Callable[..., int], seed: int = 0) -> CheckResult:
     """``count(d_model, n_heads, bias=True)``: learnable numbers in one multi-head attention layer; a seed other
     than 0 draws other sizes."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed))
     sizes = ((8, 2, True), (8, 4, False), (64, 8, True), (768, 12, True), (384, 12, False)) if seed == 0 else tuple(
         (int(heads * rng.integers(1, 17)), int(heads), bool(rng.integers(2))) for heads in rng.integers(2, 13, size=5))
 
@@ -221,7 +222,7 @@ def check_head_contributions(contributions: Callable[[np.ndarray, np.ndarray], n
                              seed: int = 0) -> CheckResult:
     """``contributions(z, W_O)``: z (batch, heads, seq, d_head), W_O (heads*d_head, d_model) -> (batch, heads, seq,
     d_model)."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed("seed", seed))
 
     def cases() -> Iterator:
         for batch, n_heads, seq, d_head, d_model in ((2, 3, 4, 2, 5), (1, 2, 3, 2, 4), (1, 4, 5, 3, 12)):

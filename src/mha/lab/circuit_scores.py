@@ -35,7 +35,15 @@ from torch import Tensor
 
 from mha.core.geometry import ov_circuit, qk_circuit
 from mha.core.layouts import BATCH_HEADS, LAYERS_BATCH_HEADS, takes_attention
-from mha.core.validation import InputError, check_rank, check_real_tensor, check_size, check_type, check_whole_number
+from mha.core.validation import (
+    InputError,
+    check_rank,
+    check_real_tensor,
+    check_seed,
+    check_size,
+    check_type,
+    check_whole_number,
+)
 from mha.lab.tiny_model import check_tiny_model
 
 __all__ = [
@@ -283,9 +291,10 @@ def composition_score_baseline(d_model: int, d_head: int, n_samples: int = 200, 
     """
     d_model = check_whole_number("d_model", d_model, minimum=1)
     d_head = check_whole_number("d_head", d_head, minimum=1, maximum=d_model, meaning="at most d_model")
-    n_samples = check_whole_number("n_samples", n_samples, minimum=1)
+    n_samples = check_whole_number("n_samples", n_samples, minimum=1, maximum=10**5,
+                                   meaning="random pairs of heads, one at a time; 200 give the chance level")
     check_size("one sample's random circuits (d_model, d_model)", (d_model, d_model))
-    generator = torch.Generator().manual_seed(seed)
+    generator = torch.Generator().manual_seed(check_seed("seed", seed))
     scores = []
     for _ in range(n_samples):
         W_Q, W_K, W_V, W_O = (torch.randn(d_model, d_head, generator=generator) for _ in range(4))

@@ -26,6 +26,7 @@ from mha.core.validation import (
     LARGEST_D_MODEL_LISTED,
     as_real_array,
     check_items,
+    check_share,
     check_type,
     check_whole_number,
     head_counts_that_divide,
@@ -312,6 +313,7 @@ def median_interval(values: Sequence[float], n_resamples: int = 2000, seed: int 
     values = as_real_array("values", values)
     if values.ndim != 1 or len(values) == 0 or np.isnan(values).any():
         raise ValueError(f"give a non-empty 1-d list of numbers (inf for censored runs), got {values!r}.")
+    level = check_share("level", level, meaning="the interval's confidence, e.g. 0.95")
     resamples = values[bootstrap_indices(len(values), n_resamples, seed)]  # (n_resamples, n)
     medians = np.sort(resamples, axis=1)[:, (len(values) - 1) // 2]  # the lower median: inf-safe
     tail = (1.0 - level) / 2

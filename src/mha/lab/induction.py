@@ -36,12 +36,22 @@ import functools
 import math
 from collections.abc import Mapping
 
-import numpy as np
 import torch
 from torch import Tensor
 
+from mha.core.argument_checks import check_items_of
 from mha.core.layouts import BATCH_HEADS, takes_attention
-from mha.core.validation import check_rank, check_real_tensor, check_seed, check_type, check_whole_number
+from mha.core.validation import (
+    InputError,
+    check_finite_number,
+    check_items,
+    check_rank,
+    check_real_tensor,
+    check_seed,
+    check_size,
+    check_type,
+    check_whole_number,
+)
 from mha.lab.checkpoints import load_json
 from mha.lab.circuit_scores import head_role_scores
 from mha.lab.tasks import InductionTask, TaskBatch
@@ -102,6 +112,9 @@ def uniform_causal_weights(seq: int, batch: int = 1, heads: int = 1) -> Tensor:
     score looks like when a head pays no attention to anything in particular.
     """
     seq = check_whole_number("seq", seq, minimum=1, meaning="positions in the sequence")
+    batch = check_whole_number("batch", batch, minimum=1, meaning="sequences in the batch")
+    heads = check_whole_number("heads", heads, minimum=1, meaning="heads of the layer")
+    check_size("the weights (batch, heads, seq, seq)", (batch, heads, seq, seq))
     weights = torch.ones(seq, seq).tril()  # (seq, seq): 1 where the key is not after the query
     weights = weights / weights.sum(-1, keepdim=True)  # row i: 1 / (i + 1) on keys 0..i
     return weights.expand(batch, heads, seq, seq).clone()  # (batch, heads, seq, seq)
@@ -114,8 +127,9 @@ def heads_with_role(scores: Tensor, threshold: float = ROLE_SCORE_THRESHOLD) -> 
     Several heads may pass, or none: a role is found by its score, and
     nothing says it belongs to one head or to a given index.
     """
-    scores = scores if isinstance(scores, Tensor) else torch.tensor(np.asarray(scores, dtype=np.float64))  # a copy
+    scores = check_real_tensor("scores", scores, meaning="(layers, heads): one score per head")
     check_rank("scores", scores.shape, (2,), "(layers, heads): one score per head")
+    threshold = check_finite_number("threshold", threshold, meaning="the score a head must pass")
     passing = (scores > threshold).nonzero().tolist()  # [[layer, head], ...] in row-major order
     return [(int(layer), int(head)) for layer, head in passing]
 
@@ -337,7 +351,13 @@ def train_until_induction(model, task: InductionTask, training, held_out: TaskBa
 def first_step_above(head_scores: list[dict], key: str, threshold: float) -> int | None:
     """The first scoring step at which ``key`` (e.g. ``"best_prefix_matching"``) exceeds ``threshold``; None if
     never."""
-    check_type("head_scores", head_scores, list, "the list of per-step head scores of a timeline")
+    check_items_of("head_scores", head_scores, dict, "one step's head scores, a dict with 'step' and the scores")
+    check_type("key", key, str, "the name of a score, e.g. 'best_prefix_matching'")
+    threshold = check_finite_number("threshold", threshold, meaning="the score to pass")
+    missing = [index for index, row in enumerate(head_scores) if "step" not in row or key not in row]
+    if missing:
+        raise InputError(f"head_scores[{missing[0]}] has no 'step' or no {key!r}; pass a timeline's head scores and "
+                         f"one of their keys, e.g. 'best_prefix_matching'.")
     return next((int(row["step"]) for row in head_scores if row[key] > threshold), None)
 
 
@@ -356,10 +376,14 @@ def repeated_block_batch(task: InductionTask, copies: int, size: int, seed: int,
     """
     check_type("task", task, InductionTask, "an InductionTask, e.g. InductionTask()")
     copies = check_whole_number("copies", copies, minimum=2, meaning="a repeat needs two copies")
+    size = check_whole_number("size", size, minimum=1, meaning="sequences in the batch")
+    check_size("the batch's token draws (size, vocab_size)", (size, task.vocab_size))
+    seed = check_seed("seed", seed)
     n_tokens = task.seq_len + 1
     if periods is None:
         periods = tuple(p for p in task.held_out_periods if copies * p <= n_tokens)
-    periods = tuple(int(p) for p in periods)
+    periods = tuple(check_whole_number(f"periods[{i}]", p, meaning="a block's length in tokens")
+                    for i, p in enumerate(check_items("periods", periods, "a tuple of block lengths, e.g. (4, 6)")))
     too_long = [p for p in periods if copies * p > n_tokens or p < 2]
     if not periods or too_long:
         raise ValueError(f"{copies} copies of periods {list(periods) or 'none'} do not fit into seq_len + 1 = "

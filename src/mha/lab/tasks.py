@@ -29,7 +29,8 @@ from typing import NamedTuple, Protocol
 import torch
 from torch import Tensor
 
-from mha.core.validation import InputError, check_size, check_type, check_whole_number
+from mha.core.argument_checks import check_whole_numbers
+from mha.core.validation import InputError, check_flag, check_size, check_type, check_whole_number
 
 __all__ = [
     "IGNORE_INDEX",
@@ -181,9 +182,11 @@ class InductionTask:
 
     def __post_init__(self) -> None:
         _check_positive(self, "vocab_size", "seq_len")
-        object.__setattr__(self, "periods", tuple(int(p) for p in self.periods))
-        object.__setattr__(self, "held_out_periods", tuple(int(p) for p in self.held_out_periods))
-        if self.scored not in ("repeat", "all"):
+        for name in ("periods", "held_out_periods"):
+            periods = check_whole_numbers(name, getattr(self, name), meaning="block lengths")
+            object.__setattr__(self, name, tuple(periods))
+        object.__setattr__(self, "distinct_tokens", check_flag("distinct_tokens", self.distinct_tokens))
+        if not isinstance(self.scored, str) or self.scored not in ("repeat", "all"):
             raise ValueError(f"scored must be 'repeat' (score the predictable repeat) or 'all' (every position), "
                              f"got {self.scored!r}.")
         if not self.periods:

@@ -18,11 +18,11 @@ import gzip
 import os
 import zlib
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 
-from mha.core.validation import check_items, is_whole_number
+from mha.core.argument_checks import check_whole_numbers
+from mha.core.validation import InputError, as_path, check_items, check_whole_number, is_whole_number
 from mha.data_files import how_to_restore
 from mha.lab.checkpoints import LAB_DIRECTORY, CheckpointError, load_json
 from mha.lab.training import TrainingLog, steepest_drop
@@ -98,7 +98,10 @@ class InductionTimeline:
 def frame_steps(logged: Sequence[int], phase_change_step: int) -> list[int]:
     """The frames kept from the logged steps: every :data:`FRAME_EVERY` steps, the last step, and every logged
     step within :data:`DENSE_WINDOW` steps of the phase change."""
-    logged = check_items("logged", logged, "a list of logged steps (whole numbers)")
+    logged = check_whole_numbers("logged", logged, minimum=0, meaning="the logged steps")
+    phase_change_step = check_whole_number("phase_change_step", phase_change_step, minimum=0)
+    if not logged:
+        raise InputError("logged is empty: give the steps of a training log, e.g. log.steps.")
     last = logged[-1]
     return [step for step in logged
             if step % FRAME_EVERY == 0 or step == last or abs(step - phase_change_step) <= DENSE_WINDOW]
@@ -160,7 +163,7 @@ def load_induction_timeline(file_name: str = TIMELINE_FILE,
     the stored loss curve. Raises :class:`TimelineError` (a ``ValueError``) naming the file and the command that
     regenerates it otherwise.
     """
-    directory = Path(directory)
+    directory = as_path("directory", directory)
     path = directory / str(file_name)
     how = how_to_restore(REGENERATE_TIMELINE, directory)
 

@@ -27,7 +27,15 @@ from torch import Tensor, nn
 
 from mha.core.attention import HeadWeights, MultiHeadAttention
 from mha.core.masks import causal_mask
-from mha.core.validation import check_head_count, check_rank, check_seed, check_size, check_type, check_whole_number
+from mha.core.validation import (
+    check_flag,
+    check_head_count,
+    check_rank,
+    check_seed,
+    check_size,
+    check_type,
+    check_whole_number,
+)
 from mha.data_files import parse_json
 
 __all__ = ["TinyTransformerConfig", "TinyTransformerOutput", "TinyTransformer"]
@@ -62,6 +70,8 @@ class TinyTransformerConfig:
         for name in ("vocab_size", "max_seq_len", "d_model", "n_layers", "n_heads"):
             object.__setattr__(self, name, check_whole_number(name, getattr(self, name), minimum=1))
         check_head_count(self.d_model, self.n_heads)
+        for name in ("layer_norm", "attention_bias", "use_mlp"):
+            object.__setattr__(self, name, check_flag(name, getattr(self, name)))
         if self.d_mlp is not None:
             object.__setattr__(self, "d_mlp", check_whole_number("d_mlp", self.d_mlp, minimum=1,
                                                                  meaning="or None, meaning 4 * d_model"))

@@ -40,7 +40,7 @@ from mha.core.validation import (
     check_whole_number,
     is_finite_number,
 )
-from mha.lab.tasks import Task, masked_cross_entropy
+from mha.lab.tasks import Task, TaskBatch, masked_cross_entropy
 
 __all__ = ["TrainingConfig", "TrainingLog", "train", "evaluate", "steepest_drop", "torch_threads"]
 
@@ -165,6 +165,9 @@ def torch_threads(n_threads: int):
 def evaluate(model: nn.Module, task: Task, batch) -> dict[str, float]:
     """The task's metrics for ``model`` on ``batch`` (a :class:`~mha.lab.tasks.TaskBatch`), without gradients."""
     check_type("model", model, nn.Module, "a model to evaluate, e.g. a TinyTransformer")
+    if not callable(getattr(task, "metrics", None)):
+        raise InputError(f"task should be a task with a metrics method, e.g. InductionTask(), got {task!r:.60}.")
+    check_type("batch", batch, TaskBatch, "a TaskBatch, e.g. task.sample(64, seed)")
     was_training = model.training
     model.eval()
     logits = model(batch.inputs).logits  # (batch, seq, vocab)

@@ -29,10 +29,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from mha.core.validation import check_whole_number
+from mha.core.validation import InputError, check_items, check_whole_number
 from mha.corpora.annotation import AnnotatedSentence
 from mha.pretrained.attention_record import AttentionRecord
-from mha.pretrained.encoder import MiniLMEncoder
+from mha.pretrained.encoder import MiniLMEncoder, check_encoder
 from mha.pretrained.word_maps import word_units
 
 __all__ = ["encode_records", "encode_word_head_outputs"]
@@ -58,13 +58,13 @@ def encode_records(
     ``word_ids`` (n entries, None for ``[CLS]`` and ``[SEP]``); the list
     follows the order of ``sentences``.
     """
+    check_encoder(encoder)
     if isinstance(sentences, (str, AnnotatedSentence)):
         raise ValueError("sentences must be a list (of AnnotatedSentence objects or of strings), not a single one.")
-    sentences = list(sentences)
+    sentences = list(check_items("sentences", sentences, "a list of AnnotatedSentence objects or of strings"))
     if not sentences:
         raise ValueError("sentences is empty; give at least one sentence to encode.")
-    batch_size = check_whole_number("batch_size", batch_size, minimum=1)
-    max_tokens = check_whole_number("max_tokens", max_tokens, minimum=1)
+    batch_size, max_tokens, dtype = _check_options(batch_size, max_tokens, dtype)
     annotated = [isinstance(s, AnnotatedSentence) for s in sentences]
     if any(annotated) and not all(annotated):
         raise ValueError("sentences mixes AnnotatedSentence objects and strings; encode each kind separately.")
@@ -109,16 +109,16 @@ def encode_word_head_outputs(
     of its pieces' outputs (:func:`mha.pretrained.word_maps.word_units`), and ``[CLS]`` and ``[SEP]`` are dropped,
     so ``result[i][layer, head, w]`` belongs to ``sentences[i][w]`` (section 4.4, "Probing and its limits").
     """
-    if isinstance(sentences, str) or not sentences:
+    check_encoder(encoder)
+    if isinstance(sentences, str) or not len(check_items("sentences", sentences, "a list of sentences")):
         raise ValueError("sentences must be a non-empty list of sentences, each a list of words.")
-    sentences = [list(words) for words in sentences]
+    sentences = [list(check_items(f"sentences[{i}]", words, "a list of words")) for i, words in enumerate(sentences)]
     bad = next((i for i, words in enumerate(sentences)
                 if not words or not all(isinstance(w, str) and w for w in words)), None)
     if bad is not None:
         raise ValueError(f"sentence {bad} is {sentences[bad]!r}; each sentence must be a non-empty list of "
                          "non-empty word strings (use [list(s.words) for s in sentences] for AnnotatedSentence).")
-    batch_size = check_whole_number("batch_size", batch_size, minimum=1)
-    max_tokens = check_whole_number("max_tokens", max_tokens, minimum=1)
+    batch_size, max_tokens, dtype = _check_options(batch_size, max_tokens, dtype)
     lengths = encoder.tokenize(sentences, is_split_into_words=True).real_tokens.sum(dim=1).tolist()  # (sentences,)
     order = sorted(range(len(sentences)), key=lambda i: lengths[i])
     outputs: list[np.ndarray | None] = [None] * len(sentences)
@@ -132,6 +132,19 @@ def encode_word_head_outputs(
             outputs[index] = np.stack([per_token[:, :, list(unit)].mean(axis=2) for unit in units],
                                       axis=2).astype(dtype)  # (layers, heads, words, d_head)
     return outputs  # type: ignore[return-value]
+
+
+def _check_options(batch_size: int, max_tokens: int, dtype) -> tuple[int, int, np.dtype]:
+    """The batching options and the float dtype of the results, checked."""
+    batch_size = check_whole_number("batch_size", batch_size, minimum=1)
+    max_tokens = check_whole_number("max_tokens", max_tokens, minimum=1)
+    try:
+        dtype = np.dtype(dtype)
+    except (TypeError, ValueError):
+        dtype = None
+    if dtype is None or dtype.kind != "f":
+        raise InputError("dtype should be a numpy float type for the results, e.g. np.float32 or np.float64.")
+    return batch_size, max_tokens, dtype
 
 
 def _batches(order: list[int], lengths: list[int], batch_size: int, max_tokens: int) -> list[list[int]]:

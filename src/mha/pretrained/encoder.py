@@ -43,8 +43,17 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from mha.core.argument_checks import check_head_pairs
 from mha.core.attention import AttentionOutput, HeadWeights, MultiHeadAttention
-from mha.core.validation import check_finite_number, check_flag, check_seed, check_size, check_type, check_whole_number
+from mha.core.validation import (
+    check_finite_number,
+    check_flag,
+    check_real_tensor,
+    check_seed,
+    check_size,
+    check_type,
+    check_whole_number,
+)
 from mha.pretrained.model_files import PRETRAINED_WEIGHTS_SHA256, EncoderConfig, copy_bert_weights, read_model_folder
 from mha.pretrained.overrides import (
     AttentionOverride,
@@ -372,6 +381,9 @@ class MiniLMEncoder(nn.Module):
     ) -> Iterator[tuple[Tensor, AttentionOutput]]:
         """Run layers ``first_layer .. L-1`` on ``x`` (batch, seq, d_model); yield each one's output and attention.
         ``skip_padding``: each MLP runs on the real tokens only, and padding positions come out 0."""
+        for name, override in (("attention_override", attention_override),
+                               ("head_outputs_override", head_outputs_override)):
+            check_type(name, override, (Callable, type(None)), "a function (layer, weights, real_tokens), or None")
         # a batch without padding needs no mask: every query may attend to every key
         mask = None if bool(real_tokens.all()) else real_tokens[:, None, :]  # (batch, 1, seq_k)
         mlp_rows = real_tokens.flatten().nonzero().flatten() if skip_padding and mask is not None else None
@@ -446,14 +458,7 @@ class MiniLMEncoder(nn.Module):
 
     def check_heads(self, heads: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
         """``heads`` as a list of ``(layer, head)`` pairs of ints, or a ValueError that names the pair out of range."""
-        checked = []
-        for pair in heads:
-            if not (isinstance(pair, Sequence) and len(pair) == 2):
-                raise ValueError(f"heads are given as (layer, head) pairs, e.g. [(0, 3), (5, 11)]; got {pair!r}.")
-            layer = self._check_layer(pair[0])
-            head = check_whole_number("head", pair[1], 0, self.config.n_heads - 1, meaning=f"in the pair {pair!r}")
-            checked.append((layer, head))
-        return checked
+        return check_head_pairs("heads", heads, self.config.n_layers, self.config.n_heads)
 
     # ------------------------------------------------------------------ checks
 
@@ -463,7 +468,8 @@ class MiniLMEncoder(nn.Module):
     def _check_head_mask(self, head_mask: HeadMask | None, batch: int) -> Tensor | None:
         if head_mask is None:
             return None
-        head_mask = torch.as_tensor(head_mask, dtype=self.word_embeddings.dtype, device=self.word_embeddings.device)
+        head_mask = check_real_tensor("head_mask", head_mask, meaning="(layers, heads), 1 keeps a head")
+        head_mask = head_mask.to(dtype=self.word_embeddings.dtype, device=self.word_embeddings.device)
         layers, heads = self.config.n_layers, self.config.n_heads
         if head_mask.shape not in ((layers, heads), (batch, layers, heads)):
             raise ValueError(

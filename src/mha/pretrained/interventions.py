@@ -39,11 +39,12 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from mha.core.validation import check_items
+from mha.core.argument_checks import check_head_pairs
+from mha.core.validation import as_real_array, check_seed
 from mha.pretrained.encoder import MiniLMEncoder, check_encoder
 from mha.pretrained.overrides import AttentionOverride, HeadMask, HeadOutputOverride, override_heads
 from mha.pretrained.sentence_embedding import sentence_embeddings
-from mha.pretrained.traces import EncoderTrace
+from mha.pretrained.traces import EncoderTrace, check_trace
 
 __all__ = ["as_head_masks", "embeddings_under_masks", "final_states_under_masks", "final_states_without_each_head",
            "key_removal_effects", "permuted_attention"]
@@ -83,8 +84,9 @@ def as_head_masks(encoder: MiniLMEncoder, masks: HeadMask) -> Tensor:
     1 keeps a head and 0 removes it (any scale works); raises a ValueError
     that gives the expected shape (chapter 4, "Redundancy and pruning").
     """
-    layers, heads = encoder.config.n_layers, encoder.config.n_heads
-    masks = torch.as_tensor(np.asarray(masks, dtype=np.float32))
+    layers, heads = check_encoder(encoder).config.n_layers, encoder.config.n_heads
+    masks = torch.as_tensor(as_real_array("masks", masks, meaning="(configs, layers, heads): 1 keeps a head, 0 removes "
+                                          "it").astype(np.float32))
     if masks.ndim == 2:
         masks = masks[None]  # (1, layers, heads)
     if masks.ndim != 3 or masks.shape[1:] != (layers, heads):
@@ -108,6 +110,7 @@ def final_states_under_masks(encoder: MiniLMEncoder, trace: EncoderTrace, masks:
     (chapter 4, "Redundancy and pruning").
     """
     masks = as_head_masks(encoder, masks)  # (configs, layers, heads)
+    check_trace(trace)
     n_layers = encoder.config.n_layers
     batch = len(trace.inputs)
     changed = (masks != 1).any(-1)  # (configs, layers): does the mask touch this layer?
@@ -151,6 +154,7 @@ def final_states_without_each_head(encoder: MiniLMEncoder, trace: EncoderTrace,
     (chapter 3, "Coreference, honestly").
     """
     encoder = check_encoder(encoder)
+    check_trace(trace)
     config = encoder.config
     every_head = [(layer, head) for layer in range(config.n_layers) for head in range(config.n_heads)]
     chosen = sorted(every_head if heads is None else encoder.check_heads(heads), key=lambda pair: pair[0])
@@ -192,7 +196,8 @@ def key_removal_effects(encoder: MiniLMEncoder, trace: EncoderTrace, heads: Sequ
     layer is one row of that layer's run. Padding positions are not run; they get NaN
     (chapter 4, "Attention is not explanation").
     """
-    heads = encoder.check_heads(heads)
+    heads = check_encoder(encoder).check_heads(heads)
+    check_trace(trace)
     if not heads:
         raise ValueError("heads is empty; give at least one (layer, head) pair, e.g. [(3, 1)].")
     device = encoder.word_embeddings.device
@@ -237,8 +242,8 @@ def permuted_attention(heads: Iterable[tuple[int, int]], seed: int = 0) -> Atten
     drawn afresh at each run in layer order, so a run is reproducible
     (chapter 4, "Attention is not explanation").
     """
-    heads = check_items("heads", heads, "a list of (layer, head) pairs, e.g. [(3, 1)]")
-    heads = [(int(layer), int(head)) for layer, head in heads]
+    heads = check_head_pairs("heads", heads)
+    seed = check_seed("seed", seed)
     first_layer = min((layer for layer, _ in heads), default=0)
     generator = torch.Generator().manual_seed(seed)
 

@@ -16,7 +16,8 @@ import numpy.typing as npt
 import torch
 from torch import Tensor
 
-from mha.core.validation import check_type
+from mha.core.argument_checks import check_float_dtype
+from mha.core.validation import check_rank, check_type, check_whole_number
 
 __all__ = ["AttentionOverride", "HeadMask", "HeadOutputOverride", "HeadReplacement", "override_heads",
            "uniform_attention_weights"]
@@ -48,6 +49,9 @@ def uniform_attention_weights(real_tokens: Tensor, seq_q: int, dtype: torch.dtyp
     particular" (chapter 4, "Attention is not explanation").
     """
     check_type("real_tokens", real_tokens, Tensor, "the (batch, seq) bool real_tokens of a TokenizedBatch")
+    check_rank("real_tokens", real_tokens.shape, (2,), "(batch, seq): True at each real token")
+    seq_q = check_whole_number("seq_q", seq_q, minimum=1, meaning="queries in each row of weights")
+    check_float_dtype("dtype", dtype)
     real = real_tokens.to(dtype)  # (batch, seq_k), 1 at real keys
     uniform = real / real.sum(dim=-1, keepdim=True)  # (batch, seq_k), rows sum to 1
     return uniform[:, None, None, :].expand(-1, 1, seq_q, -1)  # (batch, 1, seq_q, seq_k)

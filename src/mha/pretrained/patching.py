@@ -167,6 +167,7 @@ def head_patching_effects(encoder: MiniLMEncoder, target: EncoderTrace, source: 
     (chapter 3, "Coreference, honestly"). ``heads`` patches only the listed ``(layer, head)`` pairs (default all);
     the entries of the others are NaN (section 4.1 patches a few layers of long sentences).
     """
+    check_type("readout", readout, Callable, "a function of the last-layer states (batch, seq, d_model)")
     clean = np.asarray(readout(target.hidden_states[-1]), dtype=float)  # (...)
     config = encoder.config
     effects = np.full((config.n_layers, config.n_heads) + clean.shape, 0.0 if heads is None else np.nan)

@@ -18,7 +18,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from mha.core.validation import InputError, check_real_tensor
+from mha.core.argument_checks import check_items_of
+from mha.core.validation import InputError, as_real_array, check_real_tensor, check_whole_number
 from mha.pretrained.encoder import MiniLMEncoder, check_encoder
 from mha.pretrained.overrides import AttentionOverride
 
@@ -78,9 +79,10 @@ def embed(encoder: MiniLMEncoder, sentences: Sequence[str], *, head_mask=None,
     encoder = check_encoder(encoder)
     if isinstance(sentences, str):
         raise ValueError("sentences must be a list of strings, not one string; wrap it: [sentence].")
-    sentences = list(sentences)
+    sentences = list(check_items_of("sentences", sentences, str, "a sentence, as text"))
     if not sentences:
         raise ValueError("sentences is empty; give at least one sentence to embed.")
+    batch_size = check_whole_number("batch_size", batch_size, minimum=1, meaning="sentences per forward pass")
     order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))
     vectors = np.zeros((len(sentences), encoder.config.d_model), dtype=np.float32)
     for start in range(0, len(order), batch_size):
@@ -97,7 +99,7 @@ def cosine_similarity_matrix(a, b) -> np.ndarray:
 
     Rows need not be unit length; zero rows give similarity 0.
     """
-    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    a, b = as_real_array("a", a, meaning="(n, d): one vector a row"), as_real_array("b", b, meaning="(m, d)")
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[1]:
         raise ValueError(f"a and b must be (n, d) and (m, d) with the same d; got {a.shape} and {b.shape}.")
     a = a / np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-12)

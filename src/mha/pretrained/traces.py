@@ -19,10 +19,10 @@ import torch
 from torch import Tensor, nn
 
 from mha.core.attention import HeadWeights, split_heads
-from mha.core.validation import check_whole_number
+from mha.core.validation import check_type, check_whole_number
 from mha.pretrained.tokenizer import TokenizedBatch
 
-__all__ = ["EncoderTrace", "SentenceTrace", "TracedEncoder"]
+__all__ = ["EncoderTrace", "SentenceTrace", "TracedEncoder", "check_trace"]
 
 
 class TracedEncoder(Protocol):
@@ -166,3 +166,8 @@ class EncoderTrace:
         index = check_whole_number("sentence index", index, -batch, batch - 1,
                                    meaning=f"this batch has {batch}; negative counts from the end")
         return self.lengths[index]
+
+
+def check_trace(trace) -> EncoderTrace:
+    """``trace`` if it is an :class:`EncoderTrace`; else an ``InputError`` that says how to make one."""
+    return check_type("trace", trace, EncoderTrace, "an EncoderTrace, e.g. encoder.trace(sentences)")

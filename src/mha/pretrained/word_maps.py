@@ -24,8 +24,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from mha.core.argument_checks import check_items_of
 from mha.core.layouts import QUERY_KEY, takes_attention
-from mha.core.validation import check_items, check_whole_number
+from mha.core.validation import as_array, check_items, check_whole_number
 
 __all__ = ["word_units", "word_attention", "word_strings"]
 
@@ -75,8 +76,8 @@ def word_attention(attention: np.ndarray, word_ids: Sequence[int | None], *, kee
     result sum to at most 1, exactly 1 when ``keep_special`` and the token
     rows summed to 1.
     """
-    attention = np.asarray(attention)
-    word_ids = list(word_ids)
+    attention = as_array("attention", attention)  # its own dtype: (..., seq, seq), rows are queries
+    word_ids = list(check_items("word_ids", word_ids, "the word ids of a sentence, one per token (None for specials)"))
     if attention.ndim < 2 or attention.shape[-1] != attention.shape[-2]:
         raise ValueError(f"attention has shape {attention.shape}; it should be (..., seq, seq) with rows = queries.")
     if attention.shape[-1] != len(word_ids):
@@ -103,7 +104,8 @@ def word_strings(tokens: Sequence[str], word_ids: Sequence[int | None], *, keep_
     and their order are those of :func:`word_units`, so the labels name the
     rows and columns of :func:`word_attention`.
     """
-    tokens = check_items("tokens", tokens, "a list of tokens (text)")
+    tokens = check_items_of("tokens", tokens, str, "a token, as text")
+    word_ids = check_items("word_ids", word_ids, "the word ids of a sentence, one per token (None for specials)")
     if len(tokens) != len(word_ids):
         raise ValueError(f"tokens has {len(tokens)} entries but word_ids has {len(word_ids)}; they must be parallel.")
     labels = []

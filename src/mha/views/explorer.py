@@ -70,7 +70,10 @@ class Explorer:
 
     def __init__(self, controls: Mapping[str, Widget], *, panels: Mapping[str, HTML] | None = None) -> None:
         self.controls = dict(check_type("controls", controls, Mapping, "a dict of the view's widgets by name"))
-        self.panels = dict(panels or {})
+        self.panels = dict(check_type("panels", {} if panels is None else panels, Mapping,
+                                      "a dict of extra HTML panels by name, or None"))
+        for name, control in self.controls.items():
+            check_type(f"controls[{name!r}]", control, Widget, "an ipywidgets widget, e.g. IntSlider()")
         self.message = HTML()
         self.current: ExplorerView | None = None
         """The last good view: what stays on screen when the input is bad."""

@@ -64,6 +64,7 @@ def parse_token_ids(text: str, vocab_size: int, max_len: int) -> list[int]:
     """
     if not isinstance(text, str):
         raise ValueError(f"type the tokens as text, got {type(text).__name__}.")
+    vocab_size = check_whole_number("vocab_size", vocab_size, minimum=1, meaning="token ids the model knows")
     pieces = [piece for piece in re.split(r"[\s,]+", text.strip()) if piece]
     not_ids = [piece for piece in pieces if not re.fullmatch(r"[0-9]+", piece)]
     if not_ids:
@@ -134,6 +135,8 @@ class InductionLabExplorer(Explorer):
 
     def __init__(self, names: Sequence[str] | None = None, *, n_sequences: int = 16, layer: int = 1, head: int = 0,
                  sequence: int = 0) -> None:
+        layer, head, sequence = (check_whole_number(name, value, meaning="the slider starts there, or at its end")
+                                 for name, value in (("layer", layer), ("head", head), ("sequence", sequence)))
         if names is not None:
             names = list(check_items("names", names, "a list of checkpoint names, e.g. ['induction_2layer_seed0']"))
         self.names_given = names

@@ -22,7 +22,7 @@ from ipywidgets import IntSlider, Layout, Text
 
 from mha.core.attention import MultiHeadAttention
 from mha.core.toy_sentences import MAX_TOKENS, embed_tokens, split_into_tokens
-from mha.core.validation import check_no_lone_surrogates, check_type, check_whole_number
+from mha.core.validation import check_no_lone_surrogates, check_seed, check_type, check_whole_number
 from mha.views.contract import ExplorerView
 from mha.views.explorer import Explorer, problem_html
 from mha.views.heatmaps import AttentionMap
@@ -44,7 +44,8 @@ def head_attention_maps(sentence: str, n_heads: int, d_model: int = 24, seed: in
     ``d_model`` and for an empty, over-long or non-text sentence, or one with a
     broken character (a lone surrogate, see :func:`mha.core.validation.check_no_lone_surrogates`).
     """
-    layer = _layer(d_model, n_heads, seed)  # validates the head count first
+    layer = _layer(check_whole_number("d_model", d_model, minimum=1), check_whole_number("n_heads", n_heads, minimum=1),
+                   check_seed("seed", seed))  # numbers first: the cache hashes them; the layer checks the head count
     if isinstance(sentence, str):
         check_no_lone_surrogates(sentence, "the sentence")
     tokens = split_into_tokens(sentence)
@@ -69,6 +70,8 @@ class RandomLayerExplorer(Explorer):
     def __init__(self, sentence: str = DEFAULT_SENTENCE, n_heads: int = 4, d_model: int = 24,
                  max_heads: int = 12, seed: int = 0) -> None:
         check_type("sentence", sentence, str, "the sentence to show first, as text")
+        max_heads = check_whole_number("max_heads", max_heads, minimum=1, meaning="the head slider's end")
+        n_heads = check_whole_number("n_heads", n_heads, minimum=1, maximum=max_heads, meaning="the first head count")
         self.d_model, self.seed, self.max_heads = d_model, seed, max_heads
         self.sentence_box = Text(value=sentence, description="sentence", continuous_update=False,
                                  layout=Layout(width="95%"))

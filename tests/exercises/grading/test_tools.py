@@ -158,12 +158,14 @@ def cpu_of_importing_the_encoder() -> float:
 def test_the_closures_hold_only_what_the_tools_import():
     encoder = {name: path.relative_to(PACKAGE.parent).as_posix() if path.is_relative_to(PACKAGE.parent) else name
                for name, path in closure(ENCODER_TOOLS).items()}
-    assert sorted(encoder) == ["mha", "mha.core", "mha.core.attention", "mha.core.masks", "mha.core.validation",
+    assert sorted(encoder) == ["mha", "mha.core", "mha.core.argument_checks", "mha.core.attention", "mha.core.masks",
+                               "mha.core.validation",
                                "mha.data", "mha.data_files", "mha.pretrained", "mha.pretrained.encoder",
                                "mha.pretrained.model_files", "mha.pretrained.overrides", "mha.pretrained.tokenizer",
                                "mha.pretrained.traces"]
     lab = closure(LAB_TOOLS)
-    assert sorted(lab) == ["mha", "mha.core", "mha.core.attention", "mha.core.masks", "mha.core.validation",
+    assert sorted(lab) == ["mha", "mha.core", "mha.core.argument_checks", "mha.core.attention", "mha.core.masks",
+                           "mha.core.validation",
                            "mha.data", "mha.data_files", "mha.lab", "mha.lab.tasks", "mha.lab.tiny_model",
                            "mha.lab.training"]
     for found in (closure(ENCODER_TOOLS), lab):

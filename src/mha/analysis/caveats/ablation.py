@@ -40,14 +40,17 @@ import numpy.typing as npt
 import torch
 from torch import Tensor
 
+from mha.core.argument_checks import check_whole_numbers
 from mha.core.layouts import QUERY_KEY, takes_attention
 from mha.core.validation import (
     as_path,
     as_real_array,
-    check_items,
+    check_finite_number,
+    check_flag,
     check_rank,
     check_same_shape,
     check_size,
+    check_type,
     check_whole_number,
 )
 from mha.corpora.paraphrases import (
@@ -97,6 +100,8 @@ def keep_one_head_masks(n_layers: int, n_heads: int, layer: int, keep: Sequence[
     """
     n_layers = check_whole_number("n_layers", n_layers, minimum=1)
     n_heads = check_whole_number("n_heads", n_heads, minimum=1)
+    layer = check_whole_number("layer", layer, meaning="the layer that keeps one head")
+    keep = check_whole_numbers("keep", keep, meaning="the heads to keep, one per mask")
     if not 0 <= layer < n_layers:
         raise ValueError(f"layer must be in 0..{n_layers - 1}, got {layer}.")
     bad = [h for h in keep if not 0 <= h < n_heads]
@@ -116,9 +121,12 @@ def pruning_masks(order: Sequence[int] | np.ndarray, counts: Sequence[int], n_la
     first to be pruned first (e.g. ``np.argsort(importance.ravel())``)
     (chapter 4, "Redundancy and pruning").
     """
-    order = check_items("order", order, "the heads as flat indices, the first to prune first")
-    order = [int(i) for i in order]
+    n_layers = check_whole_number("n_layers", n_layers, minimum=1)
+    n_heads = check_whole_number("n_heads", n_heads, minimum=1, meaning="heads per layer")
+    order = check_whole_numbers("order", order, meaning="the heads as flat indices, the first to prune first")
+    counts = check_whole_numbers("counts", counts, minimum=0, meaning="heads to remove")
     total = n_layers * n_heads
+    check_size("the masks (counts, layers, heads)", (len(counts), n_layers, n_heads))
     if sorted(order) != sorted(set(order)) or any(not 0 <= i < total for i in order):
         raise ValueError(f"order must list distinct flat head indices in 0..{total - 1}.")
     masks = np.ones((len(counts), total), dtype=np.float32)
@@ -143,6 +151,8 @@ def head_mask_gradients(encoder: MiniLMEncoder, inputs: TokenizedBatch,
     (chapter 4, "Redundancy and pruning").
     """
     encoder = check_encoder(encoder)
+    check_type("inputs", inputs, TokenizedBatch, "a TokenizedBatch, e.g. encoder.tokenize(sentences)")
+    check_type("loss_of_embeddings", loss_of_embeddings, Callable, "a function of the sentence vectors -> a 0-d loss")
     n_layers, n_heads = encoder.config.n_layers, encoder.config.n_heads
     base = torch.ones(n_layers, n_heads) if mask is None else as_head_masks(encoder, mask)[0]  # (layers, heads)
     per_sentence = base.repeat(len(inputs), 1, 1).to(encoder.word_embeddings)  # (batch, layers, heads)
@@ -170,7 +180,7 @@ def michel_importance(gradients: npt.ArrayLike, *, normalize_layers: bool = True
     if gradients.ndim != 3:
         raise ValueError(f"gradients has shape {gradients.shape}; give (examples, layers, heads).")
     importance = np.abs(gradients).mean(axis=0)  # (layers, heads)
-    if normalize_layers:
+    if check_flag("normalize_layers", normalize_layers):
         importance = importance / np.maximum(np.linalg.norm(importance, axis=1, keepdims=True), 1e-12)
     return importance
 
@@ -185,8 +195,11 @@ def heads_removable(counts: Sequence[int], quality: npt.ArrayLike, reference: fl
     before that point (the largest count if the curve never drops)
     (chapter 4, "Redundancy and pruning").
     """
-    counts = check_items("counts", counts, "a list of head counts (whole numbers)")
-    counts, quality = list(counts), np.asarray(quality, dtype=float)
+    counts = check_whole_numbers("counts", counts, minimum=0, meaning="heads removed")
+    quality = as_real_array("quality", quality, meaning="(points,): the score at each count")
+    check_rank("quality", quality.shape, (1,), "(points,): the score at each count")
+    reference = check_finite_number("reference", reference, meaning="the quality of the whole model")
+    max_drop = check_finite_number("max_drop", max_drop, minimum=0, meaning="how far below the reference it may fall")
     if len(counts) != len(quality) or not counts:
         raise ValueError(f"counts and quality must be non-empty and of equal length, got {len(counts)} and "
                          f"{len(quality)}.")
@@ -239,7 +252,9 @@ def removable_at_thresholds(counts: Sequence[int], ranking_kept: npt.ArrayLike,
     so the whole table shows how the count moves with the threshold and the
     curve (e.g. the held-out split) (chapter 4, "Redundancy and pruning").
     """
-    curves = np.atleast_2d(np.asarray(ranking_kept, dtype=float))
+    curves = np.atleast_2d(as_real_array("ranking_kept", ranking_kept, meaning="(curves, points) or (points,)"))
+    thresholds = as_real_array("thresholds", thresholds, meaning="(thresholds,): rank correlations in (0, 1]")
+    check_rank("thresholds", thresholds.shape, (1,), "(thresholds,): rank correlations in (0, 1]")
     bad = [t for t in thresholds if not 0.0 < float(t) <= 1.0]
     if bad or not len(thresholds):
         raise ValueError(f"thresholds must be rank correlations in (0, 1], got {list(thresholds)}.")
@@ -267,8 +282,10 @@ def held_out_pruning_curve(encoder: MiniLMEncoder, selection: Sequence[int], hel
     from mha.corpora.paraphrases import contrastive_loss, pair_set, similarity_rank_correlation, similarity_scores
     from mha.pretrained.interventions import embeddings_under_masks
 
-    if order not in ("gradient", "random"):
+    if not isinstance(order, str) or order not in ("gradient", "random"):
         raise ValueError(f"order must be 'gradient' (Michel et al.) or 'random', got {order!r}.")
+    selection = check_whole_numbers("selection", selection, minimum=0, meaning="indices of TRIPLES")
+    held_out = check_whole_numbers("held_out", held_out, minimum=0, meaning="indices of TRIPLES")
     if set(selection) & set(held_out):
         raise ValueError(f"selection and held_out share triples {sorted(set(selection) & set(held_out))}; "
                          "choose and judge on different sentences.")
@@ -389,8 +406,8 @@ def pruning_curves(encoder: MiniLMEncoder, held_out: Sequence[int], orders: dict
     numbers of heads removed, from 0 (the full model) to all of them. Every measure of :data:`REMOVAL_MEASURES`
     except the loss, against the full model on the same triples (chapter 4, "Redundancy and pruning").
     """
-    counts = [int(k) for k in counts]
-    n_layers, n_heads = encoder.config.n_layers, encoder.config.n_heads
+    counts = check_whole_numbers("counts", counts, minimum=0, meaning="heads removed")
+    n_layers, n_heads = check_encoder(encoder).config.n_layers, encoder.config.n_heads
     if len(counts) < 3 or counts[0] != 0 or counts[-1] != n_layers * n_heads:
         raise ValueError(f"counts must run from 0 to all {n_layers * n_heads} heads removed, got {counts}.")
     judged_on = pair_set(held_out)

@@ -26,6 +26,7 @@ import dataclasses
 import numpy as np
 import torch
 
+from mha.core.argument_checks import check_whole_numbers
 from mha.core.layouts import LAYERS_HEADS, QUERY_KEY, takes_attention
 from mha.core.validation import as_real_array
 from mha.pretrained.encoder import MiniLMEncoder, check_encoder
@@ -112,7 +113,8 @@ def own_token_share(mixing, positions=None) -> np.ndarray:
     if (mixing < 0).any():
         raise ValueError("mixing must be non-negative (a rollout or an influence map).")
     n = mixing.shape[-1]
-    positions = np.arange(n) if positions is None else np.asarray(positions)
+    positions = np.arange(n) if positions is None else np.asarray(
+        check_whole_numbers("positions", positions, minimum=0, maximum=n - 1, meaning="token positions"), dtype=int)
     block = mixing[..., positions[:, None], positions[None, :]]  # (..., p, p)
     diagonal = np.diagonal(block, axis1=-2, axis2=-1)
     return diagonal / np.maximum(block.sum(axis=-1), 1e-12)

@@ -36,7 +36,8 @@ from pathlib import Path
 
 import numpy as np
 
-from mha.core.validation import as_path, as_real_array, check_items, check_whole_number
+from mha.core.argument_checks import check_whole_numbers
+from mha.core.validation import as_array, as_path, as_real_array, check_items, check_whole_number
 from mha.corpora.treebank import read_ud_trees
 
 __all__ = ["LabelledSentence", "read_labelled_sentences", "most_frequent_labels", "control_labels",
@@ -166,8 +167,11 @@ def _thread_pools():
 
 
 def _check_features(features, labels, train, test) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    features, labels = np.asarray(features), np.asarray(labels)
-    train, test = np.asarray(train), np.asarray(test)
+    features = as_array("features", features)  # (words, layers, heads, d_head), in its own dtype
+    labels = check_items("labels", labels, "one label per word")
+    labels = np.asarray(labels)
+    train = np.asarray(check_whole_numbers("train", train, minimum=0, meaning="indices of the words to fit on"), int)
+    test = np.asarray(check_whole_numbers("test", test, minimum=0, meaning="indices of the words to score on"), int)
     if features.ndim != 4 or len(labels) != features.shape[0]:
         raise ValueError(f"features {features.shape} should be (words, layers, heads, d_head) with one label per "
                          f"word ({len(labels)} labels).")

@@ -37,8 +37,9 @@ import torch
 from scipy.stats import rankdata
 from torch import Tensor
 
+from mha.core.argument_checks import check_items_of, check_whole_numbers
 from mha.core.resampling import bootstrap_indices
-from mha.core.validation import as_path, as_real_array, check_items, check_whole_number
+from mha.core.validation import as_path, as_real_array, check_finite_number, check_items, check_rank, check_whole_number
 from mha.data_files import DATA_DIRECTORY
 from mha.pretrained.encoder import MiniLMEncoder, check_encoder
 from mha.pretrained.interventions import as_head_masks, embeddings_under_masks
@@ -153,9 +154,11 @@ def fidelity_pruning_curve(encoder: MiniLMEncoder, selection: Sequence[str], rep
     from mha.analysis.caveats.ablation import head_mask_gradients, michel_importance, pruning_masks
 
     encoder = check_encoder(encoder)
+    selection = check_items_of("selection", selection, str, "a sentence to choose the order on, as text")
+    report = check_items_of("report", report, str, "a sentence to judge the pruned models on, as text")
     if set(selection) & set(report):
         raise ValueError("selection and report share sentences; choose and judge on different sentences.")
-    counts = [int(k) for k in counts]
+    counts = check_whole_numbers("counts", counts, minimum=0, meaning="heads removed")
     if not counts or counts[0] != 0:
         raise ValueError("counts must start at 0 heads removed (the full model, the curve's reference).")
     n_layers, n_heads = encoder.config.n_layers, encoder.config.n_heads
@@ -296,7 +299,11 @@ def pruning_claim_verdict(removable: dict[str, npt.ArrayLike], lower: dict[str, 
     **not shown** when some designs clear ``loose`` and others do not; it **fails on this model** when none does.
     Returns ``(verdict, qualifier)`` for :func:`mha.book.glue_verdict`.
     """
+    thresholds = as_real_array("thresholds", thresholds, meaning="(thresholds,): fidelities, e.g. (0.85, 0.95)")
+    check_rank("thresholds", thresholds.shape, (1,), "(thresholds,): fidelities, e.g. (0.85, 0.95)")
     thresholds = [float(t) for t in thresholds]
+    loose = check_finite_number("loose", loose, meaning="one of thresholds")
+    strict = check_finite_number("strict", strict, meaning="one of thresholds")
     if loose not in thresholds or strict not in thresholds:
         raise ValueError(f"thresholds {thresholds} must include loose={loose} and strict={strict}.")
     if not removable or set(removable) != set(lower):

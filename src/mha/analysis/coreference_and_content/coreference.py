@@ -40,13 +40,14 @@ from pathlib import Path
 import numpy as np
 
 from mha.analysis.pair_patching import PairPatching, patch_between_halves
+from mha.core.argument_checks import check_whole_numbers
 from mha.core.layouts import WORDS, takes_attention
-from mha.core.validation import InputError, as_path, as_real_array, check_items
+from mha.core.validation import InputError, as_path, as_real_array, check_items, check_type, check_whole_number
 from mha.corpora.annotation import AnnotatedSentence
 from mha.data_files import DATA_DIRECTORY
-from mha.pretrained.encoder import MiniLMEncoder
+from mha.pretrained.encoder import MiniLMEncoder, check_encoder
 from mha.pretrained.interventions import final_states_without_each_head
-from mha.pretrained.traces import EncoderTrace
+from mha.pretrained.traces import EncoderTrace, check_trace
 from mha.pretrained.word_maps import word_attention, word_units
 
 __all__ = [
@@ -83,6 +84,8 @@ def candidate_weights(word_maps: np.ndarray, pronoun: int, candidates: Sequence[
     n = word_maps.shape[-1] if word_maps.ndim else 0
     if word_maps.ndim < 2 or word_maps.shape[-2] != n:
         raise ValueError(f"word_maps has shape {word_maps.shape}; it should be (..., words, words).")
+    pronoun = check_whole_number("pronoun", pronoun, meaning="the pronoun's word index")
+    candidates = check_whole_numbers("candidates", candidates, meaning="the candidates' word indices")
     bad = [i for i in (pronoun, *candidates) if not 0 <= i < n]
     if bad or not len(candidates):
         raise ValueError(f"pronoun {pronoun} and candidates {tuple(candidates)} must be word indices in 0..{n - 1} "
@@ -109,10 +112,10 @@ def baseline_picks(items: Sequence[AnnotatedSentence], rule: str) -> np.ndarray:
     ``rule="first"``: the first candidate in the sentence (in these items,
     the subject: the subject-preference heuristic). Chapter 3, "Coreference, honestly".
     """
-    if rule not in ("nearest", "first"):
+    if not isinstance(rule, str) or rule not in ("nearest", "first"):
         raise ValueError(f"rule must be 'nearest' or 'first', got {rule!r}.")
     picks = []
-    for item in items:
+    for item in _pronoun_items(items):
         _check_item(item)
         if rule == "first":
             picks.append(0)
@@ -125,7 +128,13 @@ def baseline_picks(items: Sequence[AnnotatedSentence], rule: str) -> np.ndarray:
     return np.array(picks)
 
 
+def _pronoun_items(items) -> tuple[AnnotatedSentence, ...]:
+    """``items`` as a tuple, or an error if it is not a list."""
+    return tuple(check_items("items", items, "a list of pronoun items (AnnotatedSentences), e.g. pronoun_pairs()"))
+
+
 def _check_item(item: AnnotatedSentence) -> None:
+    check_type("each item", item, AnnotatedSentence, "a pronoun item, an AnnotatedSentence, e.g. from pronoun_pairs()")
     if item.pronoun is None or not item.candidates or item.antecedent is None:
         raise ValueError(f"{item.text!r} is not a pronoun item: it needs pronoun, candidates and antecedent.")
 
@@ -272,8 +281,8 @@ def score_pronoun_items(trace: EncoderTrace, items: Sequence[AnnotatedSentence])
     merged as in :func:`mha.pretrained.word_maps.word_attention` (received: summed; sent:
     averaged; special tokens dropped).
     """
-    items = tuple(items)
-    if len(trace.inputs) != len(items):
+    items = _pronoun_items(items)
+    if len(check_trace(trace).inputs) != len(items):
         raise ValueError(f"the trace has {len(trace.inputs)} sentences but {len(items)} items were given.")
     weights = []
     for index, item in enumerate(items):
@@ -308,8 +317,8 @@ def candidate_similarity(trace: EncoderTrace, items: Sequence[AnnotatedSentence]
     same batch. A word of several pieces is the mean of its pieces' vectors.
     Chapter 3, "Coreference, honestly" (the intervention).
     """
-    items = tuple(items)
-    if len(trace.inputs) != len(items):
+    items = _pronoun_items(items)
+    if len(check_trace(trace).inputs) != len(items):
         raise ValueError(f"the trace has {len(trace.inputs)} sentences but {len(items)} items were given.")
     hidden_states = trace.hidden_states[layer] if states is None else states  # (batch, seq, d_model)
     hidden_states = np.asarray(hidden_states.detach().cpu() if hasattr(hidden_states, "detach") else hidden_states)
@@ -351,7 +360,7 @@ def pair_patching(encoder: MiniLMEncoder, items: Sequence[AnnotatedSentence]) ->
     from the second halves and the reverse, in one batch (:func:`mha.analysis.pair_patching.patch_between_halves`),
     and the change of :func:`lean_to_first_candidate` is turned into :class:`PairPatching`.
     """
-    items = tuple(items)
+    items = _pronoun_items(items)
     all_first, all_second = pair_halves(items)
     words = [list(item.words) for item in items]
     lengths = encoder.tokenize(words, is_split_into_words=True).lengths
@@ -427,8 +436,10 @@ def lean_change_without_each_head(encoder: MiniLMEncoder, items: Sequence[Annota
     (:func:`mha.pretrained.interventions.final_states_without_each_head`), and the entry is the mean lean without
     it minus the full model's. ``scripts/coreference_removal.py`` stores it for the book's pairs.
     """
-    items = tuple(items)
-    trace = encoder.trace([list(item.words) for item in items], is_split_into_words=True)
+    items = _pronoun_items(items)
+    for item in items:
+        _check_item(item)
+    trace = check_encoder(encoder).trace([list(item.words) for item in items], is_split_into_words=True)
     full = antecedent_lean(trace, items).mean()
     change = np.zeros((encoder.config.n_layers, encoder.config.n_heads))
     for (layer, head), states in final_states_without_each_head(encoder, trace).items():

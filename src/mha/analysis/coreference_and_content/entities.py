@@ -30,6 +30,7 @@ import numpy as np
 
 from mha.analysis.coreference_and_content.natural_coreference import piece_counter
 from mha.analysis.statistics import bootstrap_ratio_interval
+from mha.core.argument_checks import check_whole_numbers
 from mha.core.layouts import WORDS, takes_attention
 from mha.core.validation import as_path, as_real_array, check_items, check_type
 from mha.corpora.litbank import CorefDocument
@@ -73,7 +74,8 @@ def span_scores(word_maps: np.ndarray, span: tuple[int, int]) -> tuple[np.ndarra
     """
     word_maps = as_real_array("word_maps", word_maps, meaning="(..., words, words)")
     n = word_maps.shape[-1] if word_maps.ndim >= 2 else 0
-    start, end = span
+    span = tuple(check_whole_numbers("span", span, meaning="(start, end) word indices of the mention"))
+    start, end = span if len(span) == 2 else (0, -1)  # any other length is refused just below
     if word_maps.ndim < 2 or word_maps.shape[-2] != n or not 0 <= start < end < n:
         raise ValueError(f"word_maps has shape {word_maps.shape} and the span is {span}; give (..., words, words) "
                          "maps of the window and a span of two words or more inside it.")

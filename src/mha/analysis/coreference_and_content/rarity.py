@@ -36,13 +36,14 @@ pieces so positions do not move (:func:`rare_common_items`).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from mha.core.argument_checks import check_items_of
 from mha.core.layouts import LAYERS_HEADS, QUERY_KEY, takes_attention
-from mha.core.validation import as_real_array, check_items
+from mha.core.validation import as_real_array, check_items, check_type
 
 __all__ = [
     "vocabulary_rank",
@@ -70,6 +71,9 @@ def vocabulary_rank(tokens: Sequence[str], vocabulary: dict[str, int], *, first_
     special tokens (``[CLS]``, ``[SEP]``, ``[PAD]``, ``[MASK]``, ``[UNK]``) and
     pieces not in the vocabulary get NaN. Returns (n,) floats.
     """
+    tokens = check_items_of("tokens", tokens, str, "a word piece, as text")
+    check_type("vocabulary", vocabulary, Mapping, "the tokenizer's vocabulary, a dict of piece -> id (get_vocab())")
+    check_type("first_word", first_word, str, "the first whole word of the vocabulary, as text")
     if first_word not in vocabulary:
         raise ValueError(f"{first_word!r} is not in the vocabulary; give the first whole word of a frequency-"
                          "ordered vocabulary.")
@@ -86,7 +90,9 @@ def vocabulary_rank(tokens: Sequence[str], vocabulary: dict[str, int], *, first_
 def count_tokens(token_lists: Iterable[Sequence[str]], *, skip: Iterable[str] = ("[CLS]", "[SEP]", "[PAD]")) -> Counter:
     """How often each token occurs over a reference text given as lists of tokens (chapter 3)."""
     token_lists = check_items("token_lists", token_lists, "a list of token lists, one per sentence")
-    skip = set(skip)
+    token_lists = [check_items_of(f"token_lists[{i}]", tokens, str, "a token, as text")
+                   for i, tokens in enumerate(token_lists)]
+    skip = set(check_items_of("skip", skip, str, "a token to leave out, as text"))
     return Counter(t for tokens in token_lists for t in tokens if t not in skip)
 
 
@@ -95,6 +101,8 @@ def count_rarity(tokens: Sequence[str], counts: Counter) -> np.ndarray:
 
     Larger = rarer, as for :func:`vocabulary_rank`. Returns (n,) floats.
     """
+    tokens = check_items_of("tokens", tokens, str, "a token, as text")
+    check_type("counts", counts, Mapping, "the counts of a reference text, e.g. count_tokens(token_lists)")
     return -np.array([float(counts.get(t, 0)) for t in tokens])
 
 

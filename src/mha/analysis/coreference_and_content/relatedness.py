@@ -25,13 +25,14 @@ the column of ``b`` (key, attended TO).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from mha.core.argument_checks import check_items_of
 from mha.core.layouts import WORDS, takes_attention
-from mha.core.validation import as_real_array, check_items
+from mha.core.validation import as_array, as_real_array, check_items, check_rank, check_type, check_whole_number
 from mha.corpora.treebank import check_trees
 
 __all__ = ["RELATED_PAIRS", "FRAMES", "CrossedItem", "crossed_items", "slot_weights", "crossed_trace",
@@ -117,7 +118,7 @@ def crossed_items(kinds: Sequence[str] | None = None) -> list[CrossedItem]:
     Returns ``len(frames) * len(pairs)`` items per kind (3 * 12 = 36, 108 in
     all), the same on every call. Chapter 3, "Content and rare words".
     """
-    kinds = list(RELATED_PAIRS) if kinds is None else list(check_items("kinds", kinds, "a list of kinds of pair"))
+    kinds = list(RELATED_PAIRS) if kinds is None else list(check_items_of("kinds", kinds, str, "a kind (text)"))
     unknown = [k for k in kinds if k not in RELATED_PAIRS]
     if unknown:
         raise ValueError(f"unknown kinds {unknown}; choose from {', '.join(RELATED_PAIRS)}.")
@@ -141,6 +142,8 @@ def slot_weights(word_maps: np.ndarray, source: int, target: int) -> np.ndarray:
     """
     word_maps = as_real_array("word_maps", word_maps)
     n = word_maps.shape[-1] if word_maps.ndim else 0
+    source = check_whole_number("source", source, meaning="the source word's index")
+    target = check_whole_number("target", target, meaning="the target word's index")
     if word_maps.ndim < 2 or word_maps.shape[-2] != n or not (0 <= source < n and 0 <= target < n):
         raise ValueError(f"word_maps {word_maps.shape} should be (..., words, words) and the slots {source}, {target} "
                          f"word indices in 0..{n - 1}.")
@@ -154,8 +157,8 @@ def crossed_trace(encoder, items: Sequence[CrossedItem]):
     cuts a word into pieces (the crossed design needs every position to be the same in the four sentences).
     Chapter 3, "Content and rare words".
     """
-    items = list(items)
-    if not items or not all(isinstance(item, CrossedItem) for item in items):
+    items = list(check_items_of("items", items, CrossedItem, "a CrossedItem, e.g. from crossed_items()"))
+    if not items:
         raise ValueError("items must be a non-empty list of CrossedItem objects, e.g. crossed_items().")
     sentences = [list(words) for item in items for words in item.sentences]
     trace = encoder.trace(sentences, is_split_into_words=True)
@@ -177,7 +180,7 @@ def crossed_slot_weights(encoder, items: Sequence[CrossedItem], trace=None) -> n
     """
     from mha.pretrained.word_maps import word_attention
 
-    items = list(items)
+    items = list(check_items_of("items", items, CrossedItem, "a CrossedItem, e.g. from crossed_items()"))
     trace = crossed_trace(encoder, items) if trace is None else trace
     if len(trace.lengths) != 4 * len(items):
         raise ValueError(f"the trace holds {len(trace.lengths)} sentences but {len(items)} items have "
@@ -239,8 +242,13 @@ def word_input_vectors(tokens: Sequence[str], word_ids: Sequence[int | None], em
     skipped); ``embeddings`` is the model's (vocabulary, d_model) word-embedding matrix and ``vocabulary`` maps
     a piece to its row. Returns (words, d_model).
     """
-    tokens = check_items("tokens", tokens, "a list of tokens (text)")
-    embeddings = np.asarray(embeddings)
+    tokens = check_items_of("tokens", tokens, str, "a token, as text")
+    word_ids = check_items_of("word_ids", word_ids, (int, np.integer, type(None)), "a word index, or None for [CLS]")
+    if len(word_ids) != len(tokens):
+        raise ValueError(f"tokens has {len(tokens)} entries and word_ids {len(word_ids)}; give one word id per token.")
+    embeddings = as_array("embeddings", embeddings)  # (vocabulary, d_model), in its own dtype
+    check_rank("embeddings", embeddings.shape, (2,), "(vocabulary, d_model): one row per word piece")
+    check_type("vocabulary", vocabulary, Mapping, "the tokenizer's vocabulary, a dict of piece -> row")
     rows: dict[int, list[int]] = {}
     for token, word in zip(tokens, word_ids, strict=True):
         if word is None:
@@ -259,7 +267,10 @@ def pair_cosines(pairs, vectors: Sequence[np.ndarray]) -> np.ndarray:
 
     ``vectors[s]`` is (words, d) for sentence ``s`` (e.g. :func:`word_input_vectors`). Returns (pairs,).
     """
-    pairs = check_items("pairs", pairs, "a list of WordPairs, e.g. noun_pairs(trees)")
+    from mha.analysis.head_roles.long_range import WordPair
+
+    pairs = check_items_of("pairs", pairs, WordPair, "a WordPair, e.g. from noun_pairs(trees)")
+    vectors = check_items("vectors", vectors, "one (words, d) array of word vectors per sentence")
     cosines = []
     for pair in pairs:
         a, b = vectors[pair.sentence][pair.first], vectors[pair.sentence][pair.second]

@@ -28,7 +28,7 @@ from mha.analysis.statistics import bootstrap_ratio_interval, detection_power
 from mha.core.layouts import WORDS, takes_attention
 from mha.core.validation import as_real_array, check_items, check_type, check_whole_number, is_real_number
 from mha.corpora.agreement import AgreementItem
-from mha.corpora.treebank import UDTree
+from mha.corpora.treebank import UDTree, check_trees
 from mha.pretrained.encoder import MiniLMEncoder
 from mha.pretrained.word_maps import word_attention
 
@@ -60,6 +60,8 @@ def verb_row_scores(word_maps: np.ndarray, item: AgreementItem) -> tuple[np.ndar
 
 def nearest_noun(tree: UDTree, item: AgreementItem) -> int | None:
     """The nearest noun, proper noun or pronoun before the item's verb, or None (3.2)."""
+    check_type("tree", tree, UDTree, "a UDTree, as read_ud_trees(path) returns them")
+    check_type("item", item, AgreementItem, "an AgreementItem of that tree (agreement_items)")
     before = [i for i in range(item.verb) if tree.upos[i] in ("NOUN", "PROPN", "PRON")]
     return before[-1] if before else None
 
@@ -142,8 +144,9 @@ def score_agreement(encoder: MiniLMEncoder, trees: Sequence[UDTree], items: Sequ
     ``trees`` are the sentences the items were found in (:func:`mha.corpora.agreement.agreement_items`).
     """
     check_type("encoder", encoder, MiniLMEncoder, "the pretrained encoder, MiniLMEncoder.load()")
-    trees = check_items("trees", trees, "a list of UDTree (mha.corpora.treebank.read_ud_trees)")
+    trees = check_trees("trees", trees)
     items = check_items("items", items, "a list of AgreementItem (mha.corpora.agreement.agreement_items)")
+    batch_size = check_whole_number("batch_size", batch_size, minimum=1, meaning="sentences per forward pass")
     for item in items:
         check_type("each item", item, AgreementItem, "an AgreementItem (agreement_items)")
         if not 0 <= item.tree < len(trees) or trees[item.tree].words != item.words:
@@ -191,7 +194,8 @@ def binomial_power(n_items: int, null_rate: float, rate: float, *, alpha: float 
     ``n_items`` independent pairs, for a head that finds it with probability ``rate``, and the smallest rate it
     detects with probability ``target`` (3.2). Pairs are treated as independent, which holds when nearly each
     comes from its own sentence."""
-    n_items = check_whole_number("n_items", n_items, minimum=1)
+    n_items = check_whole_number("n_items", n_items, minimum=1, maximum=10**6,
+                                 meaning="independent pairs; the test tabulates every count up to it")
     for name, value, low, high in (("null_rate", null_rate, 0, 1), ("rate", rate, 0, 1), ("alpha", alpha, 0, 1),
                                    ("target", target, 0, 1)):
         if not is_real_number(value) or not low <= value <= high or (name in ("alpha", "target") and value in (0, 1)):

@@ -29,7 +29,8 @@ from sklearn.preprocessing import StandardScaler
 
 from mha.analysis.head_roles.agreement import AgreementScores
 from mha.analysis.pair_patching import PairPatching, patch_between_halves
-from mha.core.validation import as_path, check_items, check_type
+from mha.core.argument_checks import check_whole_numbers
+from mha.core.validation import as_array, as_path, check_items, check_rank, check_type
 from mha.corpora.agreement import AgreementItem
 from mha.data_files import DATA_DIRECTORY
 from mha.pretrained.encoder import MiniLMEncoder
@@ -61,7 +62,9 @@ def verb_vectors(trace: EncoderTrace, verbs: Sequence[int], states=None) -> np.n
     """
     check_type("trace", trace, EncoderTrace, "an EncoderTrace traced from words (is_split_into_words=True)")
     states = trace.hidden_states[-1] if states is None else states  # (batch, seq, d_model)
-    states = np.asarray(states.detach().cpu() if hasattr(states, "detach") else states)
+    states = as_array("states", states)  # (batch, seq, d_model), in its own dtype
+    check_rank("states", states.shape, (3,), "(batch, seq, d_model): a run of the trace's batch")
+    verbs = check_whole_numbers("verbs", verbs, minimum=0, meaning="each sentence's verb, a word index")
     if len(verbs) != states.shape[0]:
         raise ValueError(f"{len(verbs)} verbs for a batch of {states.shape[0]} sentences; give one verb each.")
     vectors = []

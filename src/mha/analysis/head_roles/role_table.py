@@ -34,7 +34,7 @@ import pandas as pd
 
 from mha.analysis.head_roles.attention_patterns import block_segments, is_punctuation, pattern_label
 from mha.core.resampling import bootstrap_counts
-from mha.core.validation import as_real_array, check_items, check_type
+from mha.core.validation import as_real_array, check_items, check_share, check_type
 from mha.corpora.annotation import AnnotatedSentence
 from mha.corpora.baselines import SYNTACTIC_KINDS, best_offset, nearest_candidate_before
 from mha.pretrained.attention_record import RecordLike, as_record, check_record
@@ -468,7 +468,7 @@ def heads_above_thresholds(per_sentence: np.ndarray, thresholds: Sequence[float]
     thresholds = as_real_array("thresholds", thresholds)
     if thresholds.ndim != 1 or len(thresholds) == 0:
         raise ValueError("thresholds must be a non-empty list of numbers, e.g. (0.3, 0.5, 0.7).")
-    if not 0 < level < 1:
+    if not 0 < check_share("level", level, meaning="the interval's confidence, e.g. 0.95") < 1:
         raise ValueError(f"level must be between 0 and 1 (e.g. 0.95), got {level!r}.")
     flat = values.reshape(values.shape[0], -1)  # (sentences, heads)
     weights = np.ones(len(flat)) if rows is None else as_real_array("rows", rows)

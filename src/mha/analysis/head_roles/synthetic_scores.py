@@ -66,7 +66,7 @@ def one_head_table(maps, tokens: Sequence[Sequence[str]] | None = None, **option
 
 def placeholder_sentence(n_words: int, pairs: Sequence[tuple[int, int]]) -> AnnotatedSentence:
     """A sentence of ``n_words`` placeholder words with one det_noun relation per (source, target) pair."""
-    n_words = check_whole_number("n_words", n_words, 1)
+    n_words = check_whole_number("n_words", n_words, 1, 10**4, meaning="words of the placeholder sentence")
     pairs = check_items("pairs", pairs, "a list of (source, target) word indices")
     checked = []
     for pair in pairs:

@@ -105,6 +105,9 @@ def data_of(modules: dict[str, Path]) -> list[str]:
     """The entries of the package's data folder (:mod:`mha.data`) that ``modules`` (a :func:`closure`) name as
     ``DATA_DIRECTORY / "name"`` (a file, or a folder taken whole: ``"lab"`` for the lab's checkpoints), and the
     list of sha256 sums that vouches for them, when there is any."""
+    if not isinstance(modules, dict) or not all(isinstance(path, Path) for path in modules.values()):
+        raise TypeError(f"modules must be a dict of module names to their files, as closure(tools) returns, got "
+                        f"{type(modules).__name__}: {modules!r:.80}")
     named = {node.right.value for path in modules.values()
              for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path)))
              if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) and isinstance(node.left, ast.Name)
@@ -117,6 +120,9 @@ def copy_tools(tools: tuple[str, ...], folder: Path, group: int | None) -> None:
     """Copy :func:`closure`'s files and :func:`data_of`'s into ``folder`` (empty) as the package lays them out
     (``<folder>/mha/...``), readable by its owner alone, or (``group``: the user id of the one process that may read
     them, where the grader is root) owned by root and readable by that id's group alone, which cannot change them."""
+    if not isinstance(folder, Path) or (group is not None and (isinstance(group, bool) or not isinstance(group, int))):
+        raise TypeError(f"folder must be a pathlib.Path and group a user id (an int) or None, got {folder!r:.60} and "
+                        f"{group!r:.60}")
     modules = closure(tools)
     for module, path in modules.items():
         relative = Path(*module.split("."))
