@@ -89,6 +89,55 @@ def _treebank_spread(encoder: MiniLMEncoder) -> dict:
     return treebank_score_spread(encoder)
 
 
+EXAMPLE_LENGTHS = (8, 30)
+"""The treebank sentences a view offers as a head's examples: from 8 to 30 tokens ([CLS] and [SEP] included), long
+enough to show a pattern and short enough to read whole as a map, and with at least :data:`EXAMPLE_WORDS` words
+that hold a letter (not a line of underscores or a list of numbers)."""
+
+EXAMPLE_WORDS = 5
+
+EXAMPLE_SCORES = {"on [CLS]": "cls_share", "on punctuation": "punct_share"}
+"""The role scores a view finds a head's examples by: the scores panel's name -> the stored per-sentence share."""
+
+
+@functools.lru_cache(maxsize=1)
+def _treebank_examples() -> dict:
+    """For every head, the UD English-EWT dev sentence (of :data:`EXAMPLE_LENGTHS`) where each score of
+    :data:`EXAMPLE_SCORES` is highest and lowest, from the shares stored per sentence
+    (:func:`~mha.analysis.head_roles.treebank_heads.load_treebank_sentence_shares`; chapter 3, "A tour of all 72
+    heads"). Returns {source, texts: the sentences named, scores: {name: {highest, lowest: (layers * heads) indices
+    into texts, head by head, highest_values, lowest_values: the scores in hundredths}}}."""
+    from mha.analysis.head_roles.treebank_heads import load_treebank_sentence_shares
+    from mha.corpora.treebank import EWT_DEV_PATH, read_conllu
+
+    shares = load_treebank_sentence_shares()
+    treebank = read_conllu(EWT_DEV_PATH)
+    low, high = EXAMPLE_LENGTHS
+    worded = np.array([sum(any(c.isalpha() for c in word) for word in sentence.words) >= EXAMPLE_WORDS
+                       for sentence in treebank])  # (sentences,)
+    eligible = (shares["tokens"] >= low) & (shares["tokens"] <= high) & worded  # (sentences,)
+    found = {}
+    for name, key in EXAMPLE_SCORES.items():
+        per_head = shares[key].reshape(len(eligible), -1).copy()  # (sentences, layers * heads)
+        per_head[~eligible] = np.nan
+        found[name] = (np.nanargmax(per_head, axis=0), np.nanargmin(per_head, axis=0), per_head)
+    named = sorted({int(i) for highest, lowest, _ in found.values() for i in (*highest, *lowest)})
+    position = {sentence: index for index, sentence in enumerate(named)}
+    heads = np.arange(next(iter(found.values()))[2].shape[1])
+
+    def hundredths(values: np.ndarray) -> list[int]:
+        return [int(v) for v in np.rint(values * 100)]
+
+    return {"source": f"UD English-EWT (dev split): the {int(eligible.sum())} of its {len(eligible)} sentences with "
+                      f"{low} to {high} tokens and {EXAMPLE_WORDS} words or more",
+            "texts": [" ".join(treebank[i].words) for i in named],
+            "scores": {name: {"highest": [position[int(i)] for i in highest],
+                              "lowest": [position[int(i)] for i in lowest],
+                              "highest_values": hundredths(per_head[highest, heads]),
+                              "lowest_values": hundredths(per_head[lowest, heads])}
+                       for name, (highest, lowest, per_head) in found.items()}}
+
+
 class ModelHeadExplorer(Explorer):
     """Widgets to pick a layer, a head and a sentence of all-MiniLM-L6-v2 and see that head's map.
 
@@ -215,10 +264,13 @@ class ModelHeadExplorer(Explorer):
         return {**self.values(), "sentence": self.sentence}
 
     def page_model(self) -> dict:
-        """The website runs all-MiniLM-L6-v2 in the page on a typed sentence; it needs the longest map it draws and,
-        to read the sentence's scores against, their spread over treebank sentences
-        (:func:`~mha.analysis.head_roles.score_spread.treebank_score_spread`)."""
-        return {"max_tokens": MAX_VIEW_TOKENS, "spread": _treebank_spread(self.encoder)}
+        """The website runs all-MiniLM-L6-v2 in the page on a typed sentence of up to the model's 512 tokens; it
+        needs the most units a map draws at once (``max_tokens``: a longer map is drawn a window of that many
+        queries and keys at a time) and, to read the sentence's scores against, their spread over treebank
+        sentences (:func:`~mha.analysis.head_roles.score_spread.treebank_score_spread`); and, for "find where a head
+        does this", each head's treebank sentences with its highest and lowest scores (:func:`_treebank_examples`)."""
+        return {"max_tokens": MAX_VIEW_TOKENS, "spread": _treebank_spread(self.encoder),
+                "examples": _treebank_examples()}
 
     def site_arguments(self, values: dict[str, object]) -> dict[str, object]:
         # every sentence of the payload's menu (typed ones too) is read by its text, whatever it says

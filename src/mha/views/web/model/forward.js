@@ -1,6 +1,9 @@
 // The forward pass of the encoder on one sentence, in the model's float32 arena F (model.js): embeddings, then per
-// layer self-attention (with heads switched off where asked) and the MLP, each followed by the residual and a
-// LayerNorm; then the sentence vector.
+// layer self-attention (with heads switched off where asked: zero or mean ablation) and the MLP, each followed by the
+// residual and a LayerNorm; then the sentence vector. Every matrix product, those of attention too, is the kernel's
+// (kernel.js), on rows of F.
+
+import { PANEL } from "./kernel.js";
 
 // LayerNorm of each row of F[x .. x + n*d), in place; gain and bias are (d,) arrays.
 function layerNorm(F, x, n, d, norm, eps) {
@@ -33,35 +36,52 @@ function embed(model, ids, chunkOf) {
 }
 
 // 2.-4. Layer l's heads on the rows s.x: their weights into `attention` (layers, heads, n, n), their outputs z_h
-// side by side into s.z (0 for a removed head). `scores` is a Float64Array (n) to work in.
-function attend(model, l, n, keep, attention, scores) {
+// side by side into s.z (0 for a removed head, their mean over the tokens for a mean-ablated one). Per head, the
+// scores Q K^T and the outputs A V are the kernel's products, on the head's rows copied into scratch (model.js).
+function attend(model, l, n, keep, attention) {
   var c = model.config, d = c.d_model, H = c.n_heads, dh = c.d_head, F = model._F, s = model._scratch;
-  var layer = model._layers[l], scale = 1 / Math.sqrt(dh), i, j, k;
+  var layer = model._layers[l], scale = 1 / Math.sqrt(dh), stride = 3 * d, wide = Math.ceil(n / PANEL) * PANEL;
+  var i, j, k;
   // 2. queries, keys and values of every head at once: (n, 3 d_model), head h at columns h*d_head..
   model._matmul(s.x, layer.qkv, layer.bqkv, s.qkv, n, d, 3 * d);
+  F.fill(0, s.headKT, s.headKT + wide * dh); // the keys past n stay 0
   for (var h = 0; h < H; h++) {
-    var q0 = s.qkv + h * dh, k0 = q0 + d, v0 = q0 + 2 * d, stride = 3 * d, a0 = (l * H + h) * n * n;
+    var q0 = s.qkv + h * dh, a0 = (l * H + h) * n * n, kept = keep[l * H + h];
+    // the head's queries as rows, its keys as K^T and its values, both packed in panels of PANEL columns
     for (i = 0; i < n; i++) {
-      // 3. scaled scores and softmax over the keys (row i = query i)
-      var qi = q0 + i * stride, best = -Infinity;
-      for (j = 0; j < n; j++) {
-        var kj = k0 + j * stride, dot = 0;
-        for (k = 0; k < dh; k++) dot += F[qi + k] * F[kj + k];
-        scores[j] = Math.fround(dot) * scale;
-        if (scores[j] > best) best = scores[j];
-      }
-      var sum = 0;
-      for (j = 0; j < n; j++) { scores[j] = Math.exp(scores[j] - best); sum += scores[j]; }
-      var row = a0 + i * n;
-      for (j = 0; j < n; j++) attention[row + j] = scores[j] / sum;
-      // 4. z_h = weights @ v_h, 0 for a removed head
-      var zi = s.z + i * d + h * dh;
+      var at = q0 + i * stride;
+      F.copyWithin(s.headQ + i * dh, at, at + dh);
       for (k = 0; k < dh; k++) {
-        var z = 0;
-        if (keep[l * H + h]) for (j = 0; j < n; j++) z += attention[row + j] * F[v0 + j * stride + k];
-        F[zi + k] = z;
+        F[s.headKT + Math.floor(i / PANEL) * dh * PANEL + k * PANEL + (i % PANEL)] = F[at + d + k];
+        F[s.headV + Math.floor(k / PANEL) * n * PANEL + i * PANEL + (k % PANEL)] = F[at + 2 * d + k];
       }
     }
+    // 3. scores (n, wide) = Q K^T, scaled; softmax over the keys (row i = query i)
+    model._matmul(s.headQ, s.headKT, s.zeros, s.headScores, n, dh, wide);
+    for (i = 0; i < n; i++) {
+      var row = s.headScores + i * wide, best = -Infinity, sum = 0, out = a0 + i * n;
+      for (j = 0; j < n; j++) best = Math.max(best, F[row + j] * scale);
+      for (j = 0; j < n; j++) { attention[out + j] = Math.exp(F[row + j] * scale - best); sum += attention[out + j]; }
+      for (j = 0; j < n; j++) attention[out + j] /= sum;
+    }
+    // 4. z_h = weights @ v_h, 0 for a removed head
+    if (kept) {
+      F.set(attention.subarray(a0, a0 + n * n), s.headWeights);
+      model._matmul(s.headWeights, s.headV, s.zeros, s.headZ, n, n, dh);
+    } else {
+      F.fill(0, s.headZ, s.headZ + n * dh);
+    }
+    for (i = 0; i < n; i++) F.copyWithin(s.z + i * d + h * dh, s.headZ + i * dh, s.headZ + (i + 1) * dh);
+    if (kept === -1) meanOverTokens(F, s.z + h * dh, n, d, dh);
+  }
+}
+
+// Mean ablation: each of the n rows (stride d) of a head's output z_h (d_head columns at z0) becomes their mean.
+function meanOverTokens(F, z0, n, d, dh) {
+  for (var k = 0; k < dh; k++) {
+    var sum = 0, i;
+    for (i = 0; i < n; i++) sum += F[z0 + i * d + k];
+    for (i = 0; i < n; i++) F[z0 + i * d + k] = sum / n;
   }
 }
 
@@ -97,9 +117,8 @@ export function forward(model, ids, keep, chunkOf) {
   var attention = new Float32Array(L * H * n * n), hidden = new Float32Array((L + 1) * n * d);
   embed(model, ids, chunkOf);
   hidden.set(F.subarray(s.x, s.x + n * d), 0);
-  var scores = new Float64Array(n);
   for (var l = 0; l < L; l++) {
-    attend(model, l, n, keep, attention, scores);
+    attend(model, l, n, keep, attention);
     mixAndMlp(model, l, n);
     hidden.set(F.subarray(s.x, s.x + n * d), (l + 1) * n * d);
   }

@@ -12,15 +12,21 @@
  *     options.onProgress({loaded, total, part})  bytes of .bin read so far / to read, the part just read
  *     options.signal                             an AbortSignal: aborting rejects, and nothing is kept
  *     options.simd                               false forces the plain-JavaScript matrix product
- *     Loads manifest, vocab, base and every layer; checks each part's sha256 where crypto.subtle exists.
+ *     Loads manifest, vocab, base and every layer; checks each part's sha256 (the browser's, or sha256.js where
+ *     crypto.subtle is missing).
  *   model.tokenize(text) -> {ids: number[n], tokens: string[n], wordIds: (number|null)[n]}
  *     as the package's tokenizer, [CLS] ... [SEP] included; throws an Error for empty text, a lone
  *     surrogate, or more than config.max_positions (512) tokens (the message says how many).
- *   await model.run(ids, {removed: [[layer, head], ...], signal}) ->
+ *   await model.run(ids, {removed: [[layer, head], ...], ablation: "zero" | "mean", signal}) ->
  *     {n, attention: Float32Array (layers, heads, n, n)   row = query (attends from), column = key,
  *      hidden: Float32Array (layers + 1, n, d_model)       embeddings, then each layer's output,
  *      sentenceVector: Float32Array (d_model)             mean over the n tokens, scaled to length 1}
- *     removed heads have their output z_h set to 0 before W_O, as MiniLMEncoder's head_mask does.
+ *     removed heads have their output z_h set to 0 before W_O, as MiniLMEncoder's head_mask does ("zero", the
+ *     default), or to its mean over the sentence's n tokens at every token ("mean").
+ *   model.scoreParts(result, layer, head, query, key) -> {query, key, products (d_head), score, scores, weights (n),
+ *     parts: {bilinear, query_only, key_only, constant}}: what lies behind one weight of result.attention, the
+ *     score split as chapter 2's mha.core.geometry.score_terms splits it; model.headVectors(result, layer, head)
+ *     -> {q, k, qx, kx (n, d_head), bQ, bK (d_head)}, computed from result.hidden[layer].
  *     Loads (and keeps) the word-embedding chunks the ids fall in.
  *   model.config  {n_layers, n_heads, d_model, d_head, d_mlp, vocab_size, max_positions, layer_norm_eps, ...}
  *   model.backend "wasm-simd" or "js"; model.bytesLoaded: bytes of .bin read so far, the manifest's included.

@@ -3,8 +3,9 @@
 
 import { tensorsOf } from "./bytes.js";
 import { forward } from "./forward.js";
-import { matmulJs, pack, simdKernel } from "./kernel.js";
+import { PANEL, matmulJs, pack, simdKernel } from "./kernel.js";
 import { abortable, loadPart } from "./loading.js";
+import { headVectors, scoreParts } from "./qk_parts.js";
 import { Tokenizer } from "./tokenizer.js";
 
 // manifest: the export's manifest; byName: its parts by name; raws: the gunzipped vocab, base and layer parts;
@@ -27,7 +28,12 @@ export function Model(manifest, byName, raws, readPart, useSimd, bytesLoaded) {
   // one float32 arena: every layer's packed matrices and biases, then scratch rows for max_positions tokens
   var sizes = { qkv: d * 3 * d, bqkv: 3 * d, o: d * d, bo: d, in: d * dm, bin: dm, out: dm * d, bout: d };
   var perLayer = Object.keys(sizes).reduce(function (s, k) { return s + sizes[k]; }, 0);
-  var n = c.max_positions, scratch = { x: n * d, qkv: n * 3 * d, z: n * d, tmp: n * d, h: n * dm };
+  // and, for one head at a time, the matrix products of attention (forward.js): its queries (n, d_head), keys
+  // packed as K^T (d_head, n rounded up to 8), scores (n, n rounded up), weights (n, n), values packed (n, d_head),
+  // output z_h (n, d_head), and a row of zeros for the products' bias
+  var n = c.max_positions, dh = c.d_head, wide = Math.ceil(n / PANEL) * PANEL;
+  var scratch = { x: n * d, qkv: n * 3 * d, z: n * d, tmp: n * d, h: n * dm, headQ: n * dh, headKT: wide * dh,
+    headScores: n * wide, headWeights: n * n, headV: n * dh, headZ: n * dh, zeros: Math.max(wide, dh) };
   var floats = L * perLayer + Object.keys(scratch).reduce(function (s, k) { return s + scratch[k]; }, 0);
   var memory = null, kernel = null, buffer;
   if (useSimd && typeof WebAssembly === "object") {
@@ -91,8 +97,9 @@ Model.prototype._chunk = function (index, signal) {
 
 Model.prototype.tokenize = function (text) { return this._tokenizer.tokenize(text, this.config.max_positions); };
 
-// The ids checked, and the heads to keep: a Float32Array (layers * heads) of 1, with 0 for each removed head.
-Model.prototype._checkRun = function (ids, removed) {
+// The ids checked, and the heads to keep: a Float32Array (layers * heads) of 1, with 0 for each removed head (zero
+// ablation) or -1 (mean ablation: the head's output at every token replaced by its mean over the sentence's tokens).
+Model.prototype._checkRun = function (ids, removed, ablation) {
   var c = this.config;
   if (!ids || typeof ids.length !== "number" || ids.length < 1 || ids.length > c.max_positions) {
     throw new Error("run needs 1 to " + c.max_positions + " token ids (from model.tokenize(text).ids), got " +
@@ -101,12 +108,13 @@ Model.prototype._checkRun = function (ids, removed) {
   Array.prototype.forEach.call(ids, function (id, i) {
     if (!Number.isInteger(id) || id < 0 || id >= c.vocab_size) throw new Error("token id " + i + " is " + id + "; ids are whole numbers in 0.." + (c.vocab_size - 1) + ".");
   });
+  if (ablation !== undefined && ablation !== "zero" && ablation !== "mean") throw new Error("ablation is \"zero\" or \"mean\", got " + JSON.stringify(ablation) + ".");
   var keep = new Float32Array(c.n_layers * c.n_heads).fill(1);
   (removed || []).forEach(function (pair) {
     var ok = Array.isArray(pair) && pair.length === 2 && Number.isInteger(pair[0]) && Number.isInteger(pair[1]) &&
       pair[0] >= 0 && pair[0] < c.n_layers && pair[1] >= 0 && pair[1] < c.n_heads;
     if (!ok) throw new Error("removed heads are [layer, head] pairs with layer in 0.." + (c.n_layers - 1) + " and head in 0.." + (c.n_heads - 1) + "; got " + JSON.stringify(pair) + ".");
-    keep[pair[0] * c.n_heads + pair[1]] = 0;
+    keep[pair[0] * c.n_heads + pair[1]] = ablation === "mean" ? -1 : 0;
   });
   return keep;
 };
@@ -114,7 +122,7 @@ Model.prototype._checkRun = function (ids, removed) {
 Model.prototype.run = function (ids, options) {
   options = options || {};
   var self = this, keep;
-  try { keep = this._checkRun(ids, options.removed); } catch (error) { return Promise.reject(error); }
+  try { keep = this._checkRun(ids, options.removed, options.ablation); } catch (error) { return Promise.reject(error); }
   var rows = this.config.rows_per_chunk;
   var wanted = Array.from(new Set(Array.prototype.map.call(ids, function (id) { return Math.floor(id / rows); })));
   return abortable(Promise.all(wanted.map(function (index) { return self._chunk(index, options.signal); })), options.signal)
@@ -122,4 +130,12 @@ Model.prototype.run = function (ids, options) {
       var chunkOf = new Map(wanted.map(function (index, i) { return [index, tables[i]]; }));
       return forward(self, Array.from(ids), keep, chunkOf);
     });
+};
+
+// One head's queries and keys on a run (qk_parts.js): {q, k, qx, kx (n, d_head), bQ, bK (d_head)}.
+Model.prototype.headVectors = function (result, layer, head) { return headVectors(this, result, layer, head); };
+
+// Behind the weight of `query` on `key` (qk_parts.js): vectors, products, score, its softmax row and QK-circuit parts.
+Model.prototype.scoreParts = function (result, layer, head, query, key) {
+  return scoreParts(this, result, layer, head, query, key);
 };

@@ -3,8 +3,9 @@
    model.js (beside views.js) and the model's weights (its model/ folder) load only when the reader first asks, with
    a progress bar and a cancel; the stored sentences keep working whatever happens. model.js's API:
    mhaModel.open(readPart, {onProgress, signal}) -> model; model.tokenize(text) -> {ids, tokens};
-   model.run(ids, {removed: [[layer, head]]}) -> {attention: Float32Array (layers, heads, n, n),
-   sentenceVector: Float32Array (d_model)}. */
+   model.run(ids, {removed: [[layer, head]], ablation: "zero" | "mean"}) -> {attention: Float32Array (layers, heads,
+   n, n), hidden, sentenceVector: Float32Array (d_model)}; model.scoreParts(run, layer, head, query, key) -> what lies
+   behind one weight (weight_parts.js). */
 
 import { make } from "./dom.js";
 
@@ -16,7 +17,8 @@ function addScript(source) {
   return new Promise((resolve, reject) => {
     const script = make("script", { src: source });
     script.addEventListener("load", resolve);
-    script.addEventListener("error", () => reject(new Error(`could not read ${source.split("/").pop()}`)));
+    script.addEventListener("error", () => reject(new Error(`could not read ${source.split("/").pop()}, the script ` +
+      "that runs the model; check the connection (or that the site's files are all there), then reload the page")));
     document.head.append(script);
   });
 }

@@ -1,24 +1,22 @@
 /* What a chapter-3 view shows of a sentence run in the page (typing.js keeps the runs): its map, token by token or
    word by word, shaped as a stored view is; its message; and the head's scores on it. `typed` is the typing part's
-   state: {view, byName, stored, nLayers, nHeads, entries, spread, ui}. */
+   state: {view, byName, stored, nLayers, nHeads, entries, spread, ui, maxTokens, window}.
+
+   A map of more than typed.maxTokens units (a run may have up to the model's 512 tokens) is drawn a window of
+   maxTokens × maxTokens cells at a time, each cell the exact weight of its query and key; two sliders under the map
+   move the window over the queries and the keys (map_window.js). */
 
 import { escapeHtml, make } from "./dom.js";
+import { examplesBlock } from "./head_examples.js";
+import { drawnWindow, entryAt, isWords, showWindowControls } from "./map_window.js";
 import { headLabel, scoreTable, sentenceScores, wordWeights, wordsOf } from "./scores.js";
-
-function entryAt(typed, sentence) {
-  return typed.entries[sentence - typed.stored];
-}
+import { showWeightParts } from "./weight_parts.js";
 
 /* One head's map of a run, token by token: (n, n) out of the run's (layers, heads, n, n). */
 function headWeights(typed, entry, state) {
   const n = entry.tokens.length;
   const offset = (state.layer * typed.nHeads + state.head) * n * n;
   return entry.attention.subarray(offset, offset + n * n);
-}
-
-function isWords(typed, state) {
-  const control = typed.byName.word_level;
-  return Boolean(control) && control.control.values[state.word_level] === true;
 }
 
 /* The strongest link between two different units, [CLS] and [SEP] left out: [query, key], or null. */
@@ -75,11 +73,29 @@ export function runDrawn(typed, state) {
   const words = isWords(typed, state);
   const labels = words ? entry.words.labels : entry.tokens;
   const weights = words ? wordWeights(tokenWeights, n, entry.words.units) : tokenWeights;
-  const hundredths = Uint8Array.from(weights, (weight) => Math.max(0, Math.min(100, Math.round(weight * 100))));
-  const message = runMessage(state, labels, weights, words ? "words" : "tokens") + switchedNote(typed, entry);
+  const shown = drawnWindow(typed, labels, weights);
+  const hundredths = Uint8Array.from(shown.weights, (weight) => Math.max(0, Math.min(100, Math.round(weight * 100))));
+  const message = runMessage(state, labels, weights, words ? "words" : "tokens") + shown.note +
+    switchedNote(typed, entry);
   return { message: null, messageHtml: message, panels: {}, top: {}, shown: {},
-    computed: { title: headLabel(state.layer, state.head), rows: labels, columns: labels, hundredths, marked: [],
-      scale: { kind: "weight" } } };
+    computed: { title: headLabel(state.layer, state.head), rows: shown.rows, columns: shown.columns, hundredths,
+      values: shown.weights, marked: [], scale: { kind: "weight" } } };
+}
+
+/* A comparison of a run with the same sentence with heads switched off: its maps are "with head" and "without
+   head" (tools.js names the two settings "first" and "second"). */
+function nameComparison(typed, entry) {
+  const view = typed.view;
+  const compared = view.compareWith === null ? null : entryAt(typed, view.compareWith);
+  if (view.mode === "grid" || !compared || compared.text !== entry.text || entry.removed.length ||
+      !compared.removed.length || view.figures.length < 2) return;
+  const names = ["with head", "without head", "with − without"];
+  view.figures.forEach((figure, index) => {
+    if (!figure.map || !names[index]) return;
+    const title = index < 2 ? `${names[index]}: ${figure.map.title.replace(/^(first|second): /, "")}` : names[index];
+    figure.map = { ...figure.map, title, short: names[index] };
+    if (figure.drawn) figure.drawn.title.textContent = title;
+  });
 }
 
 /* The scores of the head on show for the sentence on show, from its token map: a run's own weights, or a stored
@@ -103,11 +119,15 @@ export function runScores(typed, state, storedTokenMap) {
     view.panelParts.scores = make("div", { class: "mha-panel mha-panel-scores" });
     view.panels.prepend(view.panelParts.scores);
   }
+  if (entry) nameComparison(typed, entry);
+  showWindowControls(typed, entry, state);
+  showWeightParts(typed);
   if (!weights || tokens.length < 3 || view.mode === "grid") {
     view.panelParts.scores.replaceChildren();
     return;
   }
   const scores = sentenceScores(weights, tokens.length, wordsOf(tokens).ids);
+  const examples = examplesBlock(typed, state.layer, state.head);
   view.panelParts.scores.replaceChildren(scoreTable(typed.spread, scores, state.layer, state.head, where),
-    typed.ui.switchOff);
+    typed.ui.switchOff, ...(examples ? [examples] : []));
 }

@@ -1,6 +1,9 @@
 /* The typing part of a chapter-3 view: a box for a sentence of the reader's own, run through all-MiniLM-L6-v2 in
    the page (model_bridge.js), with a progress bar, a cancel, a note on how closely the page's model follows the
-   package's, the head's scores (typed_maps.js) and a switch that runs the sentence again without the head on show.
+   package's, the head's scores (typed_maps.js) and a switch that runs the sentence again without the head on show:
+   its output set to 0 (zero ablation) or to its mean over the sentence's tokens (mean ablation). Any text the model
+   takes (up to its 512 tokens) runs; a long map is drawn a window at a time (map_window.js), and the panel behind
+   a weight (weight_parts.js) shows the query, key and score of the cell in focus.
 
    Each run (a typed sentence, or one with heads switched off) becomes an entry after the view's stored sentences:
    a new option of the sentence menu, and of the compare menu. */
@@ -35,17 +38,24 @@ function typingParts(view, model) {
   const status = make("span", { class: "mha-loading-text", "aria-live": "polite" });
   const cancel = make("button", { type: "button", class: "mha-button" }, "Cancel");
   const loading = make("div", { class: "mha-loading", hidden: "" }, bar, status, cancel);
-  const switchOff = make("button", { type: "button", class: "mha-button mha-switch" }, "Switch this head off");
+  const button = make("button", { type: "button", class: "mha-button mha-switch" }, "Switch this head off");
+  const ablation = make("select", { name: "ablation", id: `${view.id}-ablation`,
+    "aria-label": "how the head is switched off" },
+  make("option", { value: "zero" }, "its output set to 0 (zero ablation)"),
+  make("option", { value: "mean" }, "its output set to its mean over the tokens (mean ablation)"));
+  const switchOff = make("div", { class: "mha-switch-off" }, button, ablation);
   view.controls.after(form, loading, fidelityNote(model));
   cancel.addEventListener("click", () => cancelModelLoad());
-  return { box, form, bar, status, loading, switchOff };
+  return { box, form, bar, status, loading, switchOff, switchButton: button, ablation };
 }
 
 function labelOf(entry) {
   const text = entry.text.length > 60 ? `${entry.text.slice(0, 59)}…` : entry.text;
-  return entry.removed.length ? `${text} (without ${entry.removed.map(([l, h]) => headLabel(l, h)).join(", ")})`
-    : `${text} (typed)`;
+  return entry.removed.length ? `${text} (without ${entry.removed.map(([l, h]) => headLabel(l, h)).join(", ")}` +
+    `${entry.ablation === "mean" ? ", mean ablation" : ""})` : `${text} (typed)`;
 }
+
+const ablationOf = (removed, ablation) => (removed.length && ablation === "mean" ? "mean" : "zero");
 
 /* The page's model, loaded if need be, with the loading bar shown meanwhile. */
 async function loadedModel(typed) {
@@ -65,20 +75,22 @@ async function loadedModel(typed) {
   }
 }
 
-/* Run `text` with the heads `removed` switched off, unless that run is an entry already; its sentence index. */
-async function runOnce(typed, text, removed) {
+/* Run `text` with the heads `removed` switched off (by `ablation`), unless that run is an entry already; its
+   sentence index. */
+async function runOnce(typed, text, removed, ablation) {
   const known = typed.entries.findIndex((entry) => entry.text === text &&
-    JSON.stringify(entry.removed) === JSON.stringify(removed));
+    JSON.stringify(entry.removed) === JSON.stringify(removed) && entry.ablation === ablation);
   if (known >= 0) return typed.stored + known;
   const opened = await loadedModel(typed);
-  const { ids, tokens } = opened.tokenize(text);
-  if (tokens.length > typed.maxTokens) {
-    throw new Error(`the sentence has ${tokens.length} tokens with [CLS] and [SEP]; a map of more than ` +
-      `${typed.maxTokens} cannot be read. Shorten it (the model itself accepts up to 512 tokens).`);
+  typed.model = opened;
+  const { ids, tokens } = opened.tokenize(text);  /* refuses more than the model's 512 tokens, and says so */
+  if (ids.length > typed.maxTokens) {  /* a long run takes seconds: say so, and let the page paint it first */
+    typed.view.message.replaceChildren(`Running the model on ${ids.length} tokens…`);
+    await new Promise((painted) => requestAnimationFrame(() => setTimeout(painted, 0)));
   }
-  const result = await opened.run(ids, { removed });
-  const entry = { text, removed, tokens, attention: result.attention, vector: result.sentenceVector,
-    words: wordsOf(tokens) };
+  const result = await opened.run(ids, { removed, ablation });
+  const entry = { text, removed, ablation, tokens, attention: result.attention, vector: result.sentenceVector,
+    words: wordsOf(tokens), result };
   entry.label = labelOf(entry);
   typed.entries.push(entry);
   const index = typed.stored + typed.entries.length - 1;
@@ -88,10 +100,11 @@ async function runOnce(typed, text, removed) {
 }
 
 /* runOnce, shared by a run asked for again before it ends (a second Enter while the model loads). */
-function run(typed, text, removed) {
-  const key = JSON.stringify([text, removed]);
+function run(typed, text, removed, ablation) {
+  ablation = ablationOf(removed, ablation);
+  const key = JSON.stringify([text, removed, ablation]);
   if (!typed.running.has(key)) {
-    typed.running.set(key, runOnce(typed, text, removed).finally(() => typed.running.delete(key)));
+    typed.running.set(key, runOnce(typed, text, removed, ablation).finally(() => typed.running.delete(key)));
   }
   return typed.running.get(key);
 }
@@ -110,6 +123,7 @@ async function typeSentence(typed, text) {
   }
   try {
     const index = await run(typed, text, []);
+    typed.window = { row: 0, column: 0 };
     view.compareWith = null;
     if (view.compareInput) view.compareInput.value = "";
     view.apply({ ...view.state, sentence: index });  /* the grid stays a grid: every head on the new sentence */
@@ -127,7 +141,7 @@ async function switchHeadOff(typed, layer, head, sentenceIndex) {
     : typed.entries[sentenceIndex - typed.stored].text;
   try {
     const whole = await run(typed, text, []);
-    const without = await run(typed, text, [[layer, head]]);
+    const without = await run(typed, text, [[layer, head]], typed.ui.ablation.value);
     view.compareWith = without;
     if (view.compareInput) view.compareInput.value = String(without);
     view.mode = "single";
@@ -137,7 +151,9 @@ async function switchHeadOff(typed, layer, head, sentenceIndex) {
   }
 }
 
-const headsText = (removed) => removed.map(([l, h]) => `${l}.${h}`).join(",");
+/* Heads switched off, as an address names them: "layer.head,layer.head", after "mean:" for mean ablation. */
+const headsText = (entry) => (entry.ablation === "mean" ? "mean:" : "") +
+  entry.removed.map(([l, h]) => `${l}.${h}`).join(",");
 
 /* The address of a run: its text, and the heads switched off. */
 function addressParts(typed, state, parts) {
@@ -145,36 +161,40 @@ function addressParts(typed, state, parts) {
   if (entry) {
     parts.delete("sentence");
     parts.set("text", entry.text);
-    if (entry.removed.length) parts.set("off", headsText(entry.removed));
+    if (entry.removed.length) parts.set("off", headsText(entry));
   }
   const compared = typed.view.compareWith === null ? null : typed.entries[typed.view.compareWith - typed.stored];
   if (compared) {
     parts.delete("compare");
     if (compared.text !== (entry && entry.text)) parts.set("compare_text", compared.text);
-    parts.set("compare_off", headsText(compared.removed));
+    parts.set("compare_off", headsText(compared));
   }
 }
 
-/* Heads named in an address, "layer.head,layer.head", as [[layer, head], ...]. */
+/* Heads named in an address, "layer.head,layer.head" after an optional "mean:", as {removed: [[layer, head], ...],
+   ablation}. */
 function headsNamed(typed, text, what) {
-  if (!text) return [];
-  return text.split(",").map((pair) => {
+  if (!text) return { removed: [], ablation: "zero" };
+  const ablation = text.startsWith("mean:") ? "mean" : "zero";
+  const removed = text.replace(/^mean:/, "").split(",").map((pair) => {
     const match = /^([0-9]{1,2})\.([0-9]{1,2})$/.exec(pair);
     if (!match || Number(match[1]) >= typed.nLayers || Number(match[2]) >= typed.nHeads) {
       throw new Error(`${what} should name heads as layer.head, from 0.0 to ${typed.nLayers - 1}.${typed.nHeads - 1}, ` +
-        `not “${pair.slice(0, 40)}”`);
+        `after “mean:” for mean ablation, not “${pair.slice(0, 40)}”`);
     }
     return [Number(match[1]), Number(match[2])];
   });
+  return { removed, ablation };
 }
 
 /* Runs named in an address: {text, off, compare_text, compare_off}. Loads the model, as typing does. */
 async function readRuns(typed, found) {
-  const removed = headsNamed(typed, found.off, "off");
-  const index = await run(typed, found.text, removed);
+  const off = headsNamed(typed, found.off, "off");
+  const index = await run(typed, found.text, off.removed, off.ablation);
   let compared = null;
   if (found.compare_off !== undefined || found.compare_text !== undefined) {
-    compared = await run(typed, found.compare_text || found.text, headsNamed(typed, found.compare_off, "compare_off"));
+    const comparedOff = headsNamed(typed, found.compare_off, "compare_off");
+    compared = await run(typed, found.compare_text || found.text, comparedOff.removed, comparedOff.ablation);
   }
   return { index, compared };
 }
@@ -185,14 +205,16 @@ export function typing(view, payload, byName) {
   const model = payload.page_model;
   const typed = { view, byName, sentence: byName.sentence, stored: byName.sentence.control.values.length,
     nLayers: byName.layer.control.values.length, nHeads: byName.head.control.values.length,
-    maxTokens: model.max_tokens, spread: model.spread, entries: [], running: new Map(),
-    ui: typingParts(view, model) };
-  /* typed: {text, removed, tokens, attention, vector, words, label} per run */
+    maxTokens: model.max_tokens, spread: model.spread, entries: [], running: new Map(), model: null,
+    window: { row: 0, column: 0 }, examples: model.examples || null, ui: typingParts(view, model) };
+  typed.openText = (text) => typeSentence(typed, text).then(() => announceUpdate(view, "typed"));
+  /* typed.entries: {text, removed, ablation, tokens, attention, vector, words, result, label} per run; maxTokens:
+     the most units a map draws at once (map_window.js); examples: each head's treebank sentences (head_examples.js) */
   typed.ui.form.addEventListener("submit", (event) => {
     event.preventDefault();
-    typeSentence(typed, typed.ui.box.value).then(() => announceUpdate(view, "typed"));
+    typed.openText(typed.ui.box.value);
   });
-  typed.ui.switchOff.addEventListener("click",
+  typed.ui.switchButton.addEventListener("click",
     () => switchHeadOff(typed, view.state.layer, view.state.head, view.state.sentence));
   return {
     stored: typed.stored,
