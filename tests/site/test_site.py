@@ -349,5 +349,5 @@ def test_page_fits_a_phone_screen(visits, path):
         f"{path} is {seen.phone_width} px wide on a {PHONE['width']} px phone screen"
     views = seen.views_on_a_phone
     assert views.get("wide") == [], f"{path}: parts of a view stick out past a phone's screen: {views.get('wide')}"
-    assert views.get("smallest") is None or views["smallest"] >= 11, \
+    assert views.get("smallest") is None or views["smallest"] >= 12, \
         f"{path}: a view's text is {views['smallest']} px on a phone"

@@ -82,7 +82,7 @@ def shares_table_html(shares: np.ndarray) -> str:
     key = " ".join(f"<span style='background:{colour};color:#000;padding:0 6px'>{part}</span>"
                    for part, colour in _ROLE_COLOURS.items())
     return ("<div><b>Where each head looks from the ask positions</b> (mean over 256 held-out sequences)<br>"
-            f"<small>{key}</small><table style='font-size:11px'><tr><th>head</th><th>fact</th><th>previous</th>"
+            f"<small>{key}</small><table style='font-size:12px'><tr><th>head</th><th>fact</th><th>previous</th>"
             f"<th>elsewhere</th><th>shares</th><th>role</th></tr>{''.join(rows)}</table></div>")
 
 
@@ -101,12 +101,13 @@ def loss_curves_svg(lines: Sequence[CurveLine], title: str, max_step: int, low: 
     """Loss curves as a small inline SVG: x = training step (linear), y = loss (log scale, ``low`` to ``high``).
 
     Drawn by hand rather than with matplotlib so that a redraw takes a millisecond, not a tenth of a
-    second. Losses below ``low`` are drawn at ``low`` (chapter 3, "One big head or many").
+    second. Losses below ``low`` are drawn at ``low`` (chapter 3, "One big head or many"). Narrow enough for a phone's
+    screen (320 px) with its text at 12 px, so that a page never has to shrink it.
     """
     lines = check_items("lines", lines, "a list of CurveLines")
     labelled = [line for line in lines if line.label]
-    width, left, right, top, bottom, plot_h = 390, 58, 22, 26, 40, 174
-    height = top + plot_h + bottom + 13 * len(labelled)  # the legend sits under the plot
+    width, left, right, top, bottom, plot_h = 320, 58, 22, 26, 44, 174
+    height = top + plot_h + bottom + 16 * len(labelled)  # the legend sits under the plot
     plot_w = width - left - right
     log_low, log_high = np.log10(low), np.log10(high)
 
@@ -118,8 +119,8 @@ def loss_curves_svg(lines: Sequence[CurveLine], title: str, max_step: int, low: 
         return top + plot_h * (log_high - value) / (log_high - log_low)
 
     parts = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' role='img' "
-             f"font-family='sans-serif' font-size='10'><title>{html.escape(title)}</title>",
-             f"<text x='{left + plot_w / 2}' y='15' text-anchor='middle' font-size='12'>{html.escape(title)}</text>",
+             f"font-family='sans-serif' font-size='12'><title>{html.escape(title)}</title>",
+             f"<text x='{left + plot_w / 2}' y='15' text-anchor='middle' font-size='13'>{html.escape(title)}</text>",
              f"<rect x='{left}' y='{top}' width='{plot_w}' height='{plot_h}' fill='none' stroke='#444'/>"]
     for exponent in range(int(np.ceil(log_low)), int(np.floor(log_high)) + 1):
         y = float(y_of(10.0 ** exponent))
@@ -129,10 +130,10 @@ def loss_curves_svg(lines: Sequence[CurveLine], title: str, max_step: int, low: 
     tick = max_step / 4
     for index in range(5):
         x = float(x_of(index * tick))
-        parts.append(f"<text x='{x:.1f}' y='{top + plot_h + 13}' text-anchor='middle'>{index * tick:,.0f}</text>")
-    parts.append(f"<text x='{left + plot_w / 2}' y='{top + plot_h + 28}' text-anchor='middle'>training step</text>"
+        parts.append(f"<text x='{x:.1f}' y='{top + plot_h + 14}' text-anchor='middle'>{index * tick:,.0f}</text>")
+    parts.append(f"<text x='{left + plot_w / 2}' y='{top + plot_h + 31}' text-anchor='middle'>training step</text>"
                  f"<text transform='translate(13,{top + plot_h / 2}) rotate(-90)' text-anchor='middle'>"
-                 f"held-out loss (nats, log scale)</text>")
+                 f"held-out loss (nats, log)</text>")
     legend_y = top + plot_h + bottom + 8
     for line in lines:
         keep = np.asarray(line.steps) <= max_step
@@ -144,7 +145,7 @@ def loss_curves_svg(lines: Sequence[CurveLine], title: str, max_step: int, low: 
             parts.append(f"<line x1='{left}' x2='{left + 18}' y1='{legend_y - 3}' "
                          f"y2='{legend_y - 3}' stroke='{line.colour}' stroke-width='{line.width}'/>"
                          f"<text x='{left + 22}' y='{legend_y}'>{html.escape(line.label)}</text>")
-            legend_y += 13
+            legend_y += 16
     parts.append("</svg>")
     return "".join(parts)
 

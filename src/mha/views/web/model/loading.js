@@ -4,7 +4,8 @@
 import { gunzip, sha256Hex } from "./bytes.js";
 
 export function cancelled() {
-  var error = new Error("Loading the model was cancelled (its signal was aborted); nothing was kept. Open it again to load it.");
+  var error = new Error("Loading the model was cancelled, as asked; nothing of it was kept. To load it again, run a " +
+                        "sentence again (press Enter in the box).");
   error.name = "AbortError";
   return error;
 }
@@ -25,13 +26,17 @@ export function loadPart(readPart, part, signal) {
   return abortable(Promise.resolve(readPart(part.name, signal)), signal).then(function (bytes) {
     if (!(bytes instanceof Uint8Array)) bytes = new Uint8Array(bytes);
     if (bytes.length !== part.bin_bytes) {
-      throw new Error("the model part \"" + part.name + "\" has " + bytes.length + " bytes, but the manifest says " +
-                      part.bin_bytes + "; it is damaged or from another export. Export the model again.");
+      throw new Error("the model part \"" + part.name + "\" arrived with " + bytes.length + " bytes where " +
+                      part.bin_bytes + " were expected, so it was damaged on the way or is from another export of the " +
+                      "model. Reload the page and try again; if that does not help, the site's copy of the model is " +
+                      "damaged (its build exports the model again).");
     }
     return sha256Hex(bytes).then(function (digest) {
-      if (digest !== null && digest !== part.sha256) {
+      if (digest !== part.sha256) {
         throw new Error("the model part \"" + part.name + "\" does not match its sha256 in the manifest (" + digest +
-                        " instead of " + part.sha256 + "); it was changed or damaged. Export the model again.");
+                        ", not " + part.sha256 + "): it was changed or damaged on the way. " +
+                        "Reload the page and try again; if that does not help, the site's copy of the model is damaged " +
+                        "(its build exports the model again).");
       }
       return abortable(gunzip(bytes), signal);
     });

@@ -11,8 +11,18 @@ export function fetchReader(baseUrl) {
   return function (name, signal) {
     var url = base + name + ".bin";
     return fetch(url, { signal: signal }).then(function (response) {
-      if (!response.ok) throw new Error("could not load the model part \"" + name + "\" from " + url + ": HTTP " + response.status + ".");
+      if (!response.ok) {
+        throw new Error("the site did not send the model part \"" + name + "\" (" + url + " answered HTTP " +
+                        response.status + "). Reload the page and try again; if it happens again, the site is " +
+                        "missing the model's files.");
+      }
       return response.arrayBuffer();
+    }, function (error) {
+      if (signal && signal.aborted) throw cancelled();
+      // the browser's own words ("Failed to fetch", "NetworkError ...") say nothing of what to do
+      throw new Error("could not download the model part \"" + name + "\": the connection to the site failed " +
+                      "(offline, or the site stopped answering; the browser said: " + String(error && error.message) +
+                      "). Check the connection, then run the sentence again.");
     }).then(function (buffer) { return new Uint8Array(buffer); });
   };
 }
@@ -47,8 +57,19 @@ function readByScript(base, name, signal) {
     if (!waitingScripts.has(name)) waitingScripts.set(name, new Set());
     waitingScripts.get(name).add(load);
     if (signal) signal.addEventListener("abort", onAbort);
-    script.onerror = function () { if (!settled) load.reject(new Error("could not load the model part \"" + name + "\" from " + url + " (is the file there?).")); };
-    script.onload = function () { if (!settled) load.reject(new Error(url + " loaded but did not hand over the part \"" + name + "\"; export the model again.")); };
+    script.onerror = function () {
+      if (!settled) {
+        load.reject(new Error("could not read the model part \"" + name + "\" from " + url + ": the file is missing " +
+                              "beside this page. Copy the site's whole folder, _vendor/mha/model/ included, and open " +
+                              "the page again."));
+      }
+    };
+    script.onload = function () {
+      if (!settled) {
+        load.reject(new Error(url + " was read but did not hold the model part \"" + name + "\": the file is " +
+                              "damaged or from another export of the model. Copy the site's folder again."));
+      }
+    };
     script.src = url;
     document.head.appendChild(script);
   });

@@ -130,11 +130,56 @@ function showRuns(view, asked) {
   });
 }
 
+const VIEW_ADDRESS = /^view-([0-9]+)(?:\?|$)/;
+
+/* What is wrong with an address after # that is meant for a view (it starts with "view") but that no view of the
+   page can read, said by the page's first view; null when the address is fine, or is another kind of link (a
+   heading's), or another view's. */
+function addressMistake(view, raw) {
+  if (!/^view-?[0-9?]/i.test(raw)) return null;
+  /* the page's views are view-1 to view-N, numbered as they open (some may not have opened yet) */
+  const count = document.querySelectorAll(".mha-view").length;
+  const named = VIEW_ADDRESS.exec(raw);
+  if (named && Number(named[1]) >= 1 && Number(named[1]) <= count) {
+    if (`view-${named[1]}` !== view.id) return null;
+    try {
+      decodeURIComponent(raw);
+      return null;
+    } catch {
+      return "its text is not valid percent-encoding (a % must be followed by two hexadecimal digits, as in %20)";
+    }
+  }
+  if (view.id !== "view-1") return null;
+  const shown = `“#${raw.slice(0, 60)}${raw.length > 60 ? "…" : ""}”`;
+  if (named) {
+    return `${shown} names view-${named[1]}, but this page has ${count === 1 ? "one view, view-1"
+      : `views view-1 to view-${count}`}`;
+  }
+  return `${shown} is not a view's address, which reads #view-N?name=value&name=value (for example #${view.id}?` +
+    `${view.stateNames[0]}=${encodeURIComponent(String(view.addressValue(view.stateNames[0])))})`;
+}
+
+function showMistake(view, mistake) {
+  view.address.replaceChildren(make("b", { class: "mha-problem" }, "This view cannot read the address:"),
+    ` ${mistake}. The view's default setting is shown.`);
+  view.addressMistake = true;
+}
+
 /* Read a view's state from the address; a problem is shown as text and the view keeps its own state. */
 export function readAddress(view) {
+  const raw = location.hash.slice(1);
+  const mistake = addressMistake(view, raw);
+  if (mistake) {
+    showMistake(view, mistake);
+    return;
+  }
+  if (view.addressMistake) {  /* an address read since, or a heading's: the earlier complaint no longer applies */
+    view.addressMistake = false;
+    view.address.replaceChildren();
+  }
   let hash;
   try {
-    hash = decodeURIComponent(location.hash.slice(1));
+    hash = decodeURIComponent(raw);
   } catch {
     return;
   }

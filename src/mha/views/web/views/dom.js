@@ -20,6 +20,13 @@ export function makeSvg(tag, attributes, text) {
   return node;
 }
 
+/* The width of a node's content box in whole px (its width less its padding), or Infinity while it is hidden. */
+export function contentWidth(node) {
+  const style = getComputedStyle(node);
+  const inner = Math.floor(node.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight));
+  return inner > 0 ? inner : Infinity;
+}
+
 /* A weight in hundredths (an integer) as the package writes it: "0.07", "−0.30". */
 export function hundredthsText(hundredths) {
   const sign = hundredths < 0 ? "−" : "";

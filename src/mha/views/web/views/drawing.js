@@ -3,7 +3,7 @@
 
 import { hundredthsText, make, makeSvg } from "./dom.js";
 
-export const FONT = 11;  /* px: the smallest text a map draws, legible on a phone */
+export const FONT = 12;  /* px: the smallest text a map draws, legible on a phone */
 
 /* --- colours ------------------------------------------------------------------------------------------------ */
 
@@ -71,23 +71,35 @@ export function labelLayout(map) {
 
 function drawFigure(figure, map) {
   figure.map = map;
-  const layout = labelLayout(map) + "\u0002" + (map.scale.kind === "difference" ? map.scale.limit : "weight");
-  if (!figure.drawn || figure.drawn.layout !== layout) buildFigure(figure, map, layout);
+  const place = figureGeometry(map, figure.view.mapWidth || Infinity);
+  const layout = [labelLayout(map), map.scale.kind === "difference" ? map.scale.limit : "weight", place.cell,
+    place.scaleUnder].join("\u0002");
+  if (!figure.drawn || figure.drawn.layout !== layout) buildFigure(figure, map, layout, place);
   paintFigure(figure, map);
 }
 
-/* Where a map's parts go, in the SVG's own units. */
-function figureGeometry(map) {
+const CHARACTER = 8;  /* px: the widest a label's character is drawn, at FONT */
+const SCALE_BESIDE = 76;  /* px: the colour scale right of the map, with its labels */
+
+/* Where a map's parts go, in the SVG's own units, which are CSS pixels: the figure is never scaled, so its text
+   stays at FONT. The cells shrink (to 5 px at least) to fit the map into `available` px, the width the view gives
+   it; where the colour scale does not fit beside the map, it goes under it, at the map's left edge. */
+function figureGeometry(map, available) {
   const nRows = map.rows.length;
   const nColumns = map.columns.length;
-  const cell = Math.max(9, Math.min(22, Math.floor(400 / Math.max(nRows, nColumns))));
   const longest = (labels) => Math.min(16, Math.max(1, ...labels.map((label) => [...label].length)));
-  const left = 24 + 7 * longest(map.rows);
+  const left = 24 + CHARACTER * longest(map.rows);
   const top = 22;
-  const bottom = 26 + 7 * longest(map.columns);
-  const scaleWidth = 62;
-  return { nRows, nColumns, cell, left, top, every: Math.max(nRows, nColumns) > 30 ? 5 : 1,
-    width: left + cell * nColumns + 14 + scaleWidth, height: Math.max(top + cell * nRows + bottom, 150) };
+  const bottom = 26 + CHARACTER * longest(map.columns);
+  const widest = Math.max(9, Math.min(22, Math.floor(400 / Math.max(nRows, nColumns))));
+  const beside = Math.floor((available - left - SCALE_BESIDE) / nColumns);
+  const scaleUnder = beside < Math.min(widest, 9);
+  const cell = scaleUnder ? Math.max(5, Math.min(widest, Math.floor((available - left - 4) / nColumns)))
+    : Math.min(widest, beside);
+  const mapBottom = Math.max(top + cell * nRows + bottom, scaleUnder ? 0 : 150);
+  return { nRows, nColumns, cell, left, top, every: Math.max(nRows, nColumns) > 30 ? 5 : 1, scaleUnder, mapBottom,
+    width: scaleUnder ? Math.max(left + cell * nColumns + 4, left + 150) : left + cell * nColumns + SCALE_BESIDE,
+    height: mapBottom + (scaleUnder ? 48 : 0) };
 }
 
 /* The row labels (queries) left of the map and the column labels (keys) under it, every 5th on a long sentence. */
@@ -111,12 +123,12 @@ function addLabels(svg, map, { nRows, nColumns, cell, left, top, every }) {
   return { rowLabels, columnLabels };
 }
 
-function buildFigure(figure, map, layout) {
-  const place = figureGeometry(map);
+function buildFigure(figure, map, layout, place) {
   const { nRows, nColumns, cell, left, top, width, height } = place;
   const svg = makeSvg("svg", { viewBox: `0 0 ${width} ${height}`, width, height, role: "img", class: "mha-map" });
-  const title = makeSvg("text", { x: left + (cell * nColumns) / 2, y: 14, "text-anchor": "middle",
-    class: "mha-map-title" });
+  /* centred over the cells; on a narrow screen from the left edge, where a long title has the whole width */
+  const title = makeSvg("text", place.scaleUnder ? { x: 2, y: 14, "text-anchor": "start", class: "mha-map-title" }
+    : { x: left + (cell * nColumns) / 2, y: 14, "text-anchor": "middle", class: "mha-map-title" });
   svg.append(title);
   /* The cells are one canvas, a pixel per cell, scaled up without smoothing: one paint per map instead of a node
      per cell. The export writes them out as rectangles. */
@@ -135,13 +147,15 @@ function buildFigure(figure, map, layout) {
   svg.append(rings, bands);
   const { rowLabels, columnLabels } = addLabels(svg, map, place);
   const axes = figure.view.payload.axes;
-  svg.append(makeSvg("text", { x: left + (cell * nColumns) / 2, y: height - 4, "text-anchor": "middle",
+  svg.append(makeSvg("text", { x: left + (cell * nColumns) / 2, y: place.mapBottom - 4, "text-anchor": "middle",
     class: "mha-axis" }, axes.key));
   const middle = top + (cell * nRows) / 2;
   svg.append(makeSvg("text", { x: 11, y: middle, "text-anchor": "middle", class: "mha-axis",
     transform: `rotate(-90 11 ${middle})` }, axes.query));
-  svg.append(colourScale(figure.view.payload.palette, map.scale, left + cell * nColumns + 14, top,
-    Math.max(90, Math.min(cell * nRows, 220))));
+  svg.append(place.scaleUnder
+    ? colourScale(figure.view.payload.palette, map.scale, left, place.mapBottom + 6, 140, true)
+    : colourScale(figure.view.payload.palette, map.scale, left + cell * nColumns + 14, top,
+      Math.max(90, Math.min(cell * nRows, 220)), false));
   figure.drawn = { layout, svg, title, canvas, rings, bands, rowBand, columnBand, focusRing, left, top, cell,
     rowLabels, columnLabels };
   figure.focus = null;
@@ -150,28 +164,62 @@ function buildFigure(figure, map, layout) {
   figure.element.replaceChildren(svg);
 }
 
-/* The colour scale, drawn into the map's SVG: a bar with its ends and middle labelled. */
-function colourScale(palette, scale, x, y, height) {
+/* The colour scale, drawn into the map's SVG: a bar of `length` px, upright beside the map (the highest value at
+   the top) or lying under it (the highest at the right), with its ends and middle labelled. */
+function colourScale(palette, scale, x, y, length, lying) {
   const group = makeSvg("g", { class: "mha-scale" });
   const steps = 32;
+  const low = scale.kind === "difference" ? -scale.limit : 0;
+  const high = scale.kind === "difference" ? scale.limit : 100;
+  const along = (value) => ((value - low) / (high - low)) * length;  /* px from the bar's low end */
   for (let step = 0; step < steps; step += 1) {
-    const fraction = 1 - (step + 0.5) / steps;  /* the top is the highest value */
-    const hundredths = scale.kind === "difference" ? (2 * fraction - 1) * scale.limit : fraction * 100;
-    group.append(makeSvg("rect", { x, y: y + (step * height) / steps, width: 12, height: height / steps + 0.5,
-      fill: cellColour(palette, scale, Math.round(hundredths))[0] }));
+    const hundredths = Math.round(low + ((step + 0.5) / steps) * (high - low));
+    const [from, size] = [(step * length) / steps, length / steps + 0.5];
+    const fill = cellColour(palette, scale, hundredths)[0];
+    group.append(makeSvg("rect", lying ? { x: x + from, y, width: size, height: 12, fill }
+      : { x, y: y + length - from - size + 0.5, width: 12, height: size, fill }));
   }
-  group.append(makeSvg("rect", { x, y, width: 12, height, fill: "none", class: "mha-scale-frame" }));
+  const frame = { fill: "none", class: "mha-scale-frame" };
+  group.append(makeSvg("rect", lying ? { x, y, width: length, height: 12, ...frame }
+    : { x, y, width: 12, height: length, ...frame }));
   const ticks = scale.kind === "difference"
     ? [[scale.limit, `+${hundredthsText(scale.limit)}`], [0, "0"], [-scale.limit, hundredthsText(-scale.limit)]]
     : [[100, "1"], [50, "0.5"], [0, "0"]];
   ticks.forEach(([value, text]) => {
-    const at = scale.kind === "difference" ? y + height * (1 - (value / scale.limit + 1) / 2) : y + height * (1 - value / 100);
-    group.append(makeSvg("line", { x1: x + 12, x2: x + 16, y1: at, y2: at, class: "mha-tick" }));
-    group.append(makeSvg("text", { x: x + 18, y: at + 4, class: "mha-tick-label" }, text));
+    if (lying) {
+      const at = x + along(value);
+      group.append(makeSvg("line", { x1: at, x2: at, y1: y + 12, y2: y + 16, class: "mha-tick" }));
+      group.append(makeSvg("text", { x: at, y: y + 29, "text-anchor": "middle", class: "mha-tick-label" }, text));
+    } else {
+      const at = y + length - along(value);
+      group.append(makeSvg("line", { x1: x + 12, x2: x + 16, y1: at, y2: at, class: "mha-tick" }));
+      group.append(makeSvg("text", { x: x + 18, y: at + 4, class: "mha-tick-label" }, text));
+    }
   });
   const name = scale.kind === "difference" ? "difference" : "weight";
-  group.append(makeSvg("text", { x, y: y + height + 16, class: "mha-scale-name" }, name));
+  group.append(makeSvg("text", lying ? { x: x + length + 10, y: y + 11, class: "mha-scale-name" }
+    : { x, y: y + length + 16, class: "mha-scale-name" }, name));
   return group;
+}
+
+/* The colour scale a grid's maps share, on its own under the grid: a horizontal bar from 0 to 1, named. */
+export function colourLegend(palette) {
+  const [x, width, barTop] = [10, 160, 6];
+  const svg = makeSvg("svg", { viewBox: `0 0 ${x + width + 125} 42`, width: x + width + 125, height: 42, role: "img",
+    class: "mha-legend", "aria-label": "colour scale of every map of the grid: attention weight from 0 to 1" });
+  const steps = 32;
+  for (let step = 0; step < steps; step += 1) {
+    svg.append(makeSvg("rect", { x: x + (step * width) / steps, y: barTop, width: width / steps + 0.5, height: 12,
+      fill: cellColour(palette, { kind: "weight" }, Math.round(((step + 0.5) / steps) * 100))[0] }));
+  }
+  svg.append(makeSvg("rect", { x, y: barTop, width, height: 12, fill: "none", class: "mha-scale-frame" }));
+  [[0, "0"], [50, "0.5"], [100, "1"]].forEach(([value, text]) => {
+    const at = x + (width * value) / 100;
+    svg.append(makeSvg("line", { x1: at, x2: at, y1: barTop + 12, y2: barTop + 16, class: "mha-tick" }));
+    svg.append(makeSvg("text", { x: at, y: barTop + 30, "text-anchor": "middle" }, text));
+  });
+  svg.append(makeSvg("text", { x: x + width + 12, y: barTop + 11, class: "mha-scale-name" }, "weight, every map"));
+  return svg;
 }
 
 function paintFigure(figure, map) {

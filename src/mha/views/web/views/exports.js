@@ -1,7 +1,8 @@
 /* Downloads of the map on screen: SVG (its cells written out as rectangles), PNG (that SVG drawn at twice the size)
-   and CSV (its numbers, two decimals). */
+   and CSV (its numbers as they are held: a map computed in the page, at full precision; a stored map, its stored
+   hundredths). */
 
-import { SVG, hundredthsText, make } from "./dom.js";
+import { SVG, make } from "./dom.js";
 import { FONT, cellColour } from "./drawing.js";
 
 function download(view, name, blob) {
@@ -16,12 +17,20 @@ function fileStem(map) {
   return (map.title || "attention-map").replace(/[^\p{L}\p{N}]+/gu, "-").replace(/^-+|-+$/g, "").slice(0, 60) || "map";
 }
 
+/* A map's numbers as the CSV holds them, row-major: map.values where the page computed them (every digit JavaScript
+   keeps, so that a reader's own analysis starts from the same numbers), else the stored hundredths as decimals. */
+function exactNumbers(map) {
+  if (map.values) return Array.from(map.values, (value) => String(value));
+  return Array.from(map.hundredths, (value) => String(value / 100));
+}
+
 export function csvOf(map) {
   const quote = (text) => `"${String(text).replace(/"/g, '""')}"`;
   const lines = [["query \\ key", ...map.columns].map(quote).join(",")];
+  const numbers = exactNumbers(map);
+  const width = map.columns.length;
   map.rows.forEach((row, index) => {
-    const values = map.hundredths.slice(index * map.columns.length, (index + 1) * map.columns.length);
-    lines.push([quote(row), ...Array.from(values, (value) => hundredthsText(value).replace("−", "-"))].join(","));
+    lines.push([quote(row), ...numbers.slice(index * width, (index + 1) * width)].join(","));
   });
   return lines.join("\n") + "\n";
 }

@@ -152,9 +152,10 @@ export function mountHeadExplorer(root, payload, options) {
     if (payload.refusals[String(nHeads)] || sentenceProblem(state.sentence, payload.max_tokens)) return null;
     const { tokens, weights } = compute(state.sentence, nHeads);
     const shown = Math.min(state.head, nHeads - 1);
+    const values = Float64Array.from(weights[shown].flat());  /* (seq × seq), row-major, as computed */
     return { title: `head ${shown} of ${nHeads} (d_head = ${payload.d_model / nHeads})`, rows: tokens,
-      columns: tokens, marked: [], scale: { kind: "weight" },
-      hundredths: Uint8Array.from(weights[shown].flat(), (weight) => Math.round(weight * 100)) };
+      columns: tokens, marked: [], scale: { kind: "weight" }, values,
+      hundredths: Uint8Array.from(values, (weight) => Math.round(weight * 100)) };
   };
   view.state = { sentence: box.value, heads: payload.heads - 1, head: payload.head };
   view.mapAt = mapFor;

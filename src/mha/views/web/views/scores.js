@@ -86,12 +86,27 @@ export function shareBelow(value, levels, quantiles) {
   return levels[index] + (width > 0 ? (value - quantiles[index]) / width : 0) * (levels[index + 1] - levels[index]);
 }
 
+/* Where value stands among the treebank's sentences, at the two decimals the table shows, as the table's last
+   column says it: the share that score lower; and, where two or more of the stored quantiles round to the same
+   two decimals as value (many sentences score exactly that), the share that score the same, "tied". */
+export function standingText(value, levels, quantiles) {
+  const shown = Math.round(100 * value);
+  const percent = (share) => `${Math.round(100 * share)}%`;
+  if (quantiles.filter((quantile) => Math.round(100 * quantile) === shown).length < 2) {
+    return percent(shareBelow(value, levels, quantiles));
+  }
+  const lower = shareBelow((shown - 0.5) / 100, levels, quantiles);
+  const tied = shareBelow((shown + 0.5) / 100, levels, quantiles) - lower;
+  if (Math.round(100 * lower) === 0 && Math.round(100 * tied) === 100) return "all tied";
+  return `${percent(lower)} lower, ${percent(tied)} tied`;
+}
+
 /* The table of a head's four scores on this sentence, each beside the treebank's median, 5-95% range and the
    share of its sentences below it. */
 export function scoreTable(spread, scores, layer, head, where) {
   const levels = spread.quantiles;
   const at = (level) => levels.findIndex((value) => Math.abs(value - level) < 1e-9);
-  const header = make("tr", {}, ...["weight", "this sentence", "treebank median", "treebank 5–95%", "below it"]
+  const header = make("tr", {}, ...["weight", "this sentence", "treebank median", "treebank 5–95%", "sentences lower"]
     .map((text) => make("th", { scope: "col" }, text)));
   const lines = Object.keys(SCORE_NAMES).map((name) => {
     const quantiles = spread.scores[name][layer][head];
@@ -99,11 +114,12 @@ export function scoreTable(spread, scores, layer, head, where) {
     return make("tr", {}, make("th", { scope: "row" }, SCORE_NAMES[name]), make("td", {}, value.toFixed(2)),
       make("td", {}, quantiles[at(0.5)].toFixed(2)),
       make("td", {}, `${quantiles[at(0.05)].toFixed(2)}–${quantiles[at(0.95)].toFixed(2)}`),
-      make("td", {}, `${Math.round(100 * shareBelow(value, levels, quantiles))}%`));
+      make("td", {}, standingText(value, levels, quantiles)));
   });
   const table = make("table", { class: "mha-scores" },
     make("caption", {}, `${headLabel(layer, head)} on this sentence (${where}), against ${spread.source}; the last ` +
-      "column is the share of those sentences that score lower."),
+      "column is the share of those sentences that score lower, and of those that score the same to two decimals " +
+      "(tied), where many do."),
     make("thead", {}, header), make("tbody", {}, ...lines));
   return make("div", { class: "mha-scores-box", tabindex: "0", role: "region",
     "aria-label": `scores of ${headLabel(layer, head)} on this sentence` }, table);

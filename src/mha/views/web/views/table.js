@@ -53,7 +53,12 @@ function showDrawnText(view, payload, drawn) {
       view.panelParts[name] = make("div", { class: `mha-panel mha-panel-${name}` });
       view.panels.append(view.panelParts[name]);
     }
-    setHtml(view.panelParts[name], strings[index]);
+    /* A panel is often the same from one setting to the next (a run's training curves for each of its heads):
+       parsed, cleaned and laid out again, a large one costs more than the map. */
+    if (view.panelParts[name].dataset.shown !== String(index)) {
+      setHtml(view.panelParts[name], strings[index]);
+      view.panelParts[name].dataset.shown = String(index);
+    }
   }
 }
 

@@ -7,14 +7,13 @@
    view.compareName: the control whose other values can be compared with the one shown;
    view.stateNames: what the address holds, and view.valueOf(name, text) -> value or throws. */
 
-import { make } from "./dom.js";
-import { createFigure, paintCells } from "./drawing.js";
+import { contentWidth, make } from "./dom.js";
+import { colourLegend, createFigure, paintCells } from "./drawing.js";
 import { exportMap } from "./exports.js";
 import { focusCell } from "./focus.js";
 import { READOUT_HELP, afterInput, button, holdHeight, showNumbers } from "./frame.js";
 import { readAddress, writeAddress } from "./address.js";
 
-const TILE = 64;  /* px: a grid map's side, as views.css draws .mha-tile-map */
 let sheet = null;  /* the canvas every grid paints its maps into, one under the other */
 
 function addGridButtons(view, tools) {
@@ -63,13 +62,14 @@ function addTools(view) {
 
 /* One small map of a grid: a button showing its map, which opens it. Every map of a grid is painted into one
    picture, a column of maps one under the other (drawGrid), and a tile shows its own part of it: one picture to
-   encode and decode rather than 72, which is what a slow phone spends its time on. */
+   encode and decode rather than 72, which is what a slow phone spends its time on. A tile's side is views.css's
+   --mha-tile, which fits a layer's heads to the view's width. */
 function gridTile(view, map, top, sheetRows, label, open) {
   const [nRows, nColumns] = [map.rows.length, map.columns.length];
   const picture = make("span", { class: "mha-tile-map" });
-  const [scaleX, scaleY] = [TILE / nColumns, TILE / nRows];  /* CSS px per cell */
-  picture.style.setProperty("background-size", `${view.sheetColumns * scaleX}px ${sheetRows * scaleY}px`);
-  picture.style.setProperty("background-position", `0 ${-top * scaleY}px`);
+  const tiles = (count) => `calc(var(--mha-tile) * ${count})`;  /* a length in tiles: cells / cells per tile */
+  picture.style.setProperty("background-size", `${tiles(view.sheetColumns / nColumns)} ${tiles(sheetRows / nRows)}`);
+  picture.style.setProperty("background-position", `0 ${tiles(-top / nRows)}`);
   const tile = make("button", { type: "button", class: "mha-tile", "aria-label": `${label}: open this map` },
     picture, make("span", {}, label));
   tile.addEventListener("click", afterInput(view, open));
@@ -116,23 +116,35 @@ function paintSheet(view, shown) {
   return sheet.height;
 }
 
+/* The grid: one row per layer, labelled, with a tile per head (one row, without a label, where the view has no
+   layers), scrolling sideways when a layer's heads are wider than the screen; and under it the colour scale that
+   every tile shares. */
 function drawGrid(view) {
   const grid = make("div", { class: "mha-grid", role: "group", "aria-label": "every head; choose one to open it" });
   const shown = gridMaps(view);
   const sheetRows = paintSheet(view, shown);
   grid.style.setProperty("--mha-sheet", `url("${view.sheetAddress}")`);
+  const byLayer = view.gridNames.includes("layer");
   let top = 0;
+  let layer = null;
   for (const { state, map } of shown) {
+    if (byLayer && state.layer !== layer) {
+      layer = state.layer;
+      grid.append(make("span", { class: "mha-grid-layer" }, `layer ${layer}`));
+    }
     grid.append(gridTile(view, map, top, sheetRows, map.tile || map.title, () => {
       view.mode = "single";
       view.apply(state);
     }));
     top += map.rows.length;
   }
+  grid.classList.toggle("mha-grid-layers", byLayer);
   grid.style.setProperty("--mha-columns", String(view.range(view.gridNames[view.gridNames.length - 1], view.state).length));
   view.figures = [];
-  view.picture.replaceChildren(grid);
-  view.readout.textContent = `${grid.children.length} maps, one per head, on the same colour scale (0 to 1). ` +
+  view.legend = view.legend || colourLegend(view.payload.palette);
+  view.picture.replaceChildren(make("div", { class: "mha-grid-scroll", tabindex: "0", role: "region",
+    "aria-label": "the grid of heads (scrolls sideways)" }, grid), view.legend);
+  view.readout.textContent = `${shown.length} maps, one per head, on the same colour scale (0 to 1). ` +
     "Click a map, or focus it and press Enter, to open it.";
   view.readout.dataset.grid = "true";
   view.tableMap = null;
@@ -153,8 +165,10 @@ function comparedMaps(view, map) {
   const difference = Int16Array.from(map.hundredths, (value, index) => value - other.hundredths[index]);
   const largest = Math.max(10, ...Array.from(difference, Math.abs));
   const limit = Math.min(100, Math.ceil(largest / 10) * 10);
+  const values = map.values && other.values ? Float64Array.from(map.values, (value, index) => value - other.values[index])
+    : undefined;
   maps.push({ title: "first − second", short: "first − second", rows: map.rows, columns: map.columns,
-    hundredths: difference, marked: [], scale: { kind: "difference", limit } });
+    hundredths: difference, values, marked: [], scale: { kind: "difference", limit } });
   const same = map.rows.every((label, index) => label === other.rows[index]);
   return { maps, note: same ? null : "The two have different tokens; rows and columns are compared position by position." };
 }
@@ -204,9 +218,24 @@ export function showState(view, map) {
   view.writeAddress();
 }
 
+/* The width a map may take (view.mapWidth, px): the view's own content width, followed as the window changes; a
+   view is drawn afresh to fit a new width (its maps, drawing.js; a timeline's loss curve). Unknown (Infinity) while
+   the view is hidden. */
+function followWidth(view) {
+  view.mapWidth = contentWidth(view.root);
+  if (typeof ResizeObserver === "undefined") return;
+  new ResizeObserver((entries) => {
+    const width = Math.floor(entries[entries.length - 1].contentRect.width) || Infinity;
+    if (width === view.mapWidth) return;
+    view.mapWidth = width;
+    if (view.started) view.redraw();
+  }).observe(view.root);
+}
+
 /* A view's last step: its tools, its opening (one map or the grid), its first drawing, and the address read. */
 export function finish(view) {
   view.writeAddress = () => writeAddress(view);
+  followWidth(view);
   addTools(view);
   if (view.gridNames && view.gridNames.length && ["heads", "layers"].includes(view.payload.opening)) {
     view.mode = "grid";  /* the view opens on every head of its layer, or of the model */
