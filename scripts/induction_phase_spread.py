@@ -149,10 +149,16 @@ def write(runs: dict, complete: bool) -> None:
                "repeated_batch": {"size": REPEATED_SIZE, "seed": REPEATED_SEED},
                "phase_change": "mha.lab.training.steepest_drop(log, 'repeat_loss', window_steps=200)",
                "complete": complete, "runs": [runs[job] for job in grid if job in runs]}
-    path = LAB_DIRECTORY / FILE_NAME
+    write_study(FILE_NAME, content, REGENERATE,
+                "phase-change step over seeds x learning rate x width, and scores on repeated blocks")
+
+
+def write_study(name: str, content: dict, regenerate: str, description: str) -> None:
+    """Write a lab study's JSON (numbers :func:`rounded`, compact) to ``data/lab/name`` and record it in the lab's
+    manifest with the command that regenerates it and what it holds."""
+    path = LAB_DIRECTORY / name
     path.write_text(json.dumps(rounded(content), separators=(",", ":")) + "\n")
-    record_file(path, regenerate=REGENERATE,
-                description="phase-change step over seeds x learning rate x width, and scores on repeated blocks")
+    record_file(path, regenerate=regenerate, description=description)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,8 +3,8 @@ the site and Jupyter run (mha.views.widget.join_modules).
 
 - every .js file under src/ has at most 500 lines, and ESLint (eslint.config.js: its recommended rules and
   max-lines 500) finds nothing in any JavaScript file of the repository;
-- the joined views.js and model.js, run under Node.js as classic scripts, give the same API as the entry modules
-  imported as ES modules (Node runs those natively), and add no global but their entry points;
+- the joined views.js, model.js and trainer.js, run under Node.js as classic scripts, give the same API as the entry
+  modules imported as ES modules (Node runs those natively), and add no global but their entry points;
 - each joined module sees only what it imports; the join follows renamed imports and embeds a JSON import;
 - an import or export the join does not support, an import cycle, a name a module does not export and a missing
   module are refused with a message that names the file;
@@ -84,6 +84,14 @@ DESCRIBE = """
 const describe = (object) => Object.fromEntries(Object.entries(object).map(([name, value]) =>
   [name, value && typeof value === "object" && !Array.isArray(value) && name !== "PAYLOAD_SCHEMA"
     ? describe(value) : typeof value]));
+const trained = () => {
+  const T = globalThis.mhaTrainer, config = {vocab_size: 64, max_seq_len: 40, d_model: 16, n_layers: 1, n_heads: 2};
+  const net = T.createModel(config, 1), engine = T.createEngine(true), batch = T.inductionTask().sample(2, 3);
+  const gradient = new Float32Array(net.values.length);
+  const pass = T.forward(net, engine, batch.inputs, 2, 40);
+  return {trainer: describe(T), inputs: Array.from(batch.inputs.subarray(0, 8)),
+    loss: T.lossAndGradient(net, engine, pass, batch, gradient).loss, gradient: Array.from(gradient.subarray(0, 8))};
+};
 const api = () => {
   const views = globalThis.mhaViews, model = globalThis.mhaModel;
   const tokens = ["[CLS]", "the", "keys", "##tone", "are", "[SEP]"];
@@ -112,7 +120,8 @@ def test_the_joined_scripts_give_the_api_of_the_modules_they_are_joined_from(joi
     from_modules = run_node(DESCRIBE + """
 await import(process.argv[1] + "/views/main.js");
 await import(process.argv[1] + "/model/main.js");
-process.stdout.write(JSON.stringify(api()));
+await import(process.argv[1] + "/trainer/main.js");
+process.stdout.write(JSON.stringify({...api(), ...trained()}));
 """, WEB.as_uri())
     from_scripts = run_node(DESCRIBE + """
 import { createRequire } from "node:module";
@@ -120,15 +129,18 @@ const require = createRequire(import.meta.url);
 const before = new Set(Object.keys(globalThis));
 require(process.argv[1] + "/views.js");
 require(process.argv[1] + "/model.js");
+require(process.argv[1] + "/trainer.js");
 const added = Object.keys(globalThis).filter((name) => !before.has(name)).sort();
-process.stdout.write(JSON.stringify({...api(), added}));
+process.stdout.write(JSON.stringify({...api(), ...trained(), added}));
 """, str(joined_files))
     modules, scripts = json.loads(from_modules), json.loads(from_scripts)
-    assert scripts.pop("added") == ["mhaModel", "mhaViews"], "the scripts leak names into the page"
+    assert scripts.pop("added") == ["mhaModel", "mhaTrainer", "mhaViews"], "the scripts leak names into the page"
     assert scripts == modules
     assert set(modules["views"]) >= {"open", "readPayload", "checkPayload", "schemaProblem", "PAYLOAD_SCHEMA",
                                      "PAYLOAD_VERSION", "parts"}
     assert modules["model"] == {"open": "function", "fetchReader": "function", "scriptReader": "function"}
+    assert {"train", "createModel", "modelFromWeights", "inductionTask", "forward", "lossAndGradient",
+            "adamW", "clipGradientNorm", "headScores"} <= set(modules["trainer"])
     assert modules["schema"] == json.loads((WEB / "payload.schema.json").read_text(encoding="utf-8"))
     assert set(modules["scores"]) == {"content_prev_token_share", "cls_share", "content_same_token_share",
                                       "strongest_link"}

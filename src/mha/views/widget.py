@@ -47,7 +47,7 @@ from mha.core.validation import check_type
 
 __all__ = ["PAYLOAD_SCHEMA", "web_file", "payload_schema", "check_payload", "ViewWidget", "JoinError", "join_modules"]
 
-WEB_FILES = ("views.js", "views.css", "model.js")
+WEB_FILES = ("views.js", "views.css", "model.js", "trainer.js")
 SCHEMA_FILE = "payload.schema.json"
 
 _ESM_ENTRY = """
@@ -65,7 +65,7 @@ export default {
 
 # --- the scripts, joined from their ES modules -------------------------------------------------------------------
 
-ENTRIES = {"views.js": "views/main.js", "model.js": "model/main.js"}
+ENTRIES = {"views.js": "views/main.js", "model.js": "model/main.js", "trainer.js": "trainer/main.js"}
 """Each joined script and its entry module, relative to ``web/``."""
 
 _NAME = r"[A-Za-z_$][\w$]*"
@@ -236,8 +236,9 @@ def join_modules(entry: str, root=None, *, name: str | None = None) -> str:
 
 @cache
 def web_file(name: str) -> str:
-    """The text of one of the views' web files (``views.js``, ``views.css`` or ``model.js``), from the installed
-    package; the two scripts are joined from their ES modules (:func:`join_modules`)."""
+    """The text of one of the views' web files (:data:`WEB_FILES`: ``views.js``, ``views.css``, ``model.js``, the
+    pretrained model's runner, and ``trainer.js``, the tiny models' trainer), from the installed package; the scripts
+    are joined from their ES modules (:func:`join_modules`)."""
     if name not in WEB_FILES:
         raise ValueError(f"{name!r} is not one of the views' web files ({', '.join(WEB_FILES)}).")
     if name in ENTRIES:
