@@ -16,7 +16,8 @@ For each page that holds one, this extension
 3. writes the pretrained model for the page (``mha.pretrained.web_export``) to ``_vendor/mha/model/``, with
    ``model.js`` beside views.js: a chapter-3 view loads them only when the reader types a sentence. Each such view's
    payload states how closely the page's model agrees with the package's encoder on the view's own sentences,
-   measured here by running model.js under Node.js on the files just written.
+   measured here by running model.js under Node.js on the files just written. ``trainer.js`` (the tiny induction
+   model trained in the page) goes beside them too, loaded only when a reader presses section 3.5's train button.
 
 myst-nb is told to prefer the placeholder's HTML to the widget (``nb_mime_priority_overrides`` in _config.yml).
 A view that cannot be rebuilt fails the build with a warning that names the page. Payloads are kept for the
@@ -36,7 +37,9 @@ from sphinx.util import logging
 logger = logging.getLogger(__name__)
 
 SERVED = "_vendor/mha"  # in the built site; Jupyter Book 1 would add anything under _static/ to every page
-FILES = ("views.js", "views.css", "model.js")  # model.js is not linked from any page: views.js adds it when asked
+# model.js and trainer.js are linked from no page: views.js adds one when the reader asks (a typed sentence, or
+# "Train one in your page" in section 3.5's timeline)
+FILES = ("views.js", "views.css", "model.js", "trainer.js")
 PLACEHOLDER = re.compile(r"""<div class=['"]mha-view['"] data-mha-recipe="([^"]*)">""")
 _PAYLOADS: dict[str, str] = {}  # recipe -> encoded payload, for one build
 _MODEL: dict[str, int] = {}  # what the build wrote of the page's model

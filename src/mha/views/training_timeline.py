@@ -15,19 +15,38 @@ import numpy as np
 
 from mha.book import head_label
 from mha.core.validation import check_whole_number
+from mha.lab.checkpoints import load_json
 from mha.lab.induction import ROLE_SCORE_THRESHOLD
 from mha.lab.timeline import TIMELINE_FILE, load_induction_timeline
 from mha.views import payloads
 from mha.views.induction_explorer import prefix_matching_keys
 from mha.views.widget import ViewWidget
 
-__all__ = ["TrainingTimelineView"]
+__all__ = ["PAGE_TRAINER_SPREAD_FILE", "TrainingTimelineView", "page_training"]
+
+PAGE_TRAINER_SPREAD_FILE = "web_trainer_spread.json"  # written by scripts/web_trainer_spread.py
+PAGE_GRADIENT_TOLERANCE = 1e-4  # tests/views/test_web_trainer.py: the page's one-step gradients against PyTorch's
 
 
 def _numbers(values: np.ndarray, digits: int) -> list:
     """Nested lists of floats rounded to ``digits`` decimals, NaN as None (the payload's JSON has no NaN)."""
     rounded = np.round(np.asarray(values, dtype=np.float64), digits)
     return np.where(np.isnan(rounded), None, rounded).tolist()
+
+
+def page_training(file_name: str = PAGE_TRAINER_SPREAD_FILE) -> dict:
+    """What the timeline's "Train one in your page" needs to place the reader's run (section 3.5): the setting the
+    page's trainer (trainer.js) uses, and the formation steps of the same setting trained by the package (PyTorch)
+    over the seeds of ``file_name`` in the lab's folder."""
+    study = load_json(file_name)
+    steps = sorted(run["formation_step"] for run in study["kernel_runs"] if run["formed"])
+    if not steps:
+        raise ValueError(f"{file_name} holds no kernel run that formed an induction head; regenerate it with "
+                         "python -m scripts.web_trainer_spread")
+    return {"setting": study["setting"], "threshold": study["threshold"], "score_every": study["score_every"],
+            "kernel_formation": {"seeds": len(study["kernel_runs"]), "formed": len(steps), "min": steps[0],
+                                 "max": steps[-1]},
+            "gradient_tolerance": PAGE_GRADIENT_TOLERANCE, "source": f"data/lab/{file_name}"}
 
 
 class TrainingTimelineView:
@@ -83,7 +102,8 @@ class TrainingTimelineView:
         ``prefix_matching`` (n_steps, n_layers, n_heads) on the held-out batch. ``curve`` holds the loss curve at
         every logged step, ``phase_change`` its step, ``chance_loss`` log(vocabulary). ``sequences`` give each
         sequence's ``tokens``, axis ``labels``, ``period``, ``repeat_start``, ``title`` and the ``marked`` (query,
-        key) cells an induction head attends to. ``weights`` is bytes: every map in whole hundredths, laid out as
+        key) cells an induction head attends to. ``page_training`` (:func:`page_training`) lets the reader train
+        the model in the page and place their run. ``weights`` is bytes: every map in whole hundredths, laid out as
         ``maps["shape"]`` = (sequences, layers, heads, query, key, steps), so a cell's weights over training lie
         side by side.
         """
@@ -115,6 +135,7 @@ class TrainingTimelineView:
             "maps": {"offset": 0, "shape": list(by_cell.shape), "units": "hundredths",
                      "order": "sequence, layer, head, query (row), key (column), step"},
             "guidance": {"try": self.what_to_try, "notice": self.what_to_notice}, "note": self.site_note,
+            "page_training": page_training(),
             "weights": by_cell.tobytes(),
         }
 

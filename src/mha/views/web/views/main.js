@@ -10,7 +10,7 @@
      (mha.views.widget.ViewWidget adds `export default {render}` to it) and hands it the same encoded payload.
 
    Payload kinds (payload.schema.json): "table" (table.js), "head-explorer" (head_explorer.js) and "timeline"
-   (timeline.js). Every attention map has a labelled colour scale (drawing.js); a readout of any cell by mouse, touch
+   (timeline.js; with trainer_bridge.js, the reader trains the model in the page). Every attention map has a labelled colour scale (drawing.js); a readout of any cell by mouse, touch
    and keyboard (focus.js); a table of its numbers for screen readers; export as SVG, PNG and CSV (exports.js); a
    grid of every head at once and a comparison of two settings with their difference (tools.js); and the whole state
    in the page's address (address.js). Text that came from the reader or from the address is only ever set as text,

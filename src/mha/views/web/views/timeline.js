@@ -1,21 +1,35 @@
 /* The "timeline" view (chapters 3.5 and 3.6): attention maps of every head of a tiny model recorded during
-   training, with the loss; a scrubber (and a play button) walks through the recorded steps. */
+   training, with the loss; a scrubber (and a play button) walks through the recorded steps. With
+   payload.page_training, the reader can train the model in the page (trainer_bridge.js) and see their run's
+   repeat loss and best prefix matching drawn beside the stored run's. */
 
-import { make, makeSvg } from "./dom.js";
+import { contentWidth, make, makeSvg } from "./dom.js";
 import { afterInput, button, frame, menu, slider } from "./frame.js";
 import { wholeNumber } from "./address.js";
 import { finish, showState } from "./tools.js";
+import { canTrainInPage, trainingPanel } from "./trainer_bridge.js";
+
+/* A polyline through (step, value) points, skipping missing values. */
+function line(points, x, y, className) {
+  const drawn = points.filter(([, value]) => value !== null && Number.isFinite(value))
+    .map(([step, value]) => `${x(step).toFixed(1)},${y(value).toFixed(1)}`).join(" ");
+  return makeSvg("polyline", { points: drawn, class: className });
+}
 
 /* The loss curve: the repeat loss at every logged step, chance as a dotted line, the phase change as a dashed
-   one, and a cursor at the step on show. */
-function lossCurve(payload) {
-  const [width, height, left, right, top, bottom] = [380, 210, 46, 26, 30, 40];
+   one, and a cursor at the step on show. With `yours` (the rows of the reader's run, mhaTrainer.train's), the
+   stored run's best last-layer prefix matching (0 to 1, right axis) and the reader's run are drawn too, with a
+   legend. Drawn `width` px wide (at most 380), never scaled, so that its text keeps its size on a phone. */
+function lossCurve(payload, width, yours) {
+  const [height, left, right, top, bottom] = [yours ? 236 : 210, 46, 26, 30, yours ? 66 : 40];
   const steps = payload.curve.steps;
   const losses = payload.curve.loss;
-  const last = steps[steps.length - 1] || 1;
-  const high = Math.max(payload.chance_loss, ...losses.filter((value) => value !== null)) * 1.05;
+  const last = Math.max(steps[steps.length - 1] || 1, ...(yours || []).map((row) => row.step));
+  const high = Math.max(payload.chance_loss, ...losses.filter((value) => value !== null),
+    ...(yours || []).map((row) => row.repeat_loss).filter(Number.isFinite)) * 1.05;
   const x = (step) => left + ((width - left - right) * step) / last;
   const y = (loss) => top + (height - top - bottom) * (1 - loss / high);
+  const yScore = (score) => top + (height - top - bottom) * (1 - score);
   const svg = makeSvg("svg", { viewBox: `0 0 ${width} ${height}`, width, height, role: "img", class: "mha-map mha-curve",
     "aria-label": `Repeat loss over training, from ${losses[0]} at step 0 to ${losses[losses.length - 1]} at step ` +
       `${last}; the phase change is at step ${payload.phase_change.step}` });
@@ -37,11 +51,30 @@ function lossCurve(payload) {
   for (const step of [0, Math.round(last / 2), last]) {
     svg.append(makeSvg("text", { x: x(step), y: height - bottom + 14, "text-anchor": "middle" }, step.toLocaleString("en")));
   }
-  svg.append(makeSvg("text", { x: (left + width) / 2, y: height - 6, "text-anchor": "middle", class: "mha-axis" },
-    "training step"));
+  svg.append(makeSvg("text", { x: (left + width) / 2, y: height - bottom + 28, "text-anchor": "middle",
+    class: "mha-axis" }, "training step"));
+  if (yours) {
+    const stored = payload.steps.map((step, at) => [step, Math.max(...payload.prefix_matching[at][payload.n_layers - 1]
+      .map((value) => (value === null ? -Infinity : value)))]);
+    svg.append(line(stored, x, yScore, "mha-score-line"));
+    svg.append(line(yours.map((row) => [row.step, row.repeat_loss]), x, y, "mha-your-loss"));
+    svg.append(line(yours.map((row) => [row.step, row.best_prefix_matching]), x, yScore, "mha-your-score"));
+    for (const score of [0, 1]) {
+      svg.append(makeSvg("text", { x: width - right + 4, y: yScore(score) + 4 }, String(score)));
+    }
+    const legend = makeSvg("g", { class: "mha-curve-legend" });
+    const entry = (at, row, className, text) => {
+      legend.append(makeSvg("line", { x1: at, x2: at + 18, y1: row - 4, y2: row - 4, class: className }));
+      legend.append(makeSvg("text", { x: at + 22, y: row }, text));
+    };
+    entry(left - 30, height - 20, "mha-loss-line", "stored run");
+    entry(left + 70, height - 20, "mha-your-loss", "your run");
+    entry(left - 30, height - 5, "mha-score-line", "dashed: prefix matching, 0–1 at right");
+    svg.append(legend);
+  }
   const cursor = makeSvg("line", { y1: top, y2: height - bottom, class: "mha-cursor" });
   svg.append(cursor);
-  return { svg, moveTo: (step) => { cursor.setAttribute("x1", x(step)); cursor.setAttribute("x2", x(step)); } };
+  return { svg, width, moveTo: (step) => { cursor.setAttribute("x1", x(step)); cursor.setAttribute("x2", x(step)); } };
 }
 
 /* The held-out scores of every head at the step on show; a score at or above the threshold is a role, in bold. */
@@ -145,9 +178,12 @@ export function mountTimeline(root, payload, options) {
   view.mapAt = mapFor;
   describe(view, payload, stepNames);
 
-  const curve = lossCurve(payload);
+  const curveWidth = () => Math.max(280, Math.min(380, view.mapWidth || contentWidth(root)));
+  let yours = null;  /* the rows of the reader's run, once one starts */
+  let curve = lossCurve(payload, curveWidth(), yours);
+  const curvePanel = make("div", { class: "mha-panel mha-panel-curve" }, curve.svg);
   const scores = make("div", { class: "mha-panel mha-panel-scores" });
-  view.panels.append(make("div", { class: "mha-panel mha-panel-curve" }, curve.svg), scores);
+  view.panels.append(curvePanel, scores);
 
   view.apply = (state) => {
     step.input.value = String(state.step);
@@ -163,11 +199,22 @@ export function mountTimeline(root, payload, options) {
     step.output.textContent = stepNames[at];
     step.input.setAttribute("aria-valuetext", stepNames[at]);
     view.message.replaceChildren(stepMessage(payload, stepNames, at));
+    if (curve.width !== curveWidth()) drawCurve();  /* the screen turned or the window changed: drawn to fit */
     curve.moveTo(payload.steps[at]);
     scores.replaceChildren(heldOutScores(payload, stepNames, at));
     showState(view, mapFor(view.state));
   };
 
+  function drawCurve() {
+    curve = lossCurve(payload, curveWidth(), yours);
+    curvePanel.replaceChildren(curve.svg);
+    curve.moveTo(payload.steps[Number(step.input.value)]);
+  }
+
+  if (payload.page_training && canTrainInPage()) {
+    view.training = trainingPanel(view, payload.page_training, () => { yours = []; drawCurve(); },
+      (row) => { yours.push(row); drawCurve(); });
+  }
   step.input.addEventListener("input", afterInput(view, () => view.redraw()));
   sequence.addEventListener("change", afterInput(view, () => view.redraw()));
   return finish(view);
