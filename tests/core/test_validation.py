@@ -324,3 +324,16 @@ def test_check_whole_number_returns_a_plain_int_at_the_bounds():
 def test_is_real_number_refuses_flags_nan_and_text(value, real):
     from mha.core.validation import is_real_number
     assert is_real_number(value) is real
+
+
+def test_as_tensor_copies_a_read_only_array_instead_of_warning():
+    """pandas' ``to_numpy`` can hand out a read-only array; torch warns when it wraps one (a stray stderr in a
+    notebook's output, and only the first time in a process), so the check copies it."""
+    from mha.core.validation import as_tensor
+
+    array = np.arange(6.0).reshape(2, 3)
+    array.flags.writeable = False
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tensor = as_tensor("x", array)
+    assert tensor.tolist() == array.tolist() and not np.shares_memory(tensor.numpy(), array)

@@ -384,8 +384,8 @@ def as_tensor(name: str, x, device: torch.device | str | None = None) -> torch.T
     if isinstance(x, torch.Tensor):
         return x if device is None else x.to(device)
     array = as_array(name, x)
-    if any(stride < 0 for stride in array.strides):
-        array = array.copy()  # torch cannot view reversed numpy arrays, e.g. x[::-1]
+    if any(stride < 0 for stride in array.strides) or not array.flags.writeable:
+        array = array.copy()  # torch cannot view reversed (x[::-1]) or read-only (pandas' to_numpy) arrays
     return torch.as_tensor(array, device=device)
 
 
