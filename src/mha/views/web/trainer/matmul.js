@@ -34,6 +34,12 @@ export function createEngine(simd) {
       if (columns < PANEL) F.fill(0, at, at + k * PANEL);
       if (transposed) {
         for (c = 0; c < columns; c++) { var from = (p + c) * k; for (r = 0; r < k; r++) F[at + r * PANEL + c] = W[from + r]; }
+      } else if (columns === 8) { // a whole panel: eight columns per row, written out (PANEL is 8)
+        for (r = 0; r < k; r++) {
+          var from8 = r * m + p, to8 = at + r * 8;
+          F[to8] = W[from8]; F[to8 + 1] = W[from8 + 1]; F[to8 + 2] = W[from8 + 2]; F[to8 + 3] = W[from8 + 3];
+          F[to8 + 4] = W[from8 + 4]; F[to8 + 5] = W[from8 + 5]; F[to8 + 6] = W[from8 + 6]; F[to8 + 7] = W[from8 + 7];
+        }
       } else {
         for (r = 0; r < k; r++) {
           var row = r * m + p, to = at + r * PANEL;

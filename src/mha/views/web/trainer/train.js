@@ -6,7 +6,7 @@
 // between them, and an AbortSignal stops it.
 
 import { lossAndGradient } from "./backward.js";
-import { forward, maskedCrossEntropy } from "./forward.js";
+import { maskedCrossEntropy, rowsOf, runModel } from "./forward.js";
 import { createEngine } from "./matmul.js";
 import { checkConfig, createModel } from "./model.js";
 import { adamW, clipGradientNorm, learningRateAt } from "./optimiser.js";
@@ -34,12 +34,13 @@ function now() { return typeof performance === "object" ? performance.now() : Da
 function pause() { return new Promise(function (resolve) { setTimeout(resolve, 0); }); }
 
 // A trainer of one model: {model, engine, step() -> the batch's loss before the update, steps()}. options as for
-// train (config, seed or model, learningRate, batchSize, warmupSteps, weightDecay, betas, gradClip, simd).
+// train (config, seed or model, learningRate, batchSize, warmupSteps, weightDecay, betas, gradClip, simd, task).
 export function createTrainer(options) {
   var setting = Object.assign({}, PAGE_SETTING, options || {});
   var model = setting.model || createModel(checkConfig(setting.config), setting.seed);
   var config = model.config;
-  var task = inductionTask({ vocabSize: config.vocab_size, seqLen: config.max_seq_len });
+  // setting.task: any task {sample(batchSize, stream) -> batch with inputs, targets, lossMask}; default the induction task
+  var task = setting.task || inductionTask({ vocabSize: config.vocab_size, seqLen: config.max_seq_len });
   var engine = setting.engine || createEngine(setting.simd);
   var data = randomStream(setting.seed === undefined ? 0 : setting.seed, STREAMS.data);
   var optimiser = adamW(model.values.length, { betas: setting.betas, weightDecay: setting.weightDecay });
@@ -51,7 +52,8 @@ export function createTrainer(options) {
     // One optimiser step on `batch` (default: the next batch of the data stream).
     step: function (batch) {
       batch = batch || task.sample(setting.batchSize, data);
-      var pass = forward(model, engine, batch.inputs, batch.batchSize, batch.seqLen);
+      // logits only where the loss looks (the last layer's keys and values still at every row)
+      var pass = runModel(model, engine, batch.inputs, batch.batchSize, batch.seqLen, { outputRows: rowsOf(batch.lossMask) });
       var loss = lossAndGradient(model, engine, pass, batch, gradient).loss;
       if (setting.gradClip) clipGradientNorm(gradient, setting.gradClip);
       taken += 1;
@@ -67,21 +69,25 @@ function sequences(batch, from, to) {
   return { batchSize: to - from, seqLen: T, inputs: batch.inputs.subarray(from * T, to * T) };
 }
 
-// The forward pass of `batch` in pieces of `piece` sequences, awaiting `between()` after each piece, joined into one
-// {logits, attention}: every row of a product and every head of a sequence is computed on its own, so the pieces
-// give the numbers of one pass over the whole batch, while the page stays free to paint between them.
+// The forward pass of `batch` in pieces of `piece` sequences, awaiting `between()` after each piece: every layer's
+// attention at every row, joined into (batch, heads, seq, seq) per layer, and the logits at the rows of the repeat
+// mask only, with their targets, stacked. Every row of a product and every head of a sequence is computed on its
+// own, so the pieces give the numbers of one pass over the whole batch, while the page stays free to paint.
 async function forwardInPieces(model, engine, batch, piece, between) {
-  var config = model.config, T = batch.seqLen, H = config.n_heads, V = config.vocab_size;
-  var logits = new Float32Array(batch.batchSize * T * V), attention = [];
+  var config = model.config, T = batch.seqLen, H = config.n_heads, attention = [], logits = [], targets = [];
   for (var l = 0; l < config.n_layers; l++) attention.push(new Float32Array(batch.batchSize * H * T * T));
   for (var from = 0; from < batch.batchSize; from += piece) {
     var to = Math.min(batch.batchSize, from + piece), part = sequences(batch, from, to);
-    var pass = forward(model, engine, part.inputs, part.batchSize, T);
-    logits.set(pass.logits, from * T * V);
+    var outputRows = rowsOf(batch.repeatMask.subarray(from * T, to * T));
+    var pass = runModel(model, engine, part.inputs, part.batchSize, T, { outputRows: outputRows, fullAttention: true });
+    logits.push(pass.logits);
+    outputRows.forEach(function (r) { targets.push(batch.targets[from * T + r]); });
     pass.attention.forEach(function (weights, layer) { attention[layer].set(weights, from * H * T * T); });
     if (between) await between();
   }
-  return { logits: logits, attention: attention };
+  var joined = new Float32Array(targets.length * config.vocab_size), at = 0;
+  logits.forEach(function (part) { joined.set(part, at); at += part.length; });
+  return { logits: joined, targets: Int32Array.from(targets), attention: attention };
 }
 
 // The held-out repeat loss and head scores of `model` on `batch`: {repeat_loss, previous_token, prefix_matching,
@@ -93,7 +99,8 @@ export async function scoreModel(model, engine, batch, options) {
   var pass = await forwardInPieces(model, engine, batch, options.piece || batch.batchSize, options.between);
   var scores = headScores(pass.attention, batch.inputs, batch.repeatMask, batch.batchSize, batch.seqLen, config.n_heads);
   return {
-    repeat_loss: maskedCrossEntropy(pass.logits, batch.targets, batch.repeatMask, config.vocab_size, null),
+    repeat_loss: maskedCrossEntropy(pass.logits, pass.targets, new Uint8Array(pass.targets.length).fill(1),
+      config.vocab_size, null),
     previous_token: scores.previous_token, prefix_matching: scores.prefix_matching,
     best_previous_token: Math.max.apply(null, scores.previous_token[0]),
     best_prefix_matching: Math.max.apply(null, scores.prefix_matching[config.n_layers - 1]),
