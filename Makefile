@@ -84,17 +84,23 @@ serve: book
 	@echo "Serving on http://127.0.0.1:8000 (Ctrl-C to stop)"
 	$(BIN)/python -m http.server --bind 127.0.0.1 --directory _build/html 8000
 
+# The tests run with Python's bytecode cache on, even where the shell turns it off (PYTHONDONTWRITEBYTECODE=1): without
+# it every pytest process (the runner and both workers) rewrites the asserts of every test module it imports and of
+# the plugins' whole packages (hypothesis, anyio, nbval), on every run, about half of what collecting the tests costs.
+# The cache goes in __pycache__ folders, which git ignores.
+WITH_BYTECODE := PYTHONDONTWRITEBYTECODE=
+
 # the site's scripts (node_modules) are installed before the tests start, like the environment, not by the test that
 # builds the site
 test: $(STAMP) $(NODE_STAMP)
-	$(BIN)/python -m pytest
+	$(WITH_BYTECODE) $(BIN)/python -m pytest
 
 # The unit tests alone, for the edit-and-test loop (its budget: 60 s on 2 cores): --quick (tests/conftest.py) leaves
 # out every notebook, every test of the built site or in Chromium, and the slow ones (sandboxed grading, fresh
 # processes, training); tests/startup.py spares each process a grammar it does not need. `make test` runs them all
 # before a commit.
 test-quick: $(STAMP)
-	$(BIN)/python -m pytest -p tests.startup --quick tests
+	$(WITH_BYTECODE) $(BIN)/python -m pytest -p tests.startup --quick tests
 
 # JupyterLab with jupyterlab-myst, which renders the notebooks' MyST markup ({exercise}, math, and the glued numbers and
 # citations written as {eval} roles: see the README's "JupyterLab")

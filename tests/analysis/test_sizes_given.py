@@ -39,6 +39,7 @@ def test_smallest_detectable_count_is_the_first_count_a_loop_over_every_count_fi
     assert smallest_detectable_count([1.0] * 50, 10) is None  # even every pair right is not called
 
 
+@pytest.mark.slow
 def test_a_huge_count_is_answered_without_a_loop_over_it_or_refused():
     """In a child with a CPU-time limit (tests/hostile.py): a loop over 10**30 counts or 10**10 outcome pairs would be
     killed there. The answers are checked against closed forms: with null_max = 0.5, 0.25 and 0.125 (alpha 0.5), the
