@@ -336,3 +336,35 @@ def book_text_files():
         for name in files:
             if Path(name).suffix in TEXT_SUFFIXES:
                 yield Path(folder) / name
+
+
+def write_view_page(folder: Path, payload: dict, scripts: tuple[str, ...]) -> Path:
+    """One page holding one view of ``payload`` (its site payload), with the joined ``scripts`` beside it (views.js,
+    views.css, and model.js or trainer.js where the view runs a model), as the site build writes a chapter's view."""
+    from mha.views.payloads import encode_payload
+    from mha.views.widget import web_file
+
+    for name in scripts:
+        (folder / name).write_text(web_file(name), encoding="utf-8")
+    (folder / "index.html").write_text(
+        "<!doctype html><html><head><meta charset='utf-8'><link rel='stylesheet' href='views.css'></head><body>"
+        f"<div class='mha-view'><script type='application/octet-stream' class='mha-view-payload'>"
+        f"{encode_payload(payload)}</script></div><script src='views.js'></script></body></html>", encoding="utf-8")
+    return folder
+
+
+def trained_a_little(model, task, steps: int, learning_rate: float, seed: int):
+    """``model`` after ``steps`` PyTorch AdamW steps (weight decay 0.01) on batches of 32 from ``task`` (generator
+    seeded ``seed``), so that no gradient a trainer test compares is at its initial, special value."""
+    import torch
+
+    from mha.lab.tasks import masked_cross_entropy
+
+    optimiser = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=0.01)
+    generator = torch.Generator().manual_seed(seed)
+    for _ in range(steps):
+        batch = task.sample(32, generator)
+        optimiser.zero_grad()
+        masked_cross_entropy(model(batch.inputs).logits, batch.targets, batch.loss_mask).backward()
+        optimiser.step()
+    return model

@@ -7,26 +7,31 @@ embeds it), views.js, model.js and the exported model, served on 127.0.0.1.
   package computes them (mha.core.geometry.score_terms on MiniLMEncoder's run);
 - switching a head off by mean ablation draws "with head" and "without head", the latter the PyTorch layers with
   the head's output replaced by its mean over the sentence's tokens;
-- a head's treebank example (its sentence with the highest score on [CLS]) opens in the typed view.
+- a head's treebank example (its sentence with the highest score on [CLS]) opens in the typed view;
+- about 300 tokens of real prose (the opening of Bleak House, from the book's LitBank extract), typed into the grid
+  of every head as 3.1 opens it, served and from file://: shown a layer at a time, saying so, then every layer and
+  head's weights within 0.002 of transformers' BertModel (eager attention) and its token ids exactly those of
+  transformers' tokenizer.
 """
 
 from __future__ import annotations
 
+import base64
 import math
 import re
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import HARNESS
+from conftest import HARNESS, write_view_page
 from test_web_model_lab import mean_ablated
 
 from mha.core.geometry import score_terms
+from mha.corpora.litbank import load_litbank
 from mha.pretrained.encoder import MiniLMEncoder
 from mha.pretrained.web_export import export_web_model
 from mha.views.model_explorer import ModelHeadExplorer
-from mha.views.payloads import encode_payload, site_payload
-from mha.views.widget import web_file
+from mha.views.payloads import site_payload
 
 SIXTY_TWO = ("The committee that the mayor appointed last spring said on Tuesday that the new bridge over the river "
              "would open to traffic early next year, after the engineers who inspected it had finished their report "
@@ -42,15 +47,8 @@ def lab_site(tmp_path_factory) -> Path:
     """The page: a chapter-3 view with the page's model, as the site build writes its parts."""
     folder = tmp_path_factory.mktemp("lab_site")
     export_web_model(folder / "model")
-    for name in ("views.js", "views.css", "model.js"):
-        (folder / name).write_text(web_file(name), encoding="utf-8")
     explorer = ModelHeadExplorer(["The cat sat on the mat .", "A dog barked ."], layer=0, head=0)
-    encoded = encode_payload(site_payload(explorer))
-    (folder / "index.html").write_text(
-        "<!doctype html><html><head><meta charset='utf-8'><link rel='stylesheet' href='views.css'></head><body>"
-        f"<div class='mha-view'><script type='application/octet-stream' class='mha-view-payload'>{encoded}</script>"
-        "</div><script src='views.js'></script></body></html>", encoding="utf-8")
-    return folder
+    return write_view_page(folder, site_payload(explorer), ("views.js", "views.css", "model.js"))
 
 
 @pytest.fixture(scope="module")
@@ -198,3 +196,70 @@ def test_a_heads_treebank_example_opens_in_the_typed_view(page):
     assert np.abs(drawn - np.rint(traced.attention[1, 2] * 100)).max() <= 1
     assert page.locator(".mha-view input[name=typed]").input_value() == text
     assert not page.problems, page.problems
+
+
+PROSE_TOKENS = 300
+TRANSFORMERS_TOLERANCE = 0.002
+# At the view's first answer on a long text ("typed-shown"), then at its last ("typed"): the grid's tiles and message.
+RECORD_ANSWERS = """(root) => { root.answers = [];
+  root.addEventListener("mha-view-updated", (event) => root.answers.push({cause: event.detail.cause,
+    tiles: root.querySelectorAll(".mha-tile").length, message: root.querySelector(".mha-message").textContent})); }"""
+# The newest run's token ids and attention weights (layers, heads, n, n), its float32 bytes in base64.
+READ_RUN = """(root) => { const run = root.mhaView.runs[root.mhaView.runs.length - 1];
+  const bytes = new Uint8Array(run.attention.buffer, run.attention.byteOffset, run.attention.byteLength);
+  let text = "";
+  for (let i = 0; i < bytes.length; i += 32768) text += String.fromCharCode.apply(null, bytes.subarray(i, i + 32768));
+  return {ids: Array.from(run.ids), layersDone: run.layersDone, attention: btoa(text)}; }"""
+
+
+@pytest.fixture(scope="module")
+def prose_in_transformers() -> tuple[str, list[int], np.ndarray]:
+    """Bleak House's first sentences, as many as stay within PROSE_TOKENS tokens; transformers' token ids for them and
+    its attention weights (layers, heads, n, n), from the same pretrained files the page's model is exported from."""
+    import torch
+    from transformers import AutoTokenizer, BertModel
+
+    path = str(MiniLMEncoder.load().model_path)
+    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    text = ""
+    for words in load_litbank()[0].sentences:
+        longer = f"{text} {' '.join(words)}".strip()
+        if len(tokenizer(longer)["input_ids"]) > PROSE_TOKENS:
+            break
+        text = longer
+    model = BertModel.from_pretrained(path, attn_implementation="eager", local_files_only=True).eval()
+    inputs = tokenizer(text, return_tensors="pt")
+    with torch.inference_mode():
+        attentions = model(**inputs, output_attentions=True).attentions
+    return text, inputs["input_ids"][0].tolist(), torch.stack(attentions)[:, 0].numpy()
+
+
+@pytest.mark.parametrize("opened", ["served", "from file://"])
+def test_300_tokens_of_prose_match_transformers_a_layer_at_a_time(page, lab_site, prose_in_transformers, opened):
+    text, ids, attention = prose_in_transformers
+    assert PROSE_TOKENS - 20 <= len(ids) <= PROSE_TOKENS
+    context = page.context.browser.new_context(viewport={"width": 1400, "height": 1000})
+    tab = context.new_page()
+    problems = []
+    tab.on("pageerror", lambda error: problems.append(str(error)))
+    tab.goto(page.url if opened == "served" else (lab_site / "index.html").as_uri())
+    root = tab.locator(".mha-view[data-ready=true]")
+    root.get_by_role("button", name="All layers").click()  # the grid of every head, as 3.1 opens
+    root.evaluate(RECORD_ANSWERS)
+    root.locator("input[name=typed]").fill(text)
+    root.locator("input[name=typed]").press("Enter")
+    tab.wait_for_function("(r) => r.answers.some((a) => a.cause === 'typed')", arg=root.element_handle(),
+                          timeout=300_000)
+    answers = root.evaluate("(r) => r.answers")
+    # first the grid's first layer, saying the others are still being computed; then all 72 heads, said no more
+    assert [a["cause"] for a in answers] == ["typed-shown", "typed"], answers
+    assert answers[0]["tiles"] == 12 and "Still computing" in answers[0]["message"], answers[0]
+    assert answers[1]["tiles"] == 72 and "Still computing" not in answers[1]["message"], answers[1]
+    run = root.evaluate(READ_RUN)
+    assert run["ids"] == ids
+    drawn = np.frombuffer(base64.b64decode(run["attention"]), np.float32).reshape(attention.shape)
+    difference = np.abs(drawn - attention).max()
+    print(f"{len(ids)} tokens of prose, {opened}: largest difference from transformers {difference:.5f}")
+    assert difference <= TRANSFORMERS_TOLERANCE
+    assert not problems, problems
+    context.close()

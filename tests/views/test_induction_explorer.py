@@ -1,6 +1,11 @@
 """The chapter-3 lab explorer: answers within the interactive budget, explains bad input, keeps the last good map."""
 
+import base64
+import json
 import re
+import shutil
+import subprocess
+from importlib.resources import files
 
 import numpy as np
 import pytest
@@ -9,12 +14,14 @@ import torch
 from mha.lab.checkpoints import load_checkpoint
 from mha.views.heatmaps import weight_hundredths
 from mha.views.induction_explorer import (
+    TYPED_TOKEN_RULES,
     InductionLabExplorer,
     induction_model_names,
     parse_token_ids,
     prefix_matching_keys,
 )
-from mha.views.payloads import decode_payload, stored_weights
+from mha.views.payloads import decode_payload, site_payload, stored_weights
+from mha.views.widget import join_modules
 
 torch.set_num_threads(1)
 
@@ -219,3 +226,96 @@ def test_typed_ids_are_drawn_in_every_map_of_the_view_on_screen():
     assert "outside the vocabulary" in explorer.typing_problem.value
     explorer.own_tokens.value = ""  # no typed ids: the held-out sequences again, exactly as at first
     assert explorer.typing_problem.value == "" and explorer.view_widget.payload == held_out
+
+
+# The website's typed token ids (section 3.6, views/typed_sequences.js) against the package, under Node.js: the
+# page checks what the reader types with the rules and words of this view (TYPED_TOKEN_RULES, carried in the
+# payload), so every input gets parse_token_ids's ids or its message word for word; the circles of a typed map are
+# prefix_matching_keys's; and the payload's float32 weights give back each checkpoint's parameters exactly.
+
+needs_node = pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js (apt install nodejs)")
+
+TYPED_TEXTS = ["5 17 42 8 5 17 42", " 5, 17,42  8 ", "5 x 7", "5 -3", "5 64", "7", "", " ".join(["1"] * 41),
+         " ".join(["1"] * 40), "5 ٣", "5 " + "9" * 5000, "5 000000000000000000000007", "<img src=x onerror=alert(1)>",
+         "it's 5", "a\"b' 5", "back\\slash 3", "x" * 60, "63 0", "5 1.5", "1e3 4", "5\t6\n7"]
+
+
+@pytest.fixture(scope="module")
+def page_parts(tmp_path_factory):
+    """Run a script with the page's parseTokenIds and prefixMatchingKeys: script -> its printed JSON."""
+    root = tmp_path_factory.mktemp("web")
+    web = files("mha.views") / "web"
+    shutil.copytree(web / "views", root / "views")
+    shutil.copy(web / "payload.schema.json", root)
+    (root / "probe.js").write_text('import { parseTokenIds, prefixMatchingKeys } from "./views/typed_sequences.js";\n'
+                                   "globalThis.probe = { parseTokenIds, prefixMatchingKeys };\n", encoding="utf-8")
+    script = join_modules("probe.js", root)
+
+    def run(body: str):
+        done = subprocess.run(["node", "-e", script + "\n" + body], capture_output=True, text=True, timeout=60,
+                              check=True)
+        return json.loads(done.stdout)
+    return run
+
+
+def python_answer(text: str) -> dict:
+    try:
+        return {"ids": parse_token_ids(text, vocab_size=64, max_len=40)}
+    except ValueError as problem:
+        return {"message": str(problem)}
+
+
+@needs_node
+def test_typed_ids_get_the_packages_ids_or_its_message_word_for_word(page_parts):
+    answers = page_parts(
+        f"const rules = {json.dumps(TYPED_TOKEN_RULES)};\n"
+        f"console.log(JSON.stringify({json.dumps(TYPED_TEXTS)}.map((text) => {{\n"
+        "  try { return { ids: probe.parseTokenIds(text, rules, 64, 40) }; }\n"
+        "  catch (error) { return { message: error.message }; } })));")
+    expected = [python_answer(text) for text in TYPED_TEXTS]
+    assert sum("message" in answer for answer in expected) >= 10  # the refusals are exercised, not only the ids
+    for text, page, package in zip(TYPED_TEXTS, answers, expected, strict=True):
+        assert page == package, text[:60]
+
+
+@needs_node
+def test_the_circles_are_the_packages_prefix_matching_keys(page_parts):
+    rng = np.random.default_rng(0)
+    sequences = [[5, 17, 42, 8, 5, 17, 42], [1, 2, 3], [3, 3, 3, 3]] + [rng.integers(0, 5, 12).tolist()
+                                                                       for _ in range(5)]
+    page = page_parts(f"console.log(JSON.stringify({json.dumps(sequences)}.map(probe.prefixMatchingKeys)));")
+    assert page == [[list(pair) for pair in prefix_matching_keys(ids)] for ids in sequences]
+    assert page[1] == [] and page[0]
+
+
+@pytest.mark.slow
+def test_the_payload_carries_each_checkpoint_exactly_in_menu_order_less_what_attention_ignores():
+    names = induction_model_names()[:2]
+    explorer = InductionLabExplorer(names, n_sequences=1)
+    sequences = explorer.page_sequences()
+    assert sequences["rules"] == TYPED_TOKEN_RULES
+    assert "typed_sequences" in site_payload(explorer)  # in Jupyter the kernel runs typed ids: no weights there
+    assert "typed_sequences" not in site_payload(explorer, hosted=True)
+    tokens = torch.randint(0, 64, (8, 40), generator=torch.Generator().manual_seed(0))
+    for name, stored in zip(names, sequences["models"], strict=True):
+        model, info = load_checkpoint(name)
+        with torch.no_grad():
+            expected = [weights.clone() for weights in model(tokens).attention_weights]
+        values = np.frombuffer(base64.b64decode(stored["weights"]), dtype="<f4")
+        offset = 0
+        for (layout_name, shape, sent), (parameter_name, parameter) in zip(stored["layout"], model.named_parameters(),
+                                                                             strict=True):
+            assert layout_name == parameter_name and tuple(shape) == tuple(parameter.shape)
+            if sent:
+                size = int(np.prod(shape))
+                np.testing.assert_array_equal(values[offset:offset + size].reshape(shape), parameter.detach().numpy())
+                offset += size
+            else:  # what the page sets to 0 leaves PyTorch's attention exactly as it was
+                with torch.no_grad():
+                    parameter.zero_()
+        assert offset == len(values)
+        assert [sent for _, _, sent in stored["layout"]].count(False) == 5  # W_U, the last layer's V and O
+        with torch.no_grad():
+            for before, after in zip(expected, model(tokens).attention_weights, strict=True):
+                torch.testing.assert_close(after, before, rtol=0, atol=0)
+        assert stored["config"]["max_seq_len"] == info.config.max_seq_len

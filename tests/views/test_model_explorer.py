@@ -71,7 +71,7 @@ def test_typing_switches_to_the_typed_sentence_and_escapes_html(encoder):
     assert_shows(explorer, encoder, "<script>alert('x')</script> the cat sat", 0, 0)
 
 
-@pytest.mark.parametrize("typed, words", [("   ", "empty"), ("word " * 60, "Shorten it")])
+@pytest.mark.parametrize("typed, words", [("   ", "empty"), ("word " * 511, "513 tokens long")])
 def test_bad_typed_sentences_are_explained_and_the_last_map_stays(encoder, typed, words):
     explorer = ModelHeadExplorer(SENTENCES, encoder=encoder)
     good = explorer.current
@@ -198,7 +198,7 @@ def test_a_typed_sentence_joins_the_menu_of_the_view_on_screen(encoder):
         assert control["values"][control["start"]] == again
 
 
-@pytest.mark.parametrize("typed, words", [("   ", "the sentence is empty"), ("<i>word</i> " * 40, "Shorten it")])
+@pytest.mark.parametrize("typed, words", [("   ", "the sentence is empty"), ("<i>word</i> " * 70, "Shorten it")])
 @pytest.mark.slow
 def test_a_sentence_that_cannot_be_drawn_leaves_the_view_on_screen_as_it_was(encoder, typed, words):
     explorer = ModelHeadExplorer(SENTENCES, encoder=encoder)
@@ -232,3 +232,85 @@ def test_the_payload_runs_each_sentence_once_per_level_and_changes_nothing(encod
     explorer.site_payload()
     assert sorted(calls) == sorted((sentence, level) for sentence in SENTENCES for level in (False, True))
     assert explorer.cache_size == CACHED_SENTENCES
+
+
+# --- a text longer than the window: any length the model takes, drawn MAX_VIEW_TOKENS units at a time ----------
+
+WORDS = "the cat sat on a mat while my old dog ran to her house by the sea and it was very cold".split()
+
+
+def text_of(tokens: int) -> str:
+    """A text of ``tokens`` wordpieces with [CLS] and [SEP]: common words, each one piece, cycled."""
+    return " ".join(WORDS[i % len(WORDS)] for i in range(tokens - 2))
+
+
+@pytest.fixture(scope="module")
+def reference(encoder):
+    """transformers' own BERT on the installed pretrained files, with the weights computed as written
+    (eager attention): the oracle for every map."""
+    from transformers import AutoTokenizer, BertModel
+
+    model = BertModel.from_pretrained(str(encoder.model_path), attn_implementation="eager", local_files_only=True)
+    return AutoTokenizer.from_pretrained(str(encoder.model_path), local_files_only=True), model.eval()
+
+
+def reference_attention(reference, text: str) -> tuple[list[str], np.ndarray]:
+    """transformers' tokens and weights (layers, heads, n, n) of one text."""
+    import torch
+
+    tokenizer, model = reference
+    inputs = tokenizer(text, return_tensors="pt")
+    with torch.inference_mode():
+        attentions = model(**inputs, output_attentions=True).attentions  # layers x (1, heads, n, n)
+    tokens = tokenizer.convert_ids_to_tokens(inputs["input_ids"][0].tolist())
+    return tokens, torch.cat(attentions).numpy()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("tokens, first_query, first_key", [(62, 22, 5), (512, 300, 472)])
+def test_a_long_text_is_drawn_a_window_at_a_time_with_transformers_weights(encoder, reference, tokens,
+                                                                            first_query, first_key):
+    text = text_of(tokens)
+    labels, attention = reference_attention(reference, text)
+    assert len(labels) == tokens
+    explorer = ModelHeadExplorer(SENTENCES, encoder=encoder, layer=4, head=9)
+    assert explorer.widget.children[0] is explorer.view_widget  # on screen: typing now sends the view payloads
+    query_slider, key_slider = explorer.window_sliders["query"], explorer.window_sliders["key"]
+    assert query_slider.layout.display == "none"  # the menu's short sentence fits: no window to move
+    explorer.own_sentence.value = text
+    assert explorer.typing_problem.value == "" and explorer.typed_sentences == [text]
+    assert query_slider.max == key_slider.max == tokens - 40 and query_slider.layout.display is None
+    query_slider.value, key_slider.value = first_query, first_key
+    rows, columns = slice(first_query, first_query + 40), slice(first_key, first_key + 40)
+    expected = attention[4, 9, rows, columns]  # (40, 40)
+    drawn = explorer.current.attention_map
+    assert drawn.query_labels == [f"{i} {labels[i]}" for i in range(first_query, first_query + 40)]
+    assert drawn.key_labels == [f"{i} {labels[i]}" for i in range(first_key, first_key + 40)]
+    np.testing.assert_allclose(drawn.weights, expected, atol=1e-5)
+    assert f"The map has {tokens} rows and columns; shown: queries {first_query} to {first_query + 39}" in (
+        explorer.message.value)
+    # what views.js draws in Jupyter: the window's labels, and each cell's weight in the hundredths it shows
+    payload = published(explorer)
+    opening = payload["drawn"][payload["views"]["|".join(str(c["start"]) for c in payload["controls"])]]
+    assert payload["strings"][opening["map"]["rows"]] == drawn.query_labels
+    assert payload["strings"][opening["map"]["columns"]] == drawn.key_labels
+    shown = stored_weights(payload, opening["map"]).astype(float)
+    assert shown.shape == (40, 40) and np.abs(shown - 100 * expected).max() <= 0.5 + 1e-3
+    # views.js moves between the menu's sentences without the kernel: the sliders stay while the menu holds a long one
+    explorer.sentence_menu.value = SENTENCES[0]
+    assert query_slider.max == tokens - 40 and query_slider.layout.display is None
+
+
+def test_a_text_longer_than_the_model_takes_is_refused_before_the_model_runs(encoder, monkeypatch):
+    explorer = ModelHeadExplorer(SENTENCES, encoder=encoder)
+    good = explorer.current
+    runs = []
+    real_forward = type(encoder).forward
+    monkeypatch.setattr(type(encoder), "forward", lambda self, *a, **kw: runs.append(1) or real_forward(self, *a, **kw))
+    explorer.own_sentence.value = text_of(513)
+    assert runs == []  # refused by the tokenizer: the encoder never ran
+    problem = explorer.typing_problem.value
+    assert "513 tokens long" in problem and "512 positions" in problem and "Shorten it" in problem
+    assert explorer.current is good and explorer.typed_sentences == []
+    explorer.own_sentence.value = text_of(30)  # and the model still runs on the next text
+    assert runs == [1] and explorer.typing_problem.value == ""

@@ -22,7 +22,7 @@ import shutil
 import numpy as np
 import pytest
 import torch
-from conftest import load_script
+from conftest import load_script, trained_a_little
 from scipy import stats
 
 from mha.lab.checkpoints import load_json
@@ -51,18 +51,10 @@ def batch_of(batch) -> dict:
             "repeatMask": batch.details["repeat_mask"].reshape(-1).int().tolist()}
 
 
-@pytest.fixture(scope="module")
-def trained_a_little() -> TinyTransformer:
+@pytest.fixture(scope="module", name="trained_a_little")
+def page_model_trained_a_little() -> TinyTransformer:
     """The page's model, 30 PyTorch steps in, so that no gradient is at its initial, special value."""
-    model = TinyTransformer(CONFIG, seed=3)
-    optimiser = torch.optim.AdamW(model.parameters(), lr=LEARNING_RATE, weight_decay=0.01)
-    generator = torch.Generator().manual_seed(3)
-    for _ in range(30):
-        batch = TASK.sample(32, generator)
-        optimiser.zero_grad()
-        masked_cross_entropy(model(batch.inputs).logits, batch.targets, batch.loss_mask).backward()
-        optimiser.step()
-    return model
+    return trained_a_little(TinyTransformer(CONFIG, seed=3), TASK, 30, LEARNING_RATE, seed=3)
 
 
 @pytest.fixture(scope="module")

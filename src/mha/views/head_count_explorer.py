@@ -53,9 +53,10 @@ from mha.lab.training import TrainingConfig
 from mha.views.contract import ExplorerView
 from mha.views.explorer import Explorer
 from mha.views.heatmaps import AttentionMap
+from mha.views.training_timeline import PAGE_GRADIENT_TOLERANCE
 
 __all__ = ["LIVE_TRAINING", "N_EXAMPLES", "shares_table_html", "CurveLine",
-           "loss_curves_svg", "parse_head_count", "HeadCountStudyExplorer"]
+           "loss_curves_svg", "head_count_messages", "parse_head_count", "HeadCountStudyExplorer"]
 
 LIVE_TRAINING = TrainingConfig(steps=600, batch_size=32, learning_rate=1e-2, log_every=50, eval_batch_size=128)
 """The live retrain: 600 steps at 1e-2 (h = 32, the slowest, within 20 s on 2 cores)."""
@@ -150,18 +151,26 @@ def loss_curves_svg(lines: Sequence[CurveLine], title: str, max_step: int, low: 
     return "".join(parts)
 
 
-def parse_head_count(text: object, d_model: int) -> int:
-    """The head count typed by the reader, as an int; ``ValueError`` saying what to type if it cannot be used."""
+def head_count_messages(d_model: int) -> dict[str, str]:
+    """What :func:`parse_head_count` says, with ``{text}`` (the typed text, as Python's repr) and ``{n_heads}`` left
+    to fill: the page's head-count box (views/head_count_live.js) says the same."""
     options = (", ".join(str(h) for h in head_counts_that_divide(d_model)) if d_model <= LARGEST_D_MODEL_LISTED
                else "a divisor of d_model")  # a huge width is not factored for a message
+    return {"not_a_number": f"{{text}} is not a whole number; type a head count that divides d_model = {d_model}: "
+                            f"{options}.",
+            "does_not_divide": f"{{n_heads}} heads cannot split d_model = {d_model} features into equal heads; "
+                               f"type one of {options}."}
+
+
+def parse_head_count(text: object, d_model: int) -> int:
+    """The head count typed by the reader, as an int; ``ValueError`` saying what to type if it cannot be used."""
+    messages = head_count_messages(d_model)
     try:
         n_heads = int(str(text).strip())
     except ValueError:
-        raise ValueError(f"{str(text)!r} is not a whole number; type a head count that divides d_model = {d_model}: "
-                         f"{options}.") from None
+        raise ValueError(messages["not_a_number"].replace("{text}", repr(str(text)))) from None
     if n_heads < 1 or d_model % n_heads:
-        raise ValueError(f"{n_heads} heads cannot split d_model = {d_model} features into equal heads; "
-                         f"type one of {options}.")
+        raise ValueError(messages["does_not_divide"].replace("{n_heads}", str(n_heads)))
     return n_heads
 
 
@@ -180,8 +189,8 @@ class HeadCountStudyExplorer(Explorer):
                       "role). The live run takes fewer steps at a higher learning rate, so its curve is not "
                       "comparable step for step with the stored runs'.")
     doing = "show"
-    site_note = ("On this page the view shows the stored models of the study; to train a model live, open the page "
-                 "as a notebook (the launch buttons at the top).")
+    site_note = ("On this page the view shows the stored models of the study, and the box under its controls trains a "
+                 "fresh model of any head count in your page, in JavaScript, with the notebook's live schedule.")
 
     def __init__(self, study: HeadCountStudy | None = None, n_heads: int = 1, seed: int = 0,
                  live_training: TrainingConfig = LIVE_TRAINING) -> None:
@@ -332,6 +341,28 @@ class HeadCountStudyExplorer(Explorer):
         if self._showing_live and self._live is not None:
             return self._live_view_data(head=values["head"], sequence=values["sequence"])
         return super().site_view(values)
+
+    def site_payload(self) -> dict:
+        """The stored runs (a table), and what the page needs to train one live: ``live_training`` (the model's
+        shape, the task, :data:`LIVE_TRAINING`, the head counts and messages of :func:`parse_head_count`, and the
+        stored seeds' held-out loss curves up to the live run's last step, drawn beside the page's run)."""
+        payload = super().site_payload()
+        study, training = self.study, self.live_training
+        curves = {}
+        for n_heads in study.head_counts:
+            rate = study.chosen_learning_rates[n_heads]
+            runs = [study.run(n_heads, rate, seed)["curve"] for seed in study.seeds]
+            curves[str(n_heads)] = {"learning_rate": rate, "runs": [
+                {"seed": seed, "step": [int(step) for step in curve["step"] if step <= training.steps],
+                 "loss": [float(loss) for step, loss in zip(curve["step"], curve["held_out_loss"], strict=True)
+                          if step <= training.steps]} for seed, curve in zip(study.seeds, runs, strict=True)]}
+        config = study.config(1).to_dict()
+        payload["live_training"] = {
+            "config": {name: config[name] for name in ("vocab_size", "max_seq_len", "d_model", "n_layers")},
+            "task": study.task.to_dict(), "schedule": training.to_dict(), "examples": N_EXAMPLES,
+            "head_counts": head_counts_that_divide(study.d_model), "messages": head_count_messages(study.d_model),
+            "curves": curves, "gradient_tolerance": PAGE_GRADIENT_TOLERANCE}
+        return payload
 
     # --- actions ----------------------------------------------------------------------------------------
 

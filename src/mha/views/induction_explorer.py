@@ -16,12 +16,14 @@ on screen, and typed text is HTML-escaped before it is shown.
 
 from __future__ import annotations
 
+import base64
 import html
 import re
 from collections import OrderedDict
 from collections.abc import Sequence
 from functools import lru_cache
 
+import numpy as np
 import torch
 from ipywidgets import HTML, Dropdown, IntSlider, Layout, Text, Widget
 
@@ -40,9 +42,24 @@ from mha.views.contract import ExplorerView
 from mha.views.explorer import Explorer
 from mha.views.heatmaps import AttentionMap
 
-__all__ = ["induction_model_names", "parse_token_ids", "prefix_matching_keys", "InductionLabExplorer"]
+__all__ = ["TYPED_TOKEN_RULES", "induction_model_names", "parse_token_ids", "prefix_matching_keys",
+           "InductionLabExplorer"]
 
 _SEED_NAME = re.compile(r"^induction_2layer_seed(\d+)$")
+
+TYPED_TOKEN_RULES = {
+    "separators": r"[\s,]+", "token_id": "[0-9]+", "min_tokens": 2, "shorten": 24,
+    "messages": {
+        "not_id": "{piece} is not a token id: type whole numbers from 0 to {last} (digits 0-9) separated by spaces, "
+                  "e.g. 5 17 42 8 5 17 42.",
+        "outside": "token id {piece} is outside the vocabulary: the ids are 0 to {last}.",
+        "too_few": "type at least {min_tokens} token ids (got {count}): a map needs two positions.",
+        "too_many": "that is {count} tokens, but the model has positions for {max_len}; remove {extra}.",
+    },
+}
+"""How typed token ids are read and what a bad one is told: :func:`parse_token_ids` here, and the website's view
+(``views/typed_sequences.js``, which gets these in its payload), so that the two agree word for word. ``{piece}`` is
+the offending piece, cut to ``shorten`` characters (in quotes, as Python's ``repr`` writes it, for ``not_id``)."""
 
 
 def induction_model_names() -> list[str]:
@@ -51,7 +68,7 @@ def induction_model_names() -> list[str]:
     return [name for _, name in sorted(found)]
 
 
-def _shortened(piece: str, keep: int = 24) -> str:
+def _shortened(piece: str, keep: int = TYPED_TOKEN_RULES["shorten"]) -> str:
     return piece if len(piece) <= keep else f"{piece[:keep]}..."
 
 
@@ -65,22 +82,20 @@ def parse_token_ids(text: str, vocab_size: int, max_len: int) -> list[int]:
     if not isinstance(text, str):
         raise ValueError(f"type the tokens as text, got {type(text).__name__}.")
     vocab_size = check_whole_number("vocab_size", vocab_size, minimum=1, meaning="token ids the model knows")
-    pieces = [piece for piece in re.split(r"[\s,]+", text.strip()) if piece]
-    not_ids = [piece for piece in pieces if not re.fullmatch(r"[0-9]+", piece)]
+    rules, messages = TYPED_TOKEN_RULES, TYPED_TOKEN_RULES["messages"]
+    pieces = [piece for piece in re.split(rules["separators"], text.strip()) if piece]
+    not_ids = [piece for piece in pieces if not re.fullmatch(rules["token_id"], piece)]
     if not_ids:
-        raise ValueError(f"{_shortened(not_ids[0])!r} is not a token id: type whole numbers from 0 to "
-                         f"{vocab_size - 1} (digits 0-9) separated by spaces, e.g. 5 17 42 8 5 17 42.")
+        raise ValueError(messages["not_id"].format(piece=repr(_shortened(not_ids[0])), last=vocab_size - 1))
     # a huge number is outside the vocabulary before it is converted (int() refuses over 4,300 digits)
     outside = [piece for piece in pieces if len(piece.lstrip("0")) > len(str(vocab_size)) or int(piece) >= vocab_size]
     if outside:
-        raise ValueError(f"token id {_shortened(outside[0])} is outside the vocabulary: the ids are 0 to "
-                         f"{vocab_size - 1}.")
+        raise ValueError(messages["outside"].format(piece=_shortened(outside[0]), last=vocab_size - 1))
     ids = [int(piece) for piece in pieces]
-    if len(ids) < 2:
-        raise ValueError(f"type at least 2 token ids (got {len(ids)}): a map needs two positions.")
+    if len(ids) < rules["min_tokens"]:
+        raise ValueError(messages["too_few"].format(min_tokens=rules["min_tokens"], count=len(ids)))
     if len(ids) > max_len:
-        raise ValueError(f"that is {len(ids)} tokens, but the model has positions for {max_len}; remove "
-                         f"{len(ids) - max_len}.")
+        raise ValueError(messages["too_many"].format(count=len(ids), max_len=max_len, extra=len(ids) - max_len))
     return ids
 
 
@@ -130,8 +145,8 @@ class InductionLabExplorer(Explorer):
                       "lands on the circles, the token after an earlier copy of the query's token; see where it "
                       "goes when nothing repeats.")
 
-    site_note = ("On this page the view shows the held-out sequences; to type your own token ids, open the page as a "
-                 "notebook (the launch buttons at the top).")
+    site_note = ("Type token ids into the box and press Enter: the chosen model runs them in your page (trainer.js, "
+                 "loaded the first time), from the same stored weights as the notebook's.")
 
     def __init__(self, names: Sequence[str] | None = None, *, n_sequences: int = 16, layer: int = 1, head: int = 0,
                  sequence: int = 0) -> None:
@@ -268,6 +283,30 @@ class InductionLabExplorer(Explorer):
     def recipe_arguments(self) -> dict:
         return {"names": self.names_given, "n_sequences": self.n_sequences, "layer": self.layer_slider.value,
                 "head": self.head_slider.value, "sequence": self.sequence_slider.value}
+
+    def page_sequences(self) -> dict | None:
+        """What the website's view needs to run typed token ids through each model in the reader's page
+        (``views/typed_sequences.js``, with trainer.js's ``modelFromWeights`` and ``forward``): the rules of
+        :data:`TYPED_TOKEN_RULES`, and per model of the menu (in its order) the config and every parameter, float32
+        little-endian in ``named_parameters`` order, base64 (16-bit floats would move attention weights by up to
+        7e-3). The parameters no attention weight depends on (the unembedding, the last layer's values and output)
+        are not sent: ``layout`` lists every parameter as [name, shape, sent], and the page sets the others to 0.
+        None when a model has parts trainer.js does not run (an MLP, LayerNorm, no biases, not causal)."""
+        models = []
+        for view in self.views.values():
+            config = view.info.config
+            if config.use_mlp or config.layer_norm or not config.attention_bias or not config.causal:
+                return None
+            last = f"blocks.{config.n_layers - 1}.attention."
+            unsent = {"W_U", *(last + part for part in ("W_V", "b_V", "W_O", "b_O"))}
+            named = list(view.model.named_parameters())
+            values = np.concatenate([parameter.detach().numpy().astype("<f4").ravel() for name, parameter in named
+                                     if name not in unsent])
+            models.append({"config": {key: getattr(config, key) for key in
+                                      ("vocab_size", "max_seq_len", "d_model", "n_layers", "n_heads")},
+                           "layout": [[name, list(parameter.shape), name not in unsent] for name, parameter in named],
+                           "weights": base64.b64encode(values.tobytes()).decode("ascii")})
+        return {"rules": TYPED_TOKEN_RULES, "models": models}
 
     def site_arguments(self, values: dict[str, object]) -> dict[str, object]:
         return {**values, "typed": self.drawn_typed}  # typed ids, in a kernel; the site shows the held-out ones

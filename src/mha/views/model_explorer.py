@@ -2,8 +2,10 @@
 
 It shows the heads of the pretrained all-MiniLM-L6-v2 (:mod:`mha.pretrained.encoder`),
 token by token or merged into words (:mod:`mha.pretrained.word_maps`). Rows attend *from*,
-columns are attended *to*. A typed sentence that is empty, too long to read
-as a map or holds a broken character gets a message saying what to change
+columns are attended *to*. Any text the model takes (up to its 512 tokens) is drawn; a map of more than
+:data:`MAX_VIEW_TOKENS` units is drawn a window of that many queries and keys at a time, moved by two sliders
+under the view, as the website does (``web/views/map_window.js``). A typed sentence that is empty, longer than the
+model takes or holds a broken character gets a message saying what to change
 (any other error is shown as a message too), and the last good map stays on
 screen; typed text is HTML-escaped before it is shown. The maps of the last
 :data:`CACHED_SENTENCES` sentences are kept, so going back to one is instant.
@@ -29,10 +31,12 @@ from mha.views.contract import OPENINGS, ExplorerView
 from mha.views.explorer import Explorer
 from mha.views.heatmaps import AttentionMap
 
-__all__ = ["MAX_VIEW_TOKENS", "CACHED_SENTENCES", "sentence_attention", "strongest_link", "ModelHeadExplorer"]
+__all__ = ["MAX_VIEW_TOKENS", "CACHED_SENTENCES", "sentence_attention", "strongest_link", "map_window",
+           "ModelHeadExplorer"]
 
 MAX_VIEW_TOKENS = 40
-"""Longest sentence (in wordpiece tokens, [CLS] and [SEP] included) the view draws; the model accepts 512."""
+"""Most units (tokens or words, [CLS] and [SEP] included) a map draws at once, so that its labels stay legible: a
+longer map is drawn a window of this many queries and keys at a time. The model itself takes up to 512 tokens."""
 
 CACHED_SENTENCES = 16
 """How many (sentence, word level) maps a :class:`ModelHeadExplorer` keeps; the least recently shown goes first."""
@@ -40,12 +44,13 @@ CACHED_SENTENCES = 16
 TYPE_YOUR_OWN = "(type your own below)"
 
 
-def sentence_attention(encoder: MiniLMEncoder, sentence: str, *, word_level: bool = False,
-                       max_tokens: int = MAX_VIEW_TOKENS) -> tuple[list[str], np.ndarray]:
+def sentence_attention(encoder: MiniLMEncoder, sentence: str, *,
+                       word_level: bool = False) -> tuple[list[str], np.ndarray]:
     """Labels and every head's weights (layers, heads, n, n) for one sentence, tokens or words.
 
     Word level merges word pieces (received attention summed, sent attention
     averaged; [CLS] and [SEP] kept as units of their own, so rows still sum to 1).
+    A sentence longer than the model's positions (512 tokens) is refused by its tokenizer, before the model runs.
     """
     encoder = check_encoder(encoder)
     if not isinstance(sentence, str):
@@ -53,11 +58,6 @@ def sentence_attention(encoder: MiniLMEncoder, sentence: str, *, word_level: boo
     if not sentence.strip():
         raise ValueError("the sentence is empty: type a few words, e.g. 'The keys to the cabinet are on the table.'")
     traced = encoder.trace(sentence).sentence()
-    if len(traced.tokens) > max_tokens:
-        raise ValueError(
-            f"the sentence has {len(traced.tokens)} tokens with [CLS] and [SEP]; a map of more than {max_tokens} "
-            f"cannot be read. Shorten it (the model itself accepts up to 512 tokens)."
-        )
     if not word_level:
         return list(traced.tokens), traced.attention
     labels = word_strings(traced.tokens, traced.word_ids, keep_special=True)
@@ -81,6 +81,24 @@ def strongest_link(weights: np.ndarray) -> tuple[int, int] | None:
     np.fill_diagonal(between, -np.inf)  # a unit attending to itself is not a link
     query, key = np.unravel_index(np.argmax(between), between.shape)
     return int(query) + 1, int(key) + 1
+
+
+@takes_attention(weights=QUERY_KEY)
+def map_window(weights: np.ndarray, labels: Sequence[str], first_query: int, first_key: int, *, title: str = "",
+               size: int = MAX_VIEW_TOKENS) -> tuple[AttentionMap, str]:
+    """The part of one head's map (n, n) that a view draws: ``size`` queries from ``first_query`` and ``size`` keys
+    from ``first_key`` (both kept inside the map), each label numbered by its position, and a sentence that says
+    which part is shown; the whole map and "" when it fits (n <= size)."""
+    n = len(labels)
+    if n <= size:
+        return AttentionMap(weights, labels, title=title), ""
+    row, column = (min(max(int(first), 0), n - size) for first in (first_query, first_key))
+    numbered = [f"{index} {label}" for index, label in enumerate(labels)]
+    window = AttentionMap(weights[row:row + size, column:column + size], numbered[row:row + size],
+                          numbered[column:column + size], title=title)  # (size, size)
+    return window, (f" The map has {n} rows and columns; shown: queries {row} to {row + size - 1} and keys {column} "
+                    f"to {column + size - 1}, each cell its exact weight. Move the window with the sliders under "
+                    "the view.")
 
 
 @functools.lru_cache(maxsize=2)
@@ -188,14 +206,24 @@ class ModelHeadExplorer(Explorer):
         self.typed_sentences: list[str] = []
         """Sentences typed in the kernel, added to the view's menu."""
         self.typing_problem = HTML()
+        self.window_sliders = {name: IntSlider(value=0, min=0, max=0, description=label, continuous_update=False,
+                                               layout=Layout(display="none"))
+                               for name, label in (("query", "queries from"), ("key", "keys from"))}
+        """The first query (row) and key (column) of the window drawn on a map of more than MAX_VIEW_TOKENS units."""
+        self._token_counts: dict[str, int] = {}
+        for slider in self.window_sliders.values():
+            slider.observe(self._window_moved, names="value")
         super().__init__({"sentence": self.sentence_menu, "typed": self.own_sentence, "layer": self.layer_slider,
                           "head": self.head_slider, "word_level": self.word_level})
+        self._fit_window()
 
     def _control_moved(self, name: str) -> None:
         if name == "typed" and self.sentence_menu.value != TYPE_YOUR_OWN:
             with self.quietly():
                 self.sentence_menu.value = TYPE_YOUR_OWN
         ok = self.refresh()
+        if ok:
+            self._fit_window()
         if name == "typed":
             self.typing_problem.value = "" if ok else self.message.value
             typed = self.own_sentence.value
@@ -204,9 +232,27 @@ class ModelHeadExplorer(Explorer):
             if ok:
                 self.publish()
 
+    def _fit_window(self) -> None:
+        """Give the window sliders the reach of the longest map the view's menu holds (in Jupyter, views.js moves
+        between its sentences without the kernel), and show them only when it is larger than the window (a slider
+        that can no longer reach its value is moved back, quietly). Words are never more than tokens."""
+        for sentence in {self.sentence, *self.menu_sentences, *self.typed_sentences} - self._token_counts.keys():
+            self._token_counts[sentence] = len(self.encoder.tokenize(sentence).tokens[0])  # the tokenizer alone
+        units = max(self._token_counts[sentence]
+                    for sentence in {self.sentence, *self.menu_sentences, *self.typed_sentences})
+        with self.quietly():
+            for slider in self.window_sliders.values():
+                slider.max = max(units - MAX_VIEW_TOKENS, 0)
+                slider.layout.display = None if units > MAX_VIEW_TOKENS else "none"
+
+    def _window_moved(self, change) -> None:
+        if not self._quiet and self.refresh():
+            self.publish()
+
     def kernel_widgets(self) -> list[Widget]:
-        """A box to type a sentence: the kernel runs the model on it and adds it to the view's menu."""
-        return [self.own_sentence, self.typing_problem]
+        """A box to type a sentence (the kernel runs the model on it and adds it to the view's menu), and the
+        sliders that move the window over a long map."""
+        return [self.own_sentence, self.typing_problem, *self.window_sliders.values()]
 
     @property
     def sentence(self) -> str:
@@ -239,12 +285,14 @@ class ModelHeadExplorer(Explorer):
         else:
             link_text = (f"Strongest link between two different {unit}: <code>{html.escape(labels[link[0]])}</code> → "
                          f"<code>{html.escape(labels[link[1]])}</code>.")
+        drawn, window_text = map_window(weights, labels, self.window_sliders["query"].value,
+                                        self.window_sliders["key"].value, title=head_label(layer, head))
         message = (
             f"{head_label(layer, head)}: {len(labels)} {unit}; "
             f"attention to [CLS] {weights[:, 0].mean():.0%}, to [SEP] {weights[:, -1].mean():.0%} (mean over rows). "
-            + link_text
+            + link_text + window_text
         )
-        return ExplorerView(message, AttentionMap(weights, labels, title=head_label(layer, head)))
+        return ExplorerView(message, drawn)
 
     def _state(self) -> dict[str, object]:
         return {"sentence": self.sentence, "layer": self.layer_slider.value, "head": self.head_slider.value}

@@ -103,15 +103,22 @@ def site_payload(explorer: SiteView, *, hosted: bool = False) -> dict:
     """What ``views.js`` needs to draw ``explorer``: the view's own choice, or :func:`table_payload`.
 
     ``hosted``: for Jupyter, where the kernel can type and train, so the website's note on what it cannot do is left
-    out, and so is the model the page would run. The rest is the website's payload: in Jupyter too ``views.js``
-    answers every control from the payload alone (it sends nothing back to the kernel) and draws grids and
-    comparisons of many settings at once, so a table holds every reachable view there as well.
+    out, and so are the model the page would run and the model it would train (``live_training``). The rest is the
+    website's payload: in Jupyter too ``views.js`` answers every control from the payload alone (it sends nothing
+    back to the kernel) and draws grids and comparisons of many settings at once, so a table holds every reachable
+    view there as well.
     """
     _check_explorer(explorer)
     payload = explorer.site_payload()
+    if hosted:  # the kernel trains section 3.7's live model itself
+        payload.pop("live_training", None)
     model = None if hosted else explorer.page_model()
     if model is not None:
         payload["page_model"] = model
+    # a view that runs typed token ids through its own models in the page (chapter 3, "Heads are not preassigned")
+    sequences = None if hosted else getattr(explorer, "page_sequences", lambda: None)()
+    if sequences is not None:
+        payload["typed_sequences"] = sequences
     return check_payload({"version": PAYLOAD_VERSION,
                           "guidance": {"try": explorer.what_to_try, "notice": explorer.what_to_notice},
                           "note": "" if hosted else explorer.site_note, "opening": explorer.opening,

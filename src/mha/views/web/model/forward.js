@@ -56,21 +56,19 @@ function attend(model, l, n, keep, attention) {
         F[s.headV + Math.floor(k / PANEL) * n * PANEL + i * PANEL + (k % PANEL)] = F[at + 2 * d + k];
       }
     }
-    // 3. scores (n, wide) = Q K^T, scaled; softmax over the keys (row i = query i)
+    // 3. scores (n, wide) = Q K^T, scaled; softmax over the keys (row i = query i), into s.headWeights (n, n)
     model._matmul(s.headQ, s.headKT, s.zeros, s.headScores, n, dh, wide);
     for (i = 0; i < n; i++) {
-      var row = s.headScores + i * wide, best = -Infinity, sum = 0, out = a0 + i * n;
-      for (j = 0; j < n; j++) best = Math.max(best, F[row + j] * scale);
-      for (j = 0; j < n; j++) { attention[out + j] = Math.exp(F[row + j] * scale - best); sum += attention[out + j]; }
-      for (j = 0; j < n; j++) attention[out + j] /= sum;
+      var row = s.headScores + i * wide, top = -Infinity, sum = 0, out = s.headWeights + i * n, best;
+      for (j = 0; j < n; j++) if (F[row + j] > top) top = F[row + j];
+      best = top * scale; // the largest scaled score, as the scale is positive
+      for (j = 0; j < n; j++) { F[out + j] = Math.exp(F[row + j] * scale - best); sum += F[out + j]; }
+      for (j = 0; j < n; j++) F[out + j] /= sum;
     }
+    attention.set(F.subarray(s.headWeights, s.headWeights + n * n), a0);
     // 4. z_h = weights @ v_h, 0 for a removed head
-    if (kept) {
-      F.set(attention.subarray(a0, a0 + n * n), s.headWeights);
-      model._matmul(s.headWeights, s.headV, s.zeros, s.headZ, n, n, dh);
-    } else {
-      F.fill(0, s.headZ, s.headZ + n * dh);
-    }
+    if (kept) model._matmul(s.headWeights, s.headV, s.zeros, s.headZ, n, n, dh);
+    else F.fill(0, s.headZ, s.headZ + n * dh);
     for (i = 0; i < n; i++) F.copyWithin(s.z + i * d + h * dh, s.headZ + i * dh, s.headZ + (i + 1) * dh);
     if (kept === -1) meanOverTokens(F, s.z + h * dh, n, d, dh);
   }
@@ -111,16 +109,25 @@ function sentenceVectorOf(F, x, n, d) {
   return sentenceVector;
 }
 
-// The whole pass: ids (n), keep (layers * heads: 1 or 0), chunkOf (word-table chunk index -> its rows).
-export function forward(model, ids, keep, chunkOf) {
+// The pass, a layer at a time (a page may show each layer as it comes): ids (n), keep (layers * heads: 1, 0
+// or -1), chunkOf (word-table chunk index -> its rows). Returns {result, next}: result is {n, attention, hidden,
+// sentenceVector, layersDone}, its arrays filled layer by layer (sentenceVector null until the last); next() computes
+// the next layer and says whether one is left. The passes share the arena's scratch rows: one at a time (model.js).
+export function forwardByLayer(model, ids, keep, chunkOf) {
   var c = model.config, d = c.d_model, H = c.n_heads, L = c.n_layers, n = ids.length, F = model._F, s = model._scratch;
-  var attention = new Float32Array(L * H * n * n), hidden = new Float32Array((L + 1) * n * d);
+  var result = { n: n, attention: new Float32Array(L * H * n * n), hidden: new Float32Array((L + 1) * n * d),
+    sentenceVector: null, layersDone: 0 };
   embed(model, ids, chunkOf);
-  hidden.set(F.subarray(s.x, s.x + n * d), 0);
-  for (var l = 0; l < L; l++) {
-    attend(model, l, n, keep, attention);
+  result.hidden.set(F.subarray(s.x, s.x + n * d), 0);
+  function next() {
+    var l = result.layersDone;
+    attend(model, l, n, keep, result.attention);
     mixAndMlp(model, l, n);
-    hidden.set(F.subarray(s.x, s.x + n * d), (l + 1) * n * d);
+    result.hidden.set(F.subarray(s.x, s.x + n * d), (l + 1) * n * d);
+    if (l + 1 === L) result.sentenceVector = sentenceVectorOf(F, s.x, n, d);
+    result.layersDone = l + 1;
+    return result.layersDone < L;
   }
-  return { n: n, attention: attention, hidden: hidden, sentenceVector: sentenceVectorOf(F, s.x, n, d) };
+  return { result: result, next: next };
 }
+

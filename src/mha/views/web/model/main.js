@@ -22,7 +22,10 @@
  *      hidden: Float32Array (layers + 1, n, d_model)       embeddings, then each layer's output,
  *      sentenceVector: Float32Array (d_model)             mean over the n tokens, scaled to length 1}
  *     removed heads have their output z_h set to 0 before W_O, as MiniLMEncoder's head_mask does ("zero", the
- *     default), or to its mean over the sentence's n tokens at every token ("mean").
+ *     default), or to its mean over the sentence's n tokens at every token ("mean"). With options.onLayer, the pass
+ *     goes a layer at a time: after each, onLayer(result) with result.layersDone layers filled (sentenceVector null
+ *     until the last), its return value awaited, then a pause for the page; the same numbers as in one go. Runs
+ *     share the model's scratch memory, so each starts when the one before has ended.
  *   model.scoreParts(result, layer, head, query, key) -> {query, key, products (d_head), score, scores, weights (n),
  *     parts: {bilinear, query_only, key_only, constant}}: what lies behind one weight of result.attention, the
  *     score split as chapter 2's mha.core.geometry.score_terms splits it; model.headVectors(result, layer, head)

@@ -2,7 +2,7 @@
 // the longest sentence), the tokenizer, and the word-embedding chunks, loaded as sentences need them.
 
 import { tensorsOf } from "./bytes.js";
-import { forward } from "./forward.js";
+import { forwardByLayer } from "./forward.js";
 import { PANEL, matmulJs, pack, simdKernel } from "./kernel.js";
 import { abortable, loadPart } from "./loading.js";
 import { headVectors, scoreParts } from "./qk_parts.js";
@@ -18,6 +18,7 @@ export function Model(manifest, byName, raws, readPart, useSimd, bytesLoaded) {
   this._byName = byName;
   this._readPart = readPart;
   this._chunks = new Map(); // chunk index -> Promise<Float32Array (rows, d_model)>
+  this._lastRun = Promise.resolve(); // runs share the arena's scratch rows: each starts when the one before ends
   this._tokenizer = new Tokenizer(new TextDecoder().decode(raws[0]).split("\n"), manifest.tokenizer, manifest.special_ids);
 
   var base = tensorsOf(raws[1], byName.get("base"));
@@ -119,17 +120,33 @@ Model.prototype._checkRun = function (ids, removed, ablation) {
   return keep;
 };
 
+// The pass on ids; with options.onLayer, a layer at a time: after each layer, onLayer(result) (result's layersDone
+// layers filled) and what it returns awaited, then a task's pause, so that the page can draw and answer meanwhile.
 Model.prototype.run = function (ids, options) {
   options = options || {};
-  var self = this, keep;
+  var self = this, keep, onLayer = options.onLayer, signal = options.signal;
   try { keep = this._checkRun(ids, options.removed, options.ablation); } catch (error) { return Promise.reject(error); }
   var rows = this.config.rows_per_chunk;
   var wanted = Array.from(new Set(Array.prototype.map.call(ids, function (id) { return Math.floor(id / rows); })));
-  return abortable(Promise.all(wanted.map(function (index) { return self._chunk(index, options.signal); })), options.signal)
-    .then(function (tables) {
-      var chunkOf = new Map(wanted.map(function (index, i) { return [index, tables[i]]; }));
-      return forward(self, Array.from(ids), keep, chunkOf);
-    });
+  var tables = abortable(Promise.all(wanted.map(function (index) { return self._chunk(index, signal); })), signal);
+  var ran = Promise.all([tables, this._lastRun]).then(function (read) {
+    var chunkOf = new Map(wanted.map(function (index, i) { return [index, read[0][i]]; }));
+    var pass = forwardByLayer(self, Array.from(ids), keep, chunkOf);
+    if (!onLayer) {
+      while (pass.next()) { /* the next layer */ }
+      return pass.result;
+    }
+    function step() {
+      if (signal && signal.aborted) throw new Error("the run was cancelled, as asked.");
+      var more = pass.next();
+      return Promise.resolve(onLayer(pass.result)).then(function () {
+        return more ? new Promise(function (resume) { setTimeout(resume, 0); }).then(step) : pass.result;
+      });
+    }
+    return step();
+  });
+  this._lastRun = ran.catch(function () { /* the next run starts all the same */ });
+  return ran;
 };
 
 // One head's queries and keys on a run (qk_parts.js): {q, k, qx, kx (n, d_head), bQ, bK (d_head)}.

@@ -35,6 +35,8 @@
  *   mhaTrainer.clipGradientNorm(gradient, maxNorm), mhaTrainer.adamW(size, {betas, eps, weightDecay}),
  *   mhaTrainer.createTrainer(options) -> {model, step(batch?) -> loss}, mhaTrainer.scoreModel(model, engine, batch),
  *   mhaTrainer.headScores(attention, tokens, queryMask, batch, seq, heads) -> {previous_token, prefix_matching}
+ *   mhaTrainer.twoRelation: section 3.7's task and live run (two_relation_task.js): task(options), train(options) ->
+ *     {rows, model, engine, seconds}, measure(model, engine, task, seed, examples) -> {shares, roles, tokens, maps}
  */
 
 import { lossAndGradient } from "./backward.js";
@@ -45,7 +47,8 @@ import { adamW, clipGradientNorm, learningRateAt } from "./optimiser.js";
 import { randomStream } from "./random.js";
 import { headScores } from "./scores.js";
 import { HELD_OUT_PERIODS, heldOutBatch, inductionTask, TRAIN_PERIODS } from "./task.js";
-import { createTrainer, PAGE_SETTING, scoreModel, train } from "./train.js";
+import { createTrainer, PAGE_SETTING, scoreModel, stopped, train } from "./train.js";
+import { headRole, measureTwoRelation, relationShares, tokenNames, trainTwoRelation, twoRelationTask } from "./two_relation_task.js";
 
 globalThis.mhaTrainer = {
   train: train, PAGE_SETTING: PAGE_SETTING, createTrainer: createTrainer, scoreModel: scoreModel,
@@ -55,4 +58,6 @@ globalThis.mhaTrainer = {
   createEngine: createEngine, forward: forward, lossAndGradient: lossAndGradient,
   maskedCrossEntropy: maskedCrossEntropy, clipGradientNorm: clipGradientNorm, adamW: adamW,
   learningRateAt: learningRateAt, headScores: headScores,
+  twoRelation: { task: twoRelationTask, train: trainTwoRelation, measure: measureTwoRelation, // chapter 3.7
+    relationShares: relationShares, headRole: headRole, tokenNames: tokenNames, stopped: stopped },
 };

@@ -56,36 +56,56 @@ const UNSAFE_STYLE = /url\s*\(|image\s*\(|image-set|@import|expression|\\/i;
 const DROPPED = new Set(["script", "style", "template", "iframe", "object", "embed", "noscript"]);
 
 function keepSafeAttributes(element) {
-  for (const attribute of Array.from(element.attributes)) {
-    const name = attribute.name.toLowerCase();
-    const allowed = SAFE_ATTRIBUTES.has(name) && !(name === "style" && UNSAFE_STYLE.test(attribute.value));
-    if (!allowed) element.removeAttribute(attribute.name);
+  const attributes = element.attributes;
+  for (let index = attributes.length - 1; index >= 0; index -= 1) {  /* backwards: the list is live */
+    const { name, value } = attributes[index];
+    const lower = name.toLowerCase();
+    if (!SAFE_ATTRIBUTES.has(lower) || (lower === "style" && UNSAFE_STYLE.test(value))) element.removeAttribute(name);
   }
 }
 
-function cleaned(parent) {
-  for (const child of Array.from(parent.childNodes)) {
-    if (child.nodeType === 3) continue;  /* text */
-    if (child.nodeType !== 1) {
-      child.remove();  /* comments and the like */
-      continue;
-    }
-    const name = child.localName.toLowerCase();
-    cleaned(child);
+/* Not an element and not text: comments, processing instructions, CDATA sections (NodeFilter's SHOW_ bits). */
+const NOT_TEXT = 0x80 | 0x40 | 0x08;
+
+/* The parsed HTML kept to SAFE_ELEMENTS, in place. Every element is visited once, the innermost first (the reverse
+   of document order), so an element is unwrapped with its content already cleaned. */
+function cleaned(fragment) {
+  const others = document.createTreeWalker(fragment, NOT_TEXT);
+  const removed = [];
+  while (others.nextNode()) removed.push(others.currentNode);
+  for (const node of removed) node.remove();
+  const elements = fragment.querySelectorAll("*");
+  for (let index = elements.length - 1; index >= 0; index -= 1) {
+    const element = elements[index];
+    const name = element.localName.toLowerCase();
     if (DROPPED.has(name)) {
-      child.remove();
+      element.remove();
     } else if (!SAFE_ELEMENTS.has(name)) {
-      child.replaceWith(...Array.from(child.childNodes));  /* unwrapped: its text stays, as text */
-    } else {
-      keepSafeAttributes(child);
+      element.replaceWith(...element.childNodes);  /* unwrapped: its text stays, as text */
+    } else if (element.hasAttributes()) {
+      keepSafeAttributes(element);
     }
   }
-  return parent;
+  return fragment;
 }
+
+/* The cleaned HTML of the strings shown last (a payload's messages and panels), each kept to be copied again: a
+   view that comes back to a setting copies its panel instead of parsing and cleaning it again. */
+const CLEANED_KEPT = 64;
+const cleanedOf = new Map();
 
 /* HTML the package wrote and escaped, kept to SAFE_ELEMENTS. */
 export function setHtml(node, written) {
-  const template = document.createElement("template");
-  template.innerHTML = String(written);  /* a template's content is inert: nothing in it runs or loads */
-  node.replaceChildren(cleaned(template.content));
+  const text = String(written);
+  let fragment = cleanedOf.get(text);
+  if (fragment === undefined) {
+    const template = document.createElement("template");
+    template.innerHTML = text;  /* a template's content is inert: nothing in it runs or loads */
+    fragment = cleaned(template.content);
+    if (cleanedOf.size >= CLEANED_KEPT) cleanedOf.delete(cleanedOf.keys().next().value);
+  } else {
+    cleanedOf.delete(text);  /* the most recent goes last */
+  }
+  cleanedOf.set(text, fragment);
+  node.replaceChildren(fragment.cloneNode(true));
 }

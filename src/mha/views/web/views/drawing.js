@@ -1,5 +1,5 @@
-/* Drawing an attention map: its colours, the SVG figure with its colour scale, labels, focus cell and rings, and
-   the table of its numbers for screen readers. */
+/* Drawing an attention map: its colours, the SVG figure with its colour scale, labels, focus cell and rings, the
+   table of its numbers for screen readers, and the one picture of a grid's maps (a bitmap). */
 
 import { hundredthsText, make, makeSvg } from "./dom.js";
 
@@ -26,31 +26,68 @@ export function cellColour(palette, scale, hundredths) {
   return palette[Math.max(0, Math.min(255, Math.round((hundredths / 100) * 255)))];
 }
 
-/* Paint a map onto a canvas of one pixel per cell: map.hundredths is (rows × columns), row-major. The canvas is
-   sized to the map, unless a top row is given: then the map goes at that row of a canvas already sized for it. */
-export function paintCells(canvas, palette, map, top) {
+/* Write a map's cells, a pixel per cell, into `pixels` (4 bytes a pixel, rows of `width` pixels) from pixel row
+   `top`: map.hundredths is (rows × columns), row-major. `order` is where red, green and blue go in a pixel: [0, 1, 2]
+   for a canvas (RGBA), [2, 1, 0] for a bitmap file (BGRA). Each distinct value's colour is worked out once. */
+export function writeCells(pixels, width, top, palette, map, order = [0, 1, 2]) {
   const [nRows, nColumns] = [map.rows.length, map.columns.length];
-  if (top === undefined) {
-    if (canvas.width !== nColumns) canvas.width = nColumns;
-    if (canvas.height !== nRows) canvas.height = nRows;
+  const [red, green, blue] = order;
+  const rgbOf = new Map();
+  for (let row = 0; row < nRows; row += 1) {
+    let at = ((top + row) * width) * 4;
+    for (let column = 0; column < nColumns; column += 1, at += 4) {
+      const value = map.hundredths[row * nColumns + column];
+      let rgb = rgbOf.get(value);
+      if (rgb === undefined) {
+        const hex = parseInt(cellColour(palette, map.scale, value)[0].slice(1), 16);
+        rgb = [(hex >> 16) & 255, (hex >> 8) & 255, hex & 255];
+        rgbOf.set(value, rgb);
+      }
+      pixels[at + red] = rgb[0];
+      pixels[at + green] = rgb[1];
+      pixels[at + blue] = rgb[2];
+      pixels[at + 3] = 255;
+    }
   }
+}
+
+/* Paint a map onto a canvas of one pixel per cell, sized to the map. */
+export function paintCells(canvas, palette, map) {
+  const [nRows, nColumns] = [map.rows.length, map.columns.length];
+  if (canvas.width !== nColumns) canvas.width = nColumns;
+  if (canvas.height !== nRows) canvas.height = nRows;
   const context = canvas.getContext("2d");
   const image = context.createImageData(nColumns, nRows);
-  const rgbOf = new Map();
-  for (let index = 0; index < nRows * nColumns; index += 1) {
-    const value = map.hundredths[index];
-    let rgb = rgbOf.get(value);
-    if (rgb === undefined) {
-      const hex = parseInt(cellColour(palette, map.scale, value)[0].slice(1), 16);
-      rgb = [(hex >> 16) & 255, (hex >> 8) & 255, hex & 255];
-      rgbOf.set(value, rgb);
-    }
-    image.data[index * 4] = rgb[0];
-    image.data[index * 4 + 1] = rgb[1];
-    image.data[index * 4 + 2] = rgb[2];
-    image.data[index * 4 + 3] = 255;
+  writeCells(image.data, nColumns, 0, palette, map);
+  context.putImageData(image, 0, 0);
+}
+
+/* Maps painted one under the other, a pixel per cell, as the bytes of a bitmap (BMP) file: its pixels are written
+   as they are, with nothing to encode here or to decompress where it is shown (a PNG of a grid of 72 maps costs a
+   slow phone more to write and read than to draw). Returns {bytes, width, height}. */
+export function sheetBitmap(palette, maps) {
+  const width = Math.max(1, ...maps.map((map) => map.columns.length));
+  const height = Math.max(1, maps.reduce((rows, map) => rows + map.rows.length, 0));
+  const HEADER = 54;  /* the file header (14 bytes) and BITMAPINFOHEADER (40) */
+  const bytes = new Uint8Array(HEADER + width * height * 4);
+  const fields = new DataView(bytes.buffer);
+  bytes[0] = 0x42;  /* "BM" */
+  bytes[1] = 0x4d;
+  fields.setUint32(2, bytes.length, true);
+  fields.setUint32(10, HEADER, true);  /* where the pixels start */
+  fields.setUint32(14, 40, true);
+  fields.setInt32(18, width, true);
+  fields.setInt32(22, -height, true);  /* negative: the first row is the top one */
+  fields.setUint16(26, 1, true);  /* planes */
+  fields.setUint16(28, 32, true);  /* bits a pixel: blue, green, red and one unused byte; no compression */
+  fields.setUint32(34, width * height * 4, true);
+  const pixels = bytes.subarray(HEADER);
+  let top = 0;
+  for (const map of maps) {
+    writeCells(pixels, width, top, palette, map, [2, 1, 0]);
+    top += map.rows.length;
   }
-  context.putImageData(image, 0, top || 0);
+  return { bytes, width, height };
 }
 
 /* --- one map: SVG picture with colour scale, focus cell and readout ---------------------------------------- */

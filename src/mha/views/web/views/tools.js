@@ -8,13 +8,13 @@
    view.stateNames: what the address holds, and view.valueOf(name, text) -> value or throws. */
 
 import { contentWidth, make } from "./dom.js";
-import { colourLegend, createFigure, paintCells } from "./drawing.js";
+import { colourLegend, createFigure, sheetBitmap } from "./drawing.js";
 import { exportMap } from "./exports.js";
 import { focusCell } from "./focus.js";
 import { READOUT_HELP, afterInput, button, holdHeight, showNumbers } from "./frame.js";
 import { readAddress, writeAddress } from "./address.js";
-
-let sheet = null;  /* the canvas every grid paints its maps into, one under the other */
+import { typedSequences } from "./typed_sequences.js";
+import { addLiveTraining } from "./head_count_live.js";
 
 function addGridButtons(view, tools) {
   view.gridButton = button(tools, "All heads", "All heads: show every head of this layer at once", afterInput(view, () => {
@@ -65,15 +65,21 @@ function addTools(view) {
    encode and decode rather than 72, which is what a slow phone spends its time on. A tile's side is views.css's
    --mha-tile, which fits a layer's heads to the view's width. */
 function gridTile(view, map, top, sheetRows, label, open) {
-  const [nRows, nColumns] = [map.rows.length, map.columns.length];
   const picture = make("span", { class: "mha-tile-map" });
-  const tiles = (count) => `calc(var(--mha-tile) * ${count})`;  /* a length in tiles: cells / cells per tile */
-  picture.style.setProperty("background-size", `${tiles(view.sheetColumns / nColumns)} ${tiles(sheetRows / nRows)}`);
-  picture.style.setProperty("background-position", `0 ${tiles(-top / nRows)}`);
+  placeTile(view, picture, map, top, sheetRows);
   const tile = make("button", { type: "button", class: "mha-tile", "aria-label": `${label}: open this map` },
     picture, make("span", {}, label));
   tile.addEventListener("click", afterInput(view, open));
   return tile;
+}
+
+/* Where a tile's picture shows its map: the part of the grid's picture from pixel row `top`. Set on the picture
+   itself (not inherited from the grid), so that a new picture restyles the tiles' pictures and nothing else. */
+function placeTile(view, picture, map, top, sheetRows) {
+  const [nRows, nColumns] = [map.rows.length, map.columns.length];
+  const tiles = (count) => `calc(var(--mha-tile) * ${count})`;  /* a length in tiles: cells / cells per tile */
+  picture.style.cssText = `background-image: url("${view.sheetAddress}"); background-size: ` +
+    `${tiles(view.sheetColumns / nColumns)} ${tiles(sheetRows / nRows)}; background-position: 0 ${tiles(-top / nRows)}`;
 }
 
 /* Every state of the grid (each head of the layer, or of every layer) with its map. */
@@ -96,54 +102,59 @@ function gridMaps(view) {
   return shown;
 }
 
-/* The grid's maps painted one under the other into one picture, kept at a blob: address. */
+/* The grid's maps painted one under the other into one picture (a bitmap, drawing.js), kept at a blob: address. */
 function paintSheet(view, shown) {
-  sheet = sheet || make("canvas");
-  sheet.width = Math.max(1, ...shown.map(({ map }) => map.columns.length));
-  sheet.height = Math.max(1, shown.reduce((rows, { map }) => rows + map.rows.length, 0));
-  view.sheetColumns = sheet.width;
-  let top = 0;
-  for (const { map } of shown) {
-    paintCells(sheet, view.payload.palette, map, top);
-    top += map.rows.length;
-  }
-  /* The picture goes to the tiles by a short blob: address: a data: address in the custom property would be
-     read again for every tile's style, the costliest step of drawing the grid. */
-  const png = sheet.toDataURL("image/png");
-  const bytes = Uint8Array.from(atob(png.slice(png.indexOf(",") + 1)), (character) => character.charCodeAt(0));
+  const { bytes, width, height } = sheetBitmap(view.payload.palette, shown.map(({ map }) => map));
+  view.sheetColumns = width;
+  /* The picture goes to the tiles by a short blob: address: a data: address would be read again for every tile's
+     style, the costliest step of drawing the grid. */
   if (view.sheetAddress) URL.revokeObjectURL(view.sheetAddress);
-  view.sheetAddress = URL.createObjectURL(new Blob([bytes], { type: "image/png" }));
-  return sheet.height;
+  view.sheetAddress = URL.createObjectURL(new Blob([bytes], { type: "image/bmp" }));
+  return height;
 }
 
 /* The grid: one row per layer, labelled, with a tile per head (one row, without a label, where the view has no
    layers), scrolling sideways when a layer's heads are wider than the screen; and under it the colour scale that
    every tile shares. */
 function drawGrid(view) {
-  const grid = make("div", { class: "mha-grid", role: "group", "aria-label": "every head; choose one to open it" });
   const shown = gridMaps(view);
   const sheetRows = paintSheet(view, shown);
-  grid.style.setProperty("--mha-sheet", `url("${view.sheetAddress}")`);
-  const byLayer = view.gridNames.includes("layer");
-  let top = 0;
-  let layer = null;
-  for (const { state, map } of shown) {
-    if (byLayer && state.layer !== layer) {
-      layer = state.layer;
-      grid.append(make("span", { class: "mha-grid-layer" }, `layer ${layer}`));
-    }
-    grid.append(gridTile(view, map, top, sheetRows, map.tile || map.title, () => {
-      view.mode = "single";
-      view.apply(state);
-    }));
-    top += map.rows.length;
+  const columns = view.range(view.gridNames[view.gridNames.length - 1], view.state).length;
+  /* The same tiles (another sentence or step, on a grid of the same titles) are kept, and only the picture they show
+     changes: building 72 tiles again costs a phone more than painting them. */
+  const layout = [view.gridAll, columns, ...shown.map(({ map }) => map.tile || map.title)].join("\u0002");
+  const kept = view.gridTiles && view.gridTiles.layout === layout && view.picture.contains(view.gridTiles.grid);
+  if (kept) {
+    view.gridTiles.states = shown.map(({ state }) => state);
+    let top = 0;
+    view.gridTiles.grid.querySelectorAll(".mha-tile-map").forEach((picture, index) => {
+      placeTile(view, picture, shown[index].map, top, sheetRows);
+      top += shown[index].map.rows.length;
+    });
+  } else {
+    const grid = make("div", { class: "mha-grid", role: "group", "aria-label": "every head; choose one to open it" });
+    view.gridTiles = { layout, grid, states: shown.map(({ state }) => state) };
+    const byLayer = view.gridNames.includes("layer");
+    let top = 0;
+    let layer = null;
+    shown.forEach(({ state, map }, index) => {
+      if (byLayer && state.layer !== layer) {
+        layer = state.layer;
+        grid.append(make("span", { class: "mha-grid-layer" }, `layer ${layer}`));
+      }
+      grid.append(gridTile(view, map, top, sheetRows, map.tile || map.title, () => {
+        view.mode = "single";
+        view.apply(view.gridTiles.states[index]);
+      }));
+      top += map.rows.length;
+    });
+    grid.classList.toggle("mha-grid-layers", byLayer);
+    grid.style.setProperty("--mha-columns", String(columns));
+    view.legend = view.legend || colourLegend(view.payload.palette);
+    view.picture.replaceChildren(make("div", { class: "mha-grid-scroll", tabindex: "0", role: "region",
+      "aria-label": "the grid of heads (scrolls sideways)" }, grid), view.legend);
   }
-  grid.classList.toggle("mha-grid-layers", byLayer);
-  grid.style.setProperty("--mha-columns", String(view.range(view.gridNames[view.gridNames.length - 1], view.state).length));
   view.figures = [];
-  view.legend = view.legend || colourLegend(view.payload.palette);
-  view.picture.replaceChildren(make("div", { class: "mha-grid-scroll", tabindex: "0", role: "region",
-    "aria-label": "the grid of heads (scrolls sideways)" }, grid), view.legend);
   view.readout.textContent = `${shown.length} maps, one per head, on the same colour scale (0 to 1). ` +
     "Click a map, or focus it and press Enter, to open it.";
   view.readout.dataset.grid = "true";
@@ -237,6 +248,8 @@ export function finish(view) {
   view.writeAddress = () => writeAddress(view);
   followWidth(view);
   addTools(view);
+  if (view.payload.typed_sequences && !view.hosted) typedSequences(view, showState);  /* chapter 3.6's typed ids */
+  if (view.payload.live_training) addLiveTraining(view, showState);  /* section 3.7: train a model in the page */
   if (view.gridNames && view.gridNames.length && ["heads", "layers"].includes(view.payload.opening)) {
     view.mode = "grid";  /* the view opens on every head of its layer, or of the model */
     view.gridAll = view.payload.opening === "layers" && view.gridNames.length > 1;

@@ -18,7 +18,7 @@ export function canTrainInPage() {
   return Boolean(SCRIPT_URL || globalThis.mhaTrainer);
 }
 
-function loadTrainer() {
+export function loadTrainer() {
   if (globalThis.mhaTrainer) return Promise.resolve(globalThis.mhaTrainer);
   if (!trainerLoad) {
     trainerLoad = new Promise((resolve, reject) => {

@@ -55,7 +55,7 @@ function switchedNote(typed, entry) {
     : compared && compared.text === entry.text && compared.removed.length ? compared : null;
   if (!switched) return "";
   const whole = typed.entries.find((other) => other.text === entry.text && !other.removed.length);
-  if (!whole) return "";
+  if (!whole || !whole.vector) return "";
   let dot = 0;
   for (let index = 0; index < whole.vector.length; index += 1) dot += whole.vector[index] * switched.vector[index];
   const [layer] = switched.removed[0];
@@ -64,10 +64,21 @@ function switchedNote(typed, entry) {
     (layer + 1 < typed.nLayers ? `, from layer ${layer + 1} on the maps can change.` : ".");
 }
 
+/* While a long run is still being computed: which of its layers are done. */
+function computingNote(typed, entry) {
+  const done = entry.layersDone;
+  return `Still computing the model on ${entry.tokens.length} tokens: layers 0 to ${done - 1} ` +
+    `of ${typed.nLayers} done; the maps of layers ${done} to ${typed.nLayers - 1} follow as they come.`;
+}
+
 /* The map and message of a typed or switched-off run, shaped as a stored view is; null for a stored sentence. */
 export function runDrawn(typed, state) {
   const entry = entryAt(typed, state.sentence);
   if (!entry) return null;
+  if (state.layer >= entry.layersDone) {  /* no map yet: never a layer's zeros, nor another run's numbers */
+    return { message: null, messageHtml: `${headLabel(state.layer, state.head)}: ${computingNote(typed, entry)}`,
+      panels: {}, top: {}, shown: {}, computed: null };
+  }
   const n = entry.tokens.length;
   const tokenWeights = headWeights(typed, entry, state);
   const words = isWords(typed, state);
@@ -75,9 +86,11 @@ export function runDrawn(typed, state) {
   const weights = words ? wordWeights(tokenWeights, n, entry.words.units) : tokenWeights;
   const shown = drawnWindow(typed, labels, weights);
   const hundredths = Uint8Array.from(shown.weights, (weight) => Math.max(0, Math.min(100, Math.round(weight * 100))));
-  const message = runMessage(state, labels, weights, words ? "words" : "tokens") + shown.note +
-    switchedNote(typed, entry);
-  return { message: null, messageHtml: message, panels: {}, top: {}, shown: {},
+  return { message: null, panels: {}, top: {}, shown: {},
+    get messageHtml() {  /* read for the map on show only, not for each map of a grid */
+      return runMessage(state, labels, weights, words ? "words" : "tokens") + shown.note + switchedNote(typed, entry) +
+        (entry.layersDone < typed.nLayers ? ` ${computingNote(typed, entry)}` : "");
+    },
     computed: { title: headLabel(state.layer, state.head), rows: shown.rows, columns: shown.columns, hundredths,
       values: shown.weights, marked: [], scale: { kind: "weight" } } };
 }
@@ -118,6 +131,15 @@ export function runScores(typed, state, storedTokenMap) {
   if (!view.panelParts.scores) {
     view.panelParts.scores = make("div", { class: "mha-panel mha-panel-scores" });
     view.panels.prepend(view.panelParts.scores);
+  }
+  if (entry && state.layer >= entry.layersDone) {  /* a layer still being computed: no map, no numbers */
+    weights = null;
+    if (view.mode !== "grid") {
+      view.figures = [];
+      view.tableMap = null;
+      view.picture.replaceChildren();
+      view.table.replaceChildren();
+    }
   }
   if (entry) nameComparison(typed, entry);
   showWindowControls(typed, entry, state);

@@ -75,23 +75,9 @@ async function loadedModel(typed) {
   }
 }
 
-/* Run `text` with the heads `removed` switched off (by `ablation`), unless that run is an entry already; its
+/* A run as an entry after the stored sentences: a new option of the sentence menu and of the compare menu; its
    sentence index. */
-async function runOnce(typed, text, removed, ablation) {
-  const known = typed.entries.findIndex((entry) => entry.text === text &&
-    JSON.stringify(entry.removed) === JSON.stringify(removed) && entry.ablation === ablation);
-  if (known >= 0) return typed.stored + known;
-  const opened = await loadedModel(typed);
-  typed.model = opened;
-  const { ids, tokens } = opened.tokenize(text);  /* refuses more than the model's 512 tokens, and says so */
-  if (ids.length > typed.maxTokens) {  /* a long run takes seconds: say so, and let the page paint it first */
-    typed.view.message.replaceChildren(`Running the model on ${ids.length} tokens…`);
-    await new Promise((painted) => requestAnimationFrame(() => setTimeout(painted, 0)));
-  }
-  const result = await opened.run(ids, { removed, ablation });
-  const entry = { text, removed, ablation, tokens, attention: result.attention, vector: result.sentenceVector,
-    words: wordsOf(tokens), result };
-  entry.label = labelOf(entry);
+function addEntry(typed, entry) {
   typed.entries.push(entry);
   const index = typed.stored + typed.entries.length - 1;
   typed.sentence.input.append(make("option", { value: index }, entry.label));
@@ -99,12 +85,55 @@ async function runOnce(typed, text, removed, ablation) {
   return index;
 }
 
+/* A promise of the next painted frame. */
+const painted = () => new Promise((done) => requestAnimationFrame(() => setTimeout(done, 0)));
+
+/* Run `text` with the heads `removed` switched off (by `ablation`), unless that run is an entry already; its
+   sentence index once every layer is computed. A long text (more than typed.maxTokens tokens) runs a layer at a
+   time: once the layers the view shows are done (the first for the grid), it becomes an entry and onShown(index)
+   is called (and awaited) to show it; the view is drawn again as each further layer comes, its message saying
+   which are still being computed (entry.layersDone). */
+async function runOnce(typed, text, removed, ablation, onShown) {
+  const known = typed.entries.findIndex((entry) => entry.text === text &&
+    JSON.stringify(entry.removed) === JSON.stringify(removed) && entry.ablation === ablation);
+  if (known >= 0) return typed.stored + known;
+  const opened = await loadedModel(typed);
+  typed.model = opened;
+  const { ids, tokens } = opened.tokenize(text);  /* refuses more than the model's 512 tokens, and says so */
+  const entry = { text, removed, ablation, ids, tokens, attention: null, vector: null, words: wordsOf(tokens),
+    result: null, layersDone: 0 };
+  entry.label = labelOf(entry);
+  let index = null;
+  let onLayer;
+  if (ids.length > typed.maxTokens) {  /* a long run takes a while: say so, and let the page paint it first */
+    typed.view.message.replaceChildren(`Running the model on ${ids.length} tokens…`);
+    await painted();
+    onLayer = (partial) => {
+      Object.assign(entry, { result: partial, attention: partial.attention, layersDone: partial.layersDone });
+      if (index !== null) {
+        if (typed.view.state.sentence === index) typed.view.redraw();
+        return null;
+      }
+      const needed = typed.view.mode === "grid" ? 1 : typed.view.state.layer + 1;
+      if (partial.layersDone < Math.min(needed, typed.nLayers) || !onShown) return null;
+      index = addEntry(typed, entry);
+      return onShown(index);
+    };
+  }
+  const result = await opened.run(ids, { removed, ablation, onLayer });
+  Object.assign(entry, { result, attention: result.attention, vector: result.sentenceVector,
+    layersDone: result.layersDone });
+  if (index === null) return addEntry(typed, entry);
+  if (typed.view.state.sentence === index) typed.view.redraw();  /* the last layer's maps, and no "computing" */
+  return index;
+}
+
 /* runOnce, shared by a run asked for again before it ends (a second Enter while the model loads). */
-function run(typed, text, removed, ablation) {
+function run(typed, text, removed, ablation, onShown) {
   ablation = ablationOf(removed, ablation);
   const key = JSON.stringify([text, removed, ablation]);
   if (!typed.running.has(key)) {
-    typed.running.set(key, runOnce(typed, text, removed, ablation).finally(() => typed.running.delete(key)));
+    typed.running.set(key, runOnce(typed, text, removed, ablation, onShown).finally(() => typed.running.delete(key)));
   }
   return typed.running.get(key);
 }
@@ -121,12 +150,22 @@ async function typeSentence(typed, text) {
       "on the table.”"));
     return null;
   }
-  try {
-    const index = await run(typed, text, []);
+  const show = (index) => {
     typed.window = { row: 0, column: 0 };
     view.compareWith = null;
     if (view.compareInput) view.compareInput.value = "";
     view.apply({ ...view.state, sentence: index });  /* the grid stays a grid: every head on the new sentence */
+  };
+  let shown = false;
+  const onShown = (index) => {  /* a long text's first layers: shown, announced, painted, then the rest */
+    shown = true;
+    show(index);
+    announceUpdate(view, "typed-shown");
+    return painted();
+  };
+  try {
+    const index = await run(typed, text, [], undefined, onShown);
+    if (!shown) show(index);
     return index;
   } catch (error) {
     failed(typed, error);
@@ -207,8 +246,10 @@ export function typing(view, payload, byName) {
     nLayers: byName.layer.control.values.length, nHeads: byName.head.control.values.length,
     maxTokens: model.max_tokens, spread: model.spread, entries: [], running: new Map(), model: null,
     window: { row: 0, column: 0 }, examples: model.examples || null, ui: typingParts(view, model) };
+  view.runs = typed.entries;  /* read by the book's tests */
   typed.openText = (text) => typeSentence(typed, text).then(() => announceUpdate(view, "typed"));
-  /* typed.entries: {text, removed, ablation, tokens, attention, vector, words, result, label} per run; maxTokens:
+  /* typed.entries: {text, removed, ablation, ids, tokens, attention, vector, words, result, label, layersDone} per
+     run (a long run is an entry from its first layers on, announced as "typed-shown"); maxTokens:
      the most units a map draws at once (map_window.js); examples: each head's treebank sentences (head_examples.js) */
   typed.ui.form.addEventListener("submit", (event) => {
     event.preventDefault();
