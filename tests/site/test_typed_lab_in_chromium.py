@@ -263,3 +263,30 @@ def test_300_tokens_of_prose_match_transformers_a_layer_at_a_time(page, lab_site
     assert difference <= TRANSFORMERS_TOLERANCE
     assert not problems, problems
     context.close()
+
+
+# The page's model made to fail once, after its first layer of the next run (as a page out of memory would).
+FAIL_AFTER_FIRST_LAYER = """(root) => { const model = root.mhaView.typedModel(), real = model.run;
+  model.run = (ids, options) => { model.run = real;
+    return real.call(model, ids, {...options, onLayer: async (partial) => { await options.onLayer(partial);
+      throw new Error("the page ran out of memory"); }}); }; }"""
+
+
+def test_a_long_run_that_stops_part_way_says_where_and_runs_afresh(page, prose_in_transformers):
+    text = prose_in_transformers[0]
+    submit(page, "The model loads first .")
+    root = page.locator(".mha-view")
+    root.evaluate(FAIL_AFTER_FIRST_LAYER)
+    submit(page, text)
+    message = root.locator(".mha-message")
+    assert "the page ran out of memory" in message.inner_text()
+    set_slider(page, "head", 3)  # a redraw of the part-way run: where it stopped, not "still computing"
+    page.wait_for_function("(r) => r.querySelector('.mha-message').textContent.includes('stopped after')",
+                           arg=root.element_handle(), timeout=60_000)
+    assert "The model stopped after layers 0 to 0 of 6" in message.inner_text()
+    assert "Still computing" not in message.inner_text()
+    submit(page, text)  # the same text again: a new run, not the stopped one
+    page.wait_for_function("(r) => r.mhaView.runs[r.mhaView.runs.length - 1].layersDone === 6",
+                           arg=root.element_handle(), timeout=300_000)
+    assert "stopped after" not in message.inner_text() and "Still computing" not in message.inner_text()
+    assert not page.problems, page.problems

@@ -67,6 +67,10 @@ function switchedNote(typed, entry) {
 /* While a long run is still being computed: which of its layers are done. */
 function computingNote(typed, entry) {
   const done = entry.layersDone;
+  if (entry.failure) {  /* the run stopped part way: say so, rather than "still computing" for ever */
+    return `The model stopped after layers 0 to ${done - 1} of ${typed.nLayers} on ${entry.tokens.length} tokens ` +
+      `(${escapeHtml(String(entry.failure).replace(/\.$/, ""))}); press Enter in the box to run the text again.`;
+  }
   return `Still computing the model on ${entry.tokens.length} tokens: layers 0 to ${done - 1} ` +
     `of ${typed.nLayers} done; the maps of layers ${done} to ${typed.nLayers - 1} follow as they come.`;
 }

@@ -94,7 +94,7 @@ const painted = () => new Promise((done) => requestAnimationFrame(() => setTimeo
    is called (and awaited) to show it; the view is drawn again as each further layer comes, its message saying
    which are still being computed (entry.layersDone). */
 async function runOnce(typed, text, removed, ablation, onShown) {
-  const known = typed.entries.findIndex((entry) => entry.text === text &&
+  const known = typed.entries.findIndex((entry) => !entry.failure && entry.text === text &&
     JSON.stringify(entry.removed) === JSON.stringify(removed) && entry.ablation === ablation);
   if (known >= 0) return typed.stored + known;
   const opened = await loadedModel(typed);
@@ -120,7 +120,16 @@ async function runOnce(typed, text, removed, ablation, onShown) {
       return onShown(index);
     };
   }
-  const result = await opened.run(ids, { removed, ablation, onLayer });
+  let result;
+  try {
+    result = await opened.run(ids, { removed, ablation, onLayer });
+  } catch (error) {  /* shown part way: the entry says where it stopped, and the same text runs afresh next time */
+    if (index !== null) {
+      entry.failure = error.message;
+      if (typed.view.state.sentence === index) typed.view.redraw();
+    }
+    throw error;
+  }
   Object.assign(entry, { result, attention: result.attention, vector: result.sentenceVector,
     layersDone: result.layersDone });
   if (index === null) return addEntry(typed, entry);
@@ -246,7 +255,8 @@ export function typing(view, payload, byName) {
     nLayers: byName.layer.control.values.length, nHeads: byName.head.control.values.length,
     maxTokens: model.max_tokens, spread: model.spread, entries: [], running: new Map(), model: null,
     window: { row: 0, column: 0 }, examples: model.examples || null, ui: typingParts(view, model) };
-  view.runs = typed.entries;  /* read by the book's tests */
+  view.runs = typed.entries;  /* read by the book's tests, as is the model that runs them: */
+  view.typedModel = () => typed.model;
   typed.openText = (text) => typeSentence(typed, text).then(() => announceUpdate(view, "typed"));
   /* typed.entries: {text, removed, ablation, ids, tokens, attention, vector, words, result, label, layersDone} per
      run (a long run is an entry from its first layers on, announced as "typed-shown"); maxTokens:
