@@ -11,10 +11,12 @@ for every gold pair of the book's relation directions the offset of every head's
 Clark et al.'s two variants for the one direction each is compared on (``poss_noun`` with their ``poss`` rule,
 ``obj_prep`` read by columns). Section 3.2 turns any half of the sentences back into per-sentence counts
 (:func:`~mha.analysis.head_roles.treebank_heads.hits_from_guesses`). Beside them, per sentence, every head's
-mean weight on ``[CLS]`` and on punctuation over the sentence's rows, its number of rows and of tokens
+mean weight on ``[CLS]``, on punctuation, on the previous token and on the token itself (SENTENCE_SHARES_STORED),
+its number of rows and of tokens
 (:func:`mha.analysis.head_roles.role_table.sentence_head_scores`), so that section 3.1 can read sink heads on all
-sentences and by length. Offsets are stored as 8-bit integers (the
-script stops if one does not fit); the guesses are argmaxes, the same on any machine up to exact ties.
+sentences and by length, and each head's view can open the sentences where a score is highest and
+lowest. Offsets are stored as 8-bit integers (the script stops if one does not fit); the guesses are argmaxes, the
+same on any machine up to exact ties.
 """
 
 from __future__ import annotations
@@ -28,7 +30,12 @@ import torch
 from safetensors.numpy import save
 
 from mha.analysis.head_roles.role_table import sentence_head_scores
-from mha.analysis.head_roles.treebank_heads import EWT_HEADS_PATH, RelationGuesses, relation_guesses
+from mha.analysis.head_roles.treebank_heads import (
+    EWT_HEADS_PATH,
+    SENTENCE_SHARES_STORED,
+    RelationGuesses,
+    relation_guesses,
+)
 from mha.corpora.treebank import EWT_DEV_PATH, read_conllu
 from mha.data_files import record_sha256
 from mha.pretrained.corpus_encoding import encode_records
@@ -55,14 +62,14 @@ def main() -> int:
     encoder = MiniLMEncoder.load()
     treebank = read_conllu(EWT_DEV_PATH)
     parts = {name: [] for name in COUNTINGS}
-    shares = {"cls_share": [], "punct_share": [], "rows": [], "tokens": []}
+    shares = {**{key: [] for key in SENTENCE_SHARES_STORED}, "rows": [], "tokens": []}
     starts = list(range(0, len(treebank), CHUNK))
     for start in starts:
         records = encode_records(encoder, treebank[start:start + CHUNK])
         for name, spec in COUNTINGS.items():
             parts[name].append(relation_guesses(records, **spec))
         scores = sentence_head_scores(records)  # (sentences, layers, heads) each, and rows (sentences,)
-        for key in ("cls_share", "punct_share", "rows"):
+        for key in (*SENTENCE_SHARES_STORED, "rows"):
             shares[key].append(scores[key])
         shares["tokens"].append(np.array([len(r.tokens) for r in records]))
         del records
@@ -81,9 +88,8 @@ def main() -> int:
         countings[name] = {"key": str(key), "relations": list(guesses.relations), "n_sentences": len(treebank),
                            "mode": guesses.mode, "clark_poss": guesses.clark_poss}
         print(f"{name}: {len(guesses.sentence)} gold pairs", flush=True)
-    arrays.update({"sentence.cls_share": np.concatenate(shares["cls_share"]).astype(np.float32),
-                   "sentence.punct_share": np.concatenate(shares["punct_share"]).astype(np.float32),
-                   "sentence.rows": np.concatenate(shares["rows"]).astype(np.int16),
+    arrays.update({f"sentence.{key}": np.concatenate(shares[key]).astype(np.float32) for key in SENTENCE_SHARES_STORED})
+    arrays.update({"sentence.rows": np.concatenate(shares["rows"]).astype(np.int16),
                    "sentence.tokens": np.concatenate(shares["tokens"]).astype(np.int16)})
     metadata = {"model": "sentence-transformers/all-MiniLM-L6-v2", "text": "UD English-EWT v2.15 dev",
                 "countings": json.dumps(countings)}

@@ -274,6 +274,7 @@ FAIL_AFTER_FIRST_LAYER = """(root) => { const model = root.mhaView.typedModel(),
 
 def test_a_long_run_that_stops_part_way_says_where_and_runs_afresh(page, prose_in_transformers):
     text = prose_in_transformers[0]
+    set_slider(page, "layer", 0)  # one map of layer 0: the run is shown once its first layer is done
     submit(page, "The model loads first .")
     root = page.locator(".mha-view")
     root.evaluate(FAIL_AFTER_FIRST_LAYER)

@@ -114,7 +114,8 @@ that hold a letter (not a line of underscores or a list of numbers)."""
 
 EXAMPLE_WORDS = 5
 
-EXAMPLE_SCORES = {"on [CLS]": "cls_share", "on punctuation": "punct_share"}
+EXAMPLE_SCORES = {"on the previous token": "content_prev_token_share", "on [CLS]": "cls_share",
+                  "on the token itself": "content_same_token_share", "on punctuation": "punct_share"}
 """The role scores a view finds a head's examples by: the scores panel's name -> the stored per-sentence share."""
 
 

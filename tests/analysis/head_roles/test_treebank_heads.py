@@ -8,6 +8,7 @@ import pytest
 from mha.analysis.equivalence import gain_bounds, ratio_standard_error
 from mha.analysis.head_roles.relations import RelationHits, relation_hits, select_and_report
 from mha.analysis.head_roles.treebank_heads import (
+    SENTENCE_SHARES_STORED,
     gain_table_bounds,
     hits_from_guesses,
     length_standardised_shares,
@@ -113,8 +114,8 @@ def test_stored_shares_match_a_fresh_scoring_of_their_first_sentences(ewt_record
     fresh = sentence_head_scores(ewt_records)
     n = len(ewt_records)
     assert stored["cls_share"].shape == (2001, 6, 12)
-    np.testing.assert_allclose(stored["cls_share"][:n], fresh["cls_share"], atol=1e-4)
-    np.testing.assert_allclose(stored["punct_share"][:n], fresh["punct_share"], atol=1e-4)
+    for key in SENTENCE_SHARES_STORED:  # [CLS], punctuation, the previous token, the token itself
+        np.testing.assert_allclose(stored[key][:n], fresh[key], atol=1e-4, err_msg=key)
     np.testing.assert_array_equal(stored["rows"][:n], fresh["rows"])
     assert stored["tokens"][:n].tolist() == [len(r.tokens) for r in ewt_records]
 

@@ -32,7 +32,8 @@ from mha.pretrained.word_maps import word_attention, word_units
 
 T = TypeVar("T")
 
-__all__ = ["EWT_HEADS_PATH", "RelationGuesses", "relation_guesses", "hits_from_guesses", "load_treebank_guesses",
+__all__ = ["EWT_HEADS_PATH", "SENTENCE_SHARES_STORED", "RelationGuesses", "relation_guesses", "hits_from_guesses",
+           "load_treebank_guesses",
            "without_offset_rules", "gain_table_bounds"]
 
 
@@ -137,6 +138,9 @@ def hits_from_guesses(guesses: RelationGuesses, sentences: npt.ArrayLike | None 
 
 
 EWT_HEADS_PATH = DATA_DIRECTORY / "ewt_dev_heads.safetensors"
+SENTENCE_SHARES_STORED = ("cls_share", "punct_share", "content_prev_token_share", "content_same_token_share")
+"""The per-sentence scores of every head that the treebank file keeps (names of
+:data:`~mha.analysis.head_roles.role_table.SENTENCE_SCORES`): 3.1's sink heads, and each head's examples in the view."""
 """Every head's guess for every gold pair of UD English-EWT dev, written by ``scripts/treebank_heads.py``."""
 
 _FIELDS = ("sentence", "relation", "gold_offset", "guess_offset")
@@ -265,19 +269,21 @@ def gain_table_bounds(report: RelationHits, chosen, margin: float, *, alpha: flo
 
 
 def load_treebank_sentence_shares(path: str | Path = EWT_HEADS_PATH) -> dict[str, np.ndarray]:
-    """Per sentence of the stored treebank: every head's mean weight on ``[CLS]`` and on punctuation (3.1).
+    """Per sentence of the stored treebank: every head's scores of :data:`SENTENCE_SHARES_STORED` (3.1).
 
-    Returns ``cls_share`` and ``punct_share`` (sentences, layers, heads), each a mean over the sentence's ``rows``
-    (sentences,), and ``tokens`` (sentences,), its length in tokens with ``[CLS]`` and ``[SEP]``. Checked as
-    :func:`load_treebank_guesses` checks the file.
+    Returns each of them (sentences, layers, heads), as
+    :func:`~mha.analysis.head_roles.role_table.sentence_head_scores` gives it (a mean over the sentence's rows, or
+    its content rows), ``rows`` (sentences,) and ``tokens`` (sentences,), its length in tokens with ``[CLS]`` and
+    ``[SEP]``. Checked as :func:`load_treebank_guesses` checks the file.
     """
     def read(arrays: dict[str, np.ndarray], metadata: dict) -> dict[str, np.ndarray]:
-        shares = {key: arrays[f"sentence.{key}"] for key in ("cls_share", "punct_share", "rows", "tokens")}
+        shares = {key: arrays[f"sentence.{key}"] for key in (*SENTENCE_SHARES_STORED, "rows", "tokens")}
         n = len(shares["rows"])
-        if not (shares["cls_share"].shape == shares["punct_share"].shape and shares["cls_share"].ndim == 3
-                and len(shares["cls_share"]) == n == len(shares["tokens"]) and (shares["rows"] > 0).all()):
+        first = shares[SENTENCE_SHARES_STORED[0]]
+        if not (all(shares[key].shape == first.shape for key in SENTENCE_SHARES_STORED) and first.ndim == 3
+                and len(first) == n == len(shares["tokens"]) and (shares["rows"] > 0).all()):
             raise ValueError("arrays of different lengths")
-        return {key: value.astype(np.float64) if key.endswith("share") else value.astype(np.int64)
+        return {key: value.astype(np.float64) if key in SENTENCE_SHARES_STORED else value.astype(np.int64)
                 for key, value in shares.items()}
 
     return _read_stored_heads(path, "the stored attention shares of every head on the treebank's sentences", read)

@@ -1,5 +1,6 @@
 /* "Find where a head does this": for the head on show, the treebank sentences (UD English-EWT, dev split) where
-   its score on [CLS] and on punctuation is highest and lowest, chosen when the site was built
+   each of its scores (on the previous token, on [CLS], on the token itself, on punctuation) is highest and lowest,
+   chosen when the site was built
    (mha.views.model_explorer); each opens in the typed view, run through the page's model. */
 
 import { hundredthsText, make } from "./dom.js";
