@@ -351,3 +351,25 @@ def test_page_fits_a_phone_screen(visits, path):
     assert views.get("wide") == [], f"{path}: parts of a view stick out past a phone's screen: {views.get('wide')}"
     assert views.get("smallest") is None or views["smallest"] >= 12, \
         f"{path}: a view's text is {views['smallest']} px on a phone"
+
+
+@pytest.mark.parametrize("opened", ["served", "from file://"])
+def test_search_finds_a_word_offline_and_only_its_page_reads_the_index(built_site, site_address, chromium, opened):
+    """search.html answers from the site's own index, served and from disk; a chapter's page does not load the index
+    (website/templates/layout.html: the theme's search-as-you-type is off, so nothing there would read it)."""
+    from playwright.sync_api import sync_playwright
+
+    base = site_address if opened == "served" else built_site.as_uri() + "/"
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        tab = browser.new_page()
+        scripts = []
+        tab.on("request", lambda request: scripts.append(request.url))
+        tab.goto(base + "chapters/3_head_roles/5_induction_heads.html")
+        assert not [url for url in scripts if url.endswith(("searchindex.js", "searchtools.js"))], scripts
+        tab.goto(base + "search.html?q=induction")
+        tab.wait_for_function("() => document.querySelectorAll('#search-results li').length > 0", timeout=60_000,
+                              polling=POLL)
+        found = tab.locator("#search-results li a").all_inner_texts()
+        assert any("Induction" in title for title in found), found
+        browser.close()

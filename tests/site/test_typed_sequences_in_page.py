@@ -121,9 +121,11 @@ def test_the_numbers_table_and_the_csv_give_the_typed_map(page, explorer):
     ids = parse_token_ids(REPEATING, 64, 40)
     expected = pytorch_attention(next(iter(explorer.views)), ids)[1][2]  # (n, n)
     choose(page, 1, 2, 0)
-    page.locator(".mha-view details.mha-details summary").click()
+    page.locator(".mha-view details.mha-details").evaluate("(details) => { details.open = true; }")
+    # the table is written once its details are open: wait for its rows rather than read it at once
+    page.wait_for_function("(n) => document.querySelectorAll('.mha-view .mha-table td').length === n",
+                           arg=len(ids) ** 2, timeout=60_000)
     cells = page.locator(".mha-view .mha-table td").all_inner_texts()
-    assert len(cells) == len(ids) ** 2
     numbers = np.array([float(cell.replace("−", "-")) for cell in cells]).reshape(len(ids), len(ids))
     assert np.abs(numbers - expected).max() <= 0.0051  # the table shows two decimals
     with page.expect_download() as download:
