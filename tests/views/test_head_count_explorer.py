@@ -107,6 +107,9 @@ def test_parse_head_count():
     assert parse_head_count(" 16 ", 32) == 16
     with pytest.raises(ValueError, match="1, 2, 3, 4, 6, 8, 12, 24"):
         parse_head_count(5, 24)
+    for width in ("32", 0, 2.5, None):  # the width itself is checked before any message is written
+        with pytest.raises(ValueError, match="d_model must be a whole number"):
+            parse_head_count("4", width)
 
 
 def test_every_control_redraws_the_view(explorer):

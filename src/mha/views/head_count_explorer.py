@@ -154,6 +154,7 @@ def loss_curves_svg(lines: Sequence[CurveLine], title: str, max_step: int, low: 
 def head_count_messages(d_model: int) -> dict[str, str]:
     """What :func:`parse_head_count` says, with ``{text}`` (the typed text, as Python's repr) and ``{n_heads}`` left
     to fill: the page's head-count box (views/head_count_live.js) says the same."""
+    d_model = check_whole_number("d_model", d_model, minimum=1, meaning="the model's width, e.g. 32")
     options = (", ".join(str(h) for h in head_counts_that_divide(d_model)) if d_model <= LARGEST_D_MODEL_LISTED
                else "a divisor of d_model")  # a huge width is not factored for a message
     return {"not_a_number": f"{{text}} is not a whole number; type a head count that divides d_model = {d_model}: "
