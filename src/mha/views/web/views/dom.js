@@ -109,3 +109,18 @@ export function setHtml(node, written) {
   cleanedOf.set(text, fragment);
   node.replaceChildren(fragment.cloneNode(true));
 }
+
+/* Python's repr() of a str, as the package's messages quote what was typed (parse_head_count, parse_token_ids). */
+export function pythonRepr(text) {
+  const quote = text.includes("'") && !text.includes('"') ? '"' : "'";
+  const escaped = Array.from(text, (character) => {
+    const code = character.codePointAt(0);
+    if (character === "\\" || character === quote) return `\\${character}`;
+    if (character === "\n") return "\\n";
+    if (character === "\r") return "\\r";
+    if (character === "\t") return "\\t";
+    if (code < 0x20 || (code >= 0x7f && code <= 0xa0) || code === 0xad) return `\\x${code.toString(16).padStart(2, "0")}`;
+    return character;
+  }).join("");
+  return quote + escaped + quote;
+}

@@ -6,27 +6,12 @@
    curve beside the stored seeds' curves. The table view (table.js) draws the stored runs; this module wraps its
    redraw while a live model is shown, and the heads or seed menu goes back to the stored runs. */
 
-import { make, makeSvg } from "./dom.js";
-import { canTrainInPage, loadTrainer } from "./trainer_bridge.js";
+import { make, makeSvg, pythonRepr } from "./dom.js";
+import { canTrainInPage, loadTrainer, trainingRefusal } from "./trainer_bridge.js";
 
 const COLOURS = { fact: "#21918c", previous: "#fde725", elsewhere: "#d9d9d9" };
 /* What the notebook's view says of a head count it cannot use, or of a failed run (Explorer.show_problem). */
-const refusal = (text) => [make("b", { class: "mha-problem" }, "Cannot train this:"), ` ${text}`];
-
-/* Python's repr() of a str, as parse_head_count quotes what was typed. */
-export function pythonRepr(text) {
-  const quote = text.includes("'") && !text.includes('"') ? '"' : "'";
-  const escaped = Array.from(text, (character) => {
-    const code = character.codePointAt(0);
-    if (character === "\\" || character === quote) return `\\${character}`;
-    if (character === "\n") return "\\n";
-    if (character === "\r") return "\\r";
-    if (character === "\t") return "\\t";
-    if (code < 0x20 || (code >= 0x7f && code <= 0xa0) || code === 0xad) return `\\x${code.toString(16).padStart(2, "0")}`;
-    return character;
-  }).join("");
-  return quote + escaped + quote;
-}
+const refusal = (text) => trainingRefusal(text, "Cannot train this:");
 
 /* The head count typed, or throws parse_head_count's message: int(text.strip()), then it must divide d_model. */
 export function parseHeadCount(text, live) {

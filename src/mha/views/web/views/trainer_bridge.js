@@ -33,7 +33,11 @@ export function loadTrainer() {
   return trainerLoad;
 }
 
-const refusal = (text) => [make("b", { class: "mha-problem" }, "Cannot train:"), " " + text];
+/* A refusal to train, in bold, then why: what the training boxes show for bad input or a failed run. */
+export function trainingRefusal(text, label = "Cannot train:") {
+  return [make("b", { class: "mha-problem" }, label), " " + text];
+}
+const refusal = (text) => trainingRefusal(text);
 
 /* The note on what runs and how closely it follows the package, in the style of the chapter-3 model's note. */
 function trainingNote(training) {

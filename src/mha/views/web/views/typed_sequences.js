@@ -7,15 +7,9 @@
    under the box and the last good map stays. Moving the held-out-sequence slider, or Enter on an empty box, goes
    back to the held-out sequences. Typed text is only ever set as text. */
 
-import { make, problem } from "./dom.js";
+import { make, problem, pythonRepr } from "./dom.js";
 import { announceUpdate } from "./frame.js";
 import { canTrainInPage, loadTrainer } from "./trainer_bridge.js";
-
-/* Python's repr of a short string without control characters: in single quotes, or double where it holds ' only. */
-function pythonRepr(text) {
-  const quote = text.includes("'") && !text.includes("\"") ? "\"" : "'";
-  return quote + text.replace(/\\/g, "\\\\").replace(new RegExp(quote, "g"), `\\${quote}`) + quote;
-}
 
 const fill = (template, values) => template.replace(/\{([a-z_]+)\}/g, (whole, name) => String(values[name]));
 
