@@ -52,6 +52,8 @@ SETTING = dict(d_model=64, n_layers=2, n_heads=4, learning_rate=3e-3, batch_size
 #   "step"      {config, weights, batch, learningRate, gradClip, simd}: the weights after one clipped AdamW step;
 #   "sample"    {seed, size, periods}: a batch of the induction task from the seed's data stream;
 #   "scores"    {config, weights, batch}: head scores on the batch (its repeat mask as query mask);
+#   "role scores" {attention: [layers] of flat (batch, heads, seq, seq), tokens, batch, seq, heads}: the two
+#               scores each alone: {previous_token, prefix_matching or null, prefix_error (its message) or null};
 #   "init"      {config, seed}: a fresh model's weights;
 #   "train"     {seed, options}: mhaTrainer.train's result, without the model.
 # weights: {name: flat list}; batch: {batchSize, seqLen, inputs, targets, lossMask} as flat lists.
@@ -99,6 +101,16 @@ async function main() {
     const scored = await T.scoreModel(model, T.createEngine(true), batch, { piece: 16 });
     out = { previous_token: scored.previous_token, prefix_matching: scored.prefix_matching,
       repeat_loss: scored.repeat_loss };
+  } else if (kind === "role scores") {
+    const attention = request.attention.map((layer) => Float32Array.from(layer));
+    const [batch, seq, heads] = [request.batch, request.seq, request.heads];
+    out = { previous_token: T.previousTokenScores(attention, batch, seq, heads), prefix_matching: null,
+      prefix_error: null };
+    try {
+      out.prefix_matching = T.prefixMatchingScores(attention, Int32Array.from(request.tokens), null, batch, seq, heads);
+    } catch (error) {
+      out.prefix_error = error.message;
+    }
   } else if (kind === "init") {
     const model = T.createModel(request.config, request.seed);
     out = { weights: weightsOf(model, model.values) };

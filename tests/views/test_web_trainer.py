@@ -26,7 +26,7 @@ from conftest import load_script, trained_a_little
 from scipy import stats
 
 from mha.lab.checkpoints import load_json
-from mha.lab.circuit_scores import head_role_scores
+from mha.lab.circuit_scores import head_role_scores, prefix_matching_score, previous_token_score
 from mha.lab.induction import held_out_batch
 from mha.lab.tasks import INDUCTION_TRAIN_PERIODS, InductionTask, masked_cross_entropy
 from mha.lab.tiny_model import TinyTransformer, TinyTransformerConfig
@@ -176,6 +176,27 @@ def test_head_scores_are_head_role_scores(trained_a_little):
     with torch.no_grad():
         logits = trained_a_little(held_out.inputs).logits
     assert ours["repeat_loss"] == pytest.approx(float(TASK.metrics(logits, held_out)["repeat_loss"]), rel=1e-5)
+
+
+@pytest.mark.parametrize("repeats", [False, True], ids=["no token repeats", "a repeat"])
+def test_each_score_alone_is_the_packages_and_prefix_matching_is_refused_where_nothing_repeats(trained_a_little,
+                                                                                                 repeats):
+    # a sequence typed into 3.6 need not repeat: previous-token is still defined there, prefix matching is not
+    tokens = torch.arange(12).repeat(2)[None] if repeats else torch.arange(0, 48, 2)[None]  # (1, 24)
+    with torch.no_grad():
+        weights = trained_a_little(tokens).attention_weights  # (layers, 1, heads, 24, 24)
+    ours = spread.run_in_node({"kind": "role scores", "attention": [layer.flatten().tolist() for layer in weights],
+                               "tokens": tokens.flatten().tolist(), "batch": 1, "seq": 24, "heads": CONFIG.n_heads})
+    assert np.abs(np.array(ours["previous_token"]) - previous_token_score(weights).numpy()).max() < 1e-6
+    if repeats:
+        theirs = prefix_matching_score(weights, tokens)
+        assert ours["prefix_error"] is None
+        assert np.abs(np.array(ours["prefix_matching"]) - theirs.numpy()).max() < 1e-6
+    else:
+        with pytest.raises(ValueError, match="no query has an earlier copy of its token"):
+            prefix_matching_score(weights, tokens)
+        assert ours["prefix_matching"] is None
+        assert ours["prefix_error"].startswith("no query has an earlier copy of its token")
 
 
 def test_the_page_runs_fall_inside_the_kernels_spread_as_often_as_runs_of_one_distribution_would():

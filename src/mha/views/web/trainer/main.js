@@ -34,7 +34,11 @@
  *   mhaTrainer.lossAndGradient(model, engine, pass, batch, gradient) -> {loss}; gradient in model.values' layout
  *   mhaTrainer.clipGradientNorm(gradient, maxNorm), mhaTrainer.adamW(size, {betas, eps, weightDecay}),
  *   mhaTrainer.createTrainer(options) -> {model, step(batch?) -> loss}, mhaTrainer.scoreModel(model, engine, batch),
- *   mhaTrainer.headScores(attention, tokens, queryMask, batch, seq, heads) -> {previous_token, prefix_matching}
+ *   mhaTrainer.headScores(attention, tokens, queryMask, batch, seq, heads) -> {previous_token, prefix_matching};
+ *     mhaTrainer.previousTokenScores(attention, batch, seq, heads) and prefixMatchingScores(attention, tokens,
+ *     queryMask, batch, seq, heads) give each alone (prefix matching throws where no token repeats)
+ *   mhaTrainer.pauseUnlessStopped(signal) -> a promise: resolves once the page has had a turn, or rejects with an
+ *     AbortError if signal has been aborted by then
  *   mhaTrainer.twoRelation: section 3.7's task and live run (two_relation_task.js): task(options), train(options) ->
  *     {rows, model, engine, seconds}, measure(model, engine, task, seed, examples) -> {shares, roles, tokens, maps}
  */
@@ -45,9 +49,9 @@ import { createEngine } from "./matmul.js";
 import { checkConfig, cloneModel, createModel, modelFromWeights } from "./model.js";
 import { adamW, clipGradientNorm, learningRateAt } from "./optimiser.js";
 import { randomStream } from "./random.js";
-import { headScores } from "./scores.js";
+import { headScores, prefixMatchingScores, previousTokenScores } from "./scores.js";
 import { HELD_OUT_PERIODS, heldOutBatch, inductionTask, TRAIN_PERIODS } from "./task.js";
-import { createTrainer, PAGE_SETTING, scoreModel, stopped, train } from "./train.js";
+import { createTrainer, PAGE_SETTING, pauseUnlessStopped, scoreModel, stopped, train } from "./train.js";
 import { headRole, measureTwoRelation, relationShares, tokenNames, trainTwoRelation, twoRelationTask } from "./two_relation_task.js";
 
 globalThis.mhaTrainer = {
@@ -57,7 +61,9 @@ globalThis.mhaTrainer = {
   HELD_OUT_PERIODS: HELD_OUT_PERIODS, randomStream: randomStream,
   createEngine: createEngine, forward: forward, lossAndGradient: lossAndGradient,
   maskedCrossEntropy: maskedCrossEntropy, clipGradientNorm: clipGradientNorm, adamW: adamW,
-  learningRateAt: learningRateAt, headScores: headScores,
+  learningRateAt: learningRateAt, headScores: headScores, previousTokenScores: previousTokenScores,
+  prefixMatchingScores: prefixMatchingScores,
   twoRelation: { task: twoRelationTask, train: trainTwoRelation, measure: measureTwoRelation, // chapter 3.7
     relationShares: relationShares, headRole: headRole, tokenNames: tokenNames, stopped: stopped },
+  pauseUnlessStopped: pauseUnlessStopped,
 };

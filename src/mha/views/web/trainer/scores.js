@@ -2,10 +2,28 @@
 // previous_token, the mean weight from position i to i - 1 (over the batch and queries i >= 1), and
 // prefix_matching, the weight on the keys that follow an earlier copy of the query's token, summed per query and
 // averaged over the queries that have one and lie in the query mask (the repeat).
+// Shapes: `attention` [layers] of Float32Array (batch, heads, seq, seq); `tokens` Int32Array (batch, seq);
+// `queryMask` Uint8Array (batch, seq) or null (every query). Scores are arrays (layers) of arrays (heads).
 
-// {previous_token, prefix_matching}: arrays (layers) of arrays (heads), from `attention` ([layers] of Float32Array
-// (batch, heads, seq, seq)), `tokens` Int32Array (batch, seq) and `queryMask` Uint8Array (batch, seq).
-export function headScores(attention, tokens, queryMask, batch, seq, heads) {
+// previous_token of every head: defined for any sequence of two tokens or more.
+export function previousTokenScores(attention, batch, seq, heads) {
+  return attention.map(function (weights) {
+    var layer = [];
+    for (var h = 0; h < heads; h++) {
+      var onPrevious = 0;
+      for (var b = 0; b < batch; b++) {
+        var base = (b * heads + h) * seq * seq;
+        for (var i = 1; i < seq; i++) onPrevious += weights[base + i * seq + i - 1];
+      }
+      layer.push(onPrevious / (batch * (seq - 1)));
+    }
+    return layer;
+  });
+}
+
+// prefix_matching of every head; throws, as the package does, where no query in the mask has an earlier copy of its
+// token (a sequence with no repeat), since the score is then undefined.
+export function prefixMatchingScores(attention, tokens, queryMask, batch, seq, heads) {
   var follows = new Uint8Array(batch * seq * seq), scored = new Uint8Array(batch * seq), counted = 0, b, i, j;
   for (b = 0; b < batch; b++) {
     for (i = 0; i < seq; i++) {
@@ -18,24 +36,25 @@ export function headScores(attention, tokens, queryMask, batch, seq, heads) {
     }
   }
   if (!counted) throw new Error("no query has an earlier copy of its token in the mask, so prefix matching is undefined.");
-  var previous = [], prefix = [];
-  attention.forEach(function (weights) {
-    var layerPrevious = [], layerPrefix = [];
+  return attention.map(function (weights) {
+    var layer = [];
     for (var h = 0; h < heads; h++) {
-      var onPrevious = 0, onFollowers = 0;
+      var onFollowers = 0;
       for (b = 0; b < batch; b++) {
         var base = (b * heads + h) * seq * seq;
-        for (i = 1; i < seq; i++) onPrevious += weights[base + i * seq + i - 1];
         for (i = 0; i < seq; i++) {
           if (!scored[b * seq + i]) continue;
           for (j = 1; j <= i; j++) if (follows[(b * seq + i) * seq + j]) onFollowers += weights[base + i * seq + j];
         }
       }
-      layerPrevious.push(onPrevious / (batch * (seq - 1)));
-      layerPrefix.push(onFollowers / counted);
+      layer.push(onFollowers / counted);
     }
-    previous.push(layerPrevious);
-    prefix.push(layerPrefix);
+    return layer;
   });
-  return { previous_token: previous, prefix_matching: prefix };
+}
+
+// {previous_token, prefix_matching}, both as above (so it throws where prefix matching is undefined).
+export function headScores(attention, tokens, queryMask, batch, seq, heads) {
+  var prefix = prefixMatchingScores(attention, tokens, queryMask, batch, seq, heads);
+  return { previous_token: previousTokenScores(attention, batch, seq, heads), prefix_matching: prefix };
 }

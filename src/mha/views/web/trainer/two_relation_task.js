@@ -11,7 +11,7 @@
 import { forward, maskedCrossEntropy } from "./forward.js";
 import { randomStream, STREAMS } from "./random.js";
 import { IGNORE_INDEX } from "./task.js";
-import { createTrainer, stopped } from "./train.js";
+import { createTrainer, pauseUnlessStopped, stopped } from "./train.js";
 
 export const ANALYSIS_BATCH = { size: 256, seed: 10000 }; // the analysis batch of run seed s: seed 10000 + s
 export const EVAL_SEED_OFFSET = 1000003; // mha.lab.training.train's evaluation batch: seed + 1_000_003
@@ -176,8 +176,6 @@ export async function measureTwoRelation(model, engine, task, seed, examples, be
     maps: maps, seqLen: T, analysisSeed: ANALYSIS_BATCH.seed + seed };
 }
 
-function pause() { return new Promise(function (resolve) { setTimeout(resolve, 0); }); }
-
 // Train a fresh model on the task as mha.lab.training.train does (AdamW, clipping, warm-up; the task's loss and
 // accuracy on one fixed evaluation batch of evalBatchSize sequences, seed + EVAL_SEED_OFFSET, at step 0 and every
 // logEvery steps). options: config, seed, steps, logEvery, evalBatchSize, learningRate, batchSize, warmupSteps,
@@ -209,8 +207,7 @@ export async function trainTwoRelation(options) {
     var step = trainer.steps();
     if (step % setting.logEvery === 0 || step === setting.steps) evaluate(step);
     if (Date.now() - chunkStart > setting.chunkMs) {
-      await pause();
-      if (signal && signal.aborted) throw stopped();
+      await pauseUnlessStopped(signal);
       chunkStart = Date.now();
     }
   }

@@ -227,9 +227,7 @@ export function addLiveTraining(view, showState) {
             `${row.loss.toFixed(3)}`;
         } });
       status.textContent = "measuring the heads…";
-      const between = () => new Promise((resolve) => setTimeout(resolve, 0)).then(() => {
-        if (signal.aborted) throw trainer.twoRelation.stopped();
-      });
+      const between = () => trainer.pauseUnlessStopped(signal);
       const measured = await trainer.twoRelation.measure(done.model, done.engine, task, seed, live.examples, between);
       const menuIndex = controlOf("heads").values.indexOf(nHeads);
       if (menuIndex >= 0) input("heads").value = String(menuIndex);  /* the menu names the head count shown */

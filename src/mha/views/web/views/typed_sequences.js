@@ -70,15 +70,10 @@ function runModel(part, modelIndex, ids) {
   const heads = model.config.n_heads;
   const tokens = Int32Array.from(ids);
   const attention = trainer.forward(model, part.engine, tokens, 1, n).attention.map((layer) => Float32Array.from(layer));
-  let scores;
+  const scores = { previous_token: trainer.previousTokenScores(attention, 1, n, heads), prefix_matching: null };
   try {
-    scores = trainer.headScores(attention, tokens, null, 1, n, heads);
+    scores.prefix_matching = trainer.prefixMatchingScores(attention, tokens, null, 1, n, heads);
   } catch {  /* no query has an earlier copy of its token: prefix matching is undefined, previous-token is not */
-    scores = { previous_token: attention.map((layer) => Array.from({ length: heads }, (_, head) => {
-      let total = 0;
-      for (let query = 1; query < n; query += 1) total += layer[(head * n + query) * n + query - 1];
-      return total / (n - 1);
-    })), prefix_matching: null };
   }
   if (part.runs.size > 32) part.runs.clear();
   part.runs.set(key, { attention, scores });
