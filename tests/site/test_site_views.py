@@ -541,6 +541,40 @@ def test_the_grid_shows_every_head_of_a_layer_and_of_the_model_and_opens_one(ope
     checked(page, test)
 
 
+def test_a_map_opened_from_the_grid_was_built_while_the_page_was_idle_and_comes_unfocused(open_page):
+    # the first input of a view that opens on its grid is opening a map: its figure is built once the page is idle,
+    # so the click only recolours it; a figure kept from before the grid comes back without its focused cell
+    page = open_page(TOUR)
+    view = page.views.first
+
+    def test():
+        assert view.locator(".mha-tile").count() == 72
+        page.page.evaluate("() => new Promise((done) => requestIdleCallback(() => setTimeout(done, 0)))")
+        page.page.evaluate("""() => {
+            window.svgsMade = 0;
+            const made = document.createElementNS.bind(document);
+            document.createElementNS = (space, name) => {
+                if (name === "svg") window.svgsMade += 1;
+                return made(space, name);
+            };
+        }""")
+        view.locator(".mha-tile").nth(3).click()  # layer 0, head 3: same sentence, other head than the prepared one
+        assert page.page.evaluate("() => window.svgsMade") == 0, "opening the map built a new figure"
+        assert_same_as_package(page.read(0), package_view(page), "the map opened from the grid")
+        picture = view.locator(".mha-picture")
+        picture.focus()
+        picture.press("ArrowRight")
+        assert view.locator("svg .mha-bands").first.evaluate("(g) => g.style.display") == ""
+        view.get_by_role("button", name="show every head of every layer at once").click()
+        view.locator(".mha-tile").nth(12 + 2).click()  # layer 1, head 2
+        assert page.page.evaluate("() => window.svgsMade") == 0, "the figure was not kept while the grid was shown"
+        assert view.locator("svg .mha-bands").first.evaluate("(g) => g.style.display") == "none"
+        assert_same_as_package(page.read(0), package_view(page), "the second map opened from the grid")
+        assert not page.problems, "\n".join(page.problems)
+
+    checked(page, test)
+
+
 def test_a_minimal_pair_is_drawn_side_by_side_with_its_difference(open_page):
     page = open_page(PAIRS)
     view = page.views.first

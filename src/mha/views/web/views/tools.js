@@ -154,12 +154,42 @@ function drawGrid(view) {
     view.picture.replaceChildren(make("div", { class: "mha-grid-scroll", tabindex: "0", role: "region",
       "aria-label": "the grid of heads (scrolls sideways)" }, grid), view.legend);
   }
+  /* The map figures wait off the page while the grid is shown: a map opened from it with the same labels (any head of
+     the same sentence) then only recolours its cells. Where there is none yet, one is built for the first tile once
+     the page is idle, so that opening the first map is not the slowest input of the view. */
+  if (view.figures.length) view.spareFigures = view.figures;
   view.figures = [];
+  if (!(view.spareFigures || []).length) prepareFigure(view, view.gridTiles.states[0]);
   view.readout.textContent = `${shown.length} maps, one per head, on the same colour scale (0 to 1). ` +
     "Click a map, or focus it and press Enter, to open it.";
   view.readout.dataset.grid = "true";
   view.tableMap = null;
   view.table.replaceChildren(make("p", {}, "Open one map to read its numbers."));
+}
+
+const whenIdle = typeof requestIdleCallback === "function"
+  ? (work) => requestIdleCallback(work, { timeout: 1000 }) : (work) => setTimeout(work, 200);
+
+function prepareFigure(view, state) {
+  if (view.preparing) return;
+  view.preparing = true;
+  whenIdle(() => {
+    view.preparing = false;
+    if (view.mode !== "grid" || (view.spareFigures || []).length) return;
+    const map = state && view.mapAt(state);
+    if (!map) return;
+    const figure = figureFor(view);
+    figure.draw(map);
+    view.spareFigures = [figure];
+  });
+}
+
+/* A figure for a map: one waiting off the page (unfocused), or a new one. */
+function figureFor(view) {
+  const spare = (view.spareFigures || []).shift();
+  if (!spare) return createFigure(view, { onFocus: (row, column) => focusCell(view, row, column) });
+  spare.setFocus(null);
+  return spare;
 }
 
 /* The maps of a comparison: the first setting's, the second's and, when their shapes agree, their difference;
@@ -193,9 +223,7 @@ function drawMaps(view, map) {
   const { maps, note } = view.compareWith !== null && view.compareName ? comparedMaps(view, map)
     : { maps: [map], note: null };
   while (view.figures.length > maps.length) view.figures.pop();
-  while (view.figures.length < maps.length) {
-    view.figures.push(createFigure(view, { onFocus: (row, column) => focusCell(view, row, column) }));
-  }
+  while (view.figures.length < maps.length) view.figures.push(figureFor(view));
   const nodes = [];
   maps.forEach((shown, index) => {
     view.figures[index].draw(shown);
