@@ -541,9 +541,9 @@ def test_the_grid_shows_every_head_of_a_layer_and_of_the_model_and_opens_one(ope
     checked(page, test)
 
 
-def test_a_map_opened_from_the_grid_was_built_while_the_page_was_idle_and_comes_unfocused(open_page):
-    # the first input of a view that opens on its grid is opening a map: its figure is built once the page is idle,
-    # so the click only recolours it; a figure kept from before the grid comes back without its focused cell
+def test_a_map_opened_from_the_grid_was_built_beforehand_and_comes_unfocused(open_page):
+    # the first input of a view that opens on its grid is opening a map: its figure is built with the view, so the
+    # click only recolours it; a figure kept from before the grid comes back without its focused cell
     page = open_page(TOUR)
     view = page.views.first
 

@@ -155,11 +155,12 @@ function drawGrid(view) {
       "aria-label": "the grid of heads (scrolls sideways)" }, grid), view.legend);
   }
   /* The map figures wait off the page while the grid is shown: a map opened from it with the same labels (any head of
-     the same sentence) then only recolours its cells. Where there is none yet, one is built for the first tile once
-     the page is idle, so that opening the first map is not the slowest input of the view. */
+     the same sentence) then only recolours its cells. Where there is none yet, one is built for the first tile: with
+     the view itself, for a view that opens on its grid (so that opening the first map is not the slowest input of
+     the view, however soon it comes), and otherwise once the page is idle. */
   if (view.figures.length) view.spareFigures = view.figures;
   view.figures = [];
-  if (!(view.spareFigures || []).length) prepareFigure(view, view.gridTiles.states[0]);
+  if (!(view.spareFigures || []).length) prepareFigure(view, view.gridTiles.states[0], view.started ? whenIdle : now);
   view.readout.textContent = `${shown.length} maps, one per head, on the same colour scale (0 to 1). ` +
     "Click a map, or focus it and press Enter, to open it.";
   view.readout.dataset.grid = "true";
@@ -167,13 +168,14 @@ function drawGrid(view) {
   view.table.replaceChildren(make("p", {}, "Open one map to read its numbers."));
 }
 
-const whenIdle = typeof requestIdleCallback === "function"
-  ? (work) => requestIdleCallback(work, { timeout: 1000 }) : (work) => setTimeout(work, 200);
+const whenIdle = typeof requestIdleCallback === "function" ? (work) => requestIdleCallback(work)
+  : (work) => setTimeout(work, 200);
+const now = (work) => work();
 
-function prepareFigure(view, state) {
+function prepareFigure(view, state, when) {
   if (view.preparing) return;
   view.preparing = true;
-  whenIdle(() => {
+  when(() => {
     view.preparing = false;
     if (view.mode !== "grid" || (view.spareFigures || []).length) return;
     const map = state && view.mapAt(state);
