@@ -51,7 +51,7 @@ import { adamW, clipGradientNorm, learningRateAt } from "./optimiser.js";
 import { randomStream } from "./random.js";
 import { headScores, prefixMatchingScores, previousTokenScores } from "./scores.js";
 import { HELD_OUT_PERIODS, heldOutBatch, inductionTask, TRAIN_PERIODS } from "./task.js";
-import { createTrainer, PAGE_SETTING, pauseUnlessStopped, scoreModel, stopped, train } from "./train.js";
+import { createTrainer, PAGE_SETTING, pauseUnlessStopped, scoreModel, train } from "./train.js";
 import { headRole, measureTwoRelation, relationShares, tokenNames, trainTwoRelation, twoRelationTask } from "./two_relation_task.js";
 
 globalThis.mhaTrainer = {
@@ -64,6 +64,6 @@ globalThis.mhaTrainer = {
   learningRateAt: learningRateAt, headScores: headScores, previousTokenScores: previousTokenScores,
   prefixMatchingScores: prefixMatchingScores,
   twoRelation: { task: twoRelationTask, train: trainTwoRelation, measure: measureTwoRelation, // chapter 3.7
-    relationShares: relationShares, headRole: headRole, tokenNames: tokenNames, stopped: stopped },
+    relationShares: relationShares, headRole: headRole, tokenNames: tokenNames },
   pauseUnlessStopped: pauseUnlessStopped,
 };
