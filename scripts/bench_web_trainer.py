@@ -47,7 +47,8 @@ async function bench(seed, simd) {
   const result = await mhaTrainer.train({seed, simd});
   beat = false;
   return {backend: result.backend, formed: result.formed, step: result.formedStep, steps: result.steps,
-          trainingSeconds: result.seconds, wallSeconds: (performance.now() - pressed) / 1000, longestGapMs: longest};
+          trainingSeconds: result.seconds, wallSeconds: (performance.now() - pressed) / 1000, longestGapMs: longest,
+          workers: result.workers, workerProblem: result.workerProblem};
 }
 </script>
 """
@@ -70,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         (Path(folder) / "index.html").write_text(PAGE, encoding="utf-8")
         browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
         print(f"{'profile':<7} {'backend':<9} {'seed':>4} {'step':>5} {'wall s':>7} {'train s':>8} {'ms/step':>8} "
-              f"{'longest gap ms':>15}")
+              f"{'longest gap ms':>15} {'workers':>7}")
         for profile in profiles:
             viewport, slow_down = PROFILES[profile][:2]
             for simd in (True,) if args.simd_only or profile != "laptop" else (True, False):
@@ -87,7 +88,9 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"{profile:<7} {result['backend']:<9} {seed:>4} {result['step']!s:>5} "
                           f"{result['wallSeconds']:>7.1f} {result['trainingSeconds']:>8.1f} "
                           f"{1000 * result['trainingSeconds'] / max(result['steps'], 1):>8.1f} "
-                          f"{result['longestGapMs']:>15.0f}", flush=True)
+                          f"{result['longestGapMs']:>15.0f} {result['workers']:>7}", flush=True)
+                    if result["workerProblem"]:
+                        print(f"        the workers stopped: {result['workerProblem']}", flush=True)
                 print(f"{profile:<7} median wall seconds to a formed head over seeds {args.seeds}: "
                       f"{statistics.median(walls):.1f}", flush=True)
         browser.close()

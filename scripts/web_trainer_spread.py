@@ -3,7 +3,7 @@
 
 Run from the repository root:
 
-    python -m scripts.web_trainer_spread [--workers 2]
+    python -m scripts.web_trainer_spread [--workers 2] [--only javascript|kernel]
 
 For each of ten seeds, trains the page's setting (``mhaTrainer.PAGE_SETTING``: the book's fast model, d_model 64,
 2 layers, 4 heads, learning rate 3e-3, batch 32) twice: in PyTorch with the package's own training code
@@ -15,7 +15,8 @@ streams (the page cannot draw torch's), so the claim is about the spread, not se
 ``data/lab/web_trainer_spread.json`` (per run: the formation step, the training seconds, the held-out scores at every
 scoring step) and records it in the manifest. ``--workers`` share the runs out, two at most. The file is rewritten
 after every finished run (``complete`` is false until the last), so an interrupted study still leaves its finished
-runs.
+runs. ``--only`` reruns one side and keeps the other's stored runs (after a change to trainer.js, say, which leaves
+the PyTorch runs as they were).
 
 :func:`run_in_node` is how the tests and this script run trainer.js under Node on a request (see ``DRIVER``).
 """
@@ -49,7 +50,8 @@ SETTING = dict(d_model=64, n_layers=2, n_heads=4, learning_rate=3e-3, batch_size
 
 # The Node side: node DRIVER TRAINER_JS REQUEST.json OUT.json. REQUEST is {"kind": ..., ...}:
 #   "gradients" {config, weights, batch, simd}: loss, logits, attention and every parameter's gradient;
-#   "step"      {config, weights, batch, learningRate, gradClip, simd}: the weights after one clipped AdamW step;
+#   "step"      {config, weights, batch, learningRate, gradClip, simd, batchParts}: the weights after one clipped
+#               AdamW step (gradClip 0: none), and the gradient it took, added up from batchParts parts (default 1);
 #   "sample"    {seed, size, periods}: a batch of the induction task from the seed's data stream;
 #   "scores"    {config, weights, batch}: head scores on the batch (its repeat mask as query mask);
 #   "role scores" {attention: [layers] of flat (batch, heads, seq, seq), tokens, batch, seq, heads}: the two
@@ -88,8 +90,9 @@ async function main() {
         gradients: weightsOf(model, gradient) };
     } else {
       const trainer = T.createTrainer({ model, engine, learningRate: request.learningRate,
-        gradClip: request.gradClip });
-      out = { loss: trainer.step(batch), weights: weightsOf(model, model.values) };
+        gradClip: request.gradClip, batchParts: request.batchParts });
+      out = { loss: trainer.step(batch), weights: weightsOf(model, model.values),
+        gradient: weightsOf(model, trainer.gradient) };
     }
   } else if (kind === "sample") {
     const task = T.inductionTask({ periods: request.periods });
@@ -203,9 +206,17 @@ def write(runs: dict[str, dict[int, dict]], complete: bool) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workers", type=int, default=2, choices=(1, 2), help="processes (default 2)")
+    parser.add_argument("--only", choices=("javascript", "kernel"), help="rerun one side, keep the other's stored runs")
     args = parser.parse_args(argv)
-    jobs = [(side, seed) for seed in SEEDS for side in ("kernel", "javascript")]
+    sides = (args.only,) if args.only else ("kernel", "javascript")
+    jobs = [(side, seed) for seed in SEEDS for side in sides]
     runs: dict[str, dict[int, dict]] = {"kernel": {}, "javascript": {}}
+    if args.only:
+        from mha.lab.checkpoints import load_json
+
+        stored = load_json(FILE_NAME)
+        kept = "kernel" if args.only == "javascript" else "javascript"
+        runs[kept] = {run["seed"]: run for run in stored[f"{kept}_runs"]}
     with ProcessPoolExecutor(max_workers=args.workers, mp_context=multiprocessing.get_context("spawn")) as pool:
         for future in as_completed([pool.submit(run_job, job) for job in jobs]):
             side, seed, run = future.result()

@@ -15,13 +15,14 @@ import json
 import numpy as np
 import pytest
 import torch
-from conftest import HARNESS
+from conftest import HARNESS, load_script
 
 from mha.lab.checkpoints import load_json
 from mha.lab.tasks import InductionTask, masked_cross_entropy
 from mha.lab.tiny_model import TinyTransformer, TinyTransformerConfig
 from mha.views.widget import web_file
 
+rounded = load_script("induction_phase_spread").rounded  # how the study file rounds its numbers
 CONFIG = TinyTransformerConfig(vocab_size=64, max_seq_len=40, d_model=64, n_layers=2, n_heads=4)
 
 PAGE = """<!doctype html><meta charset="utf-8"><title>trainer</title>
@@ -52,7 +53,12 @@ async function trainSeed(seed, options) {
   const rows = [];
   const result = await globalThis.mhaTrainer.train(Object.assign({seed, onProgress: (row) => rows.push(row.step)},
                                                                  options));
-  return {formed: result.formed, formedStep: result.formedStep, backend: result.backend, reported: rows};
+  return {formed: result.formed, formedStep: result.formedStep, backend: result.backend, reported: rows,
+          workers: result.workers, workerProblem: result.workerProblem, values: Array.from(result.model.values),
+          cores: navigator.hardwareConcurrency,
+          rows: result.rows.map((row) => ({step: row.step, repeat_loss: row.repeat_loss, train_loss: row.train_loss,
+            best_previous_token: row.best_previous_token, best_prefix_matching: row.best_prefix_matching,
+            previous_token: row.previous_token, prefix_matching: row.prefix_matching}))};
 }
 </script>
 """
@@ -127,3 +133,44 @@ def test_trainer_js_in_chromium_gives_pytorchs_gradients_and_forms_a_head_within
                                                                                                  kernel_steps)
     assert trained["formedStep"] == node_run["formation_step"], json.dumps(trained)
     assert trained["reported"] == list(range(0, trained["formedStep"] + 1, study["score_every"]))
+    # the page ran the batch's parts on Web Workers (from file://), Node in one thread: the same scores at every row
+    assert trained["workers"] >= 1 and trained["workerProblem"] is None, trained["workerProblem"]
+    keys = ("step", "repeat_loss", "best_previous_token", "best_prefix_matching")
+    assert [rounded({key: row[key] for key in keys}) for row in trained["rows"]] == node_run["head_scores"]
+
+
+@pytest.mark.browser
+def test_training_on_workers_and_in_the_pages_own_thread_gives_the_same_numbers(chromium, page_folder):
+    """A page whose policy forbids workers (worker-src 'none') trains in its own thread, and a page asked for one
+    worker sends it every part: each run's scores at every row and its final weights are those of the run on a
+    worker per part, to the bit."""
+    from playwright.async_api import async_playwright
+
+    (page_folder / "no_workers.html").write_text(PAGE.replace(
+        "<title>", "<meta http-equiv=\"Content-Security-Policy\" content=\"worker-src 'none'\"><title>"),
+        encoding="utf-8")
+    options = {"maxSteps": 40, "scoreEvery": 20, "stopWhenFormed": None}
+
+    async def run() -> list[dict]:
+        async with async_playwright() as playwright:
+            browser = await playwright.chromium.launch(executable_path=chromium, args=HARNESS.CHROMIUM_ARGS)
+            try:
+                with HARNESS.served(page_folder) as site:
+                    context = await browser.new_context(proxy=HARNESS.offline_proxy(site))
+                    runs = []
+                    for name, extra in (("index.html", {}), ("index.html", {"workers": 1}), ("no_workers.html", {})):
+                        page = await context.new_page()
+                        await page.goto(site + name)
+                        await page.evaluate("loadTrainer()")
+                        runs.append(await page.evaluate("([seed, options]) => trainSeed(seed, options)",
+                                                        [3, {**options, **extra}]))
+                    return runs
+            finally:
+                await browser.close()
+
+    on_workers, on_one, alone = asyncio.run(run())
+    assert on_workers["workers"] == min(4, on_workers["cores"]), on_workers  # one per part, at most the cores
+    assert on_one["workers"] == 1 and alone["workers"] == 0
+    assert [row["step"] for row in alone["rows"]] == [0, 20, 40]
+    for other in (on_one, alone):
+        assert other["rows"] == on_workers["rows"] and other["values"] == on_workers["values"]

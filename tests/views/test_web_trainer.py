@@ -5,6 +5,7 @@ Node (chapter 3, "Induction heads").
   JavaScript loss, logits and attention weights are PyTorch's, and its hand-written gradient of every parameter is
   loss.backward()'s to 1e-4 of that tensor's largest entry; the WebAssembly SIMD kernel and the plain-JavaScript
   fallback give the same numbers to the bit;
+- a batch split into parts (as the page's workers run it) gives the whole batch's loss and gradient;
 - after one full step (clipping to a norm, then AdamW) the weights are torch.optim.AdamW's;
 - a fresh model's entries follow the package's initialisation (normal / Glorot-uniform / zeros), by scipy's tests;
 - the JavaScript task's batches keep InductionTask's layout (distinct tokens, [noise][A][A], the repeat scored) and
@@ -98,6 +99,25 @@ def test_gradients_of_every_parameter_are_pytorchs(trained_a_little, batch):
             assert float(theirs.abs().max()) < 1e-6 * largest
             continue
         assert close_to(simd["gradients"][name], theirs, 1e-4) < 1e-4, name
+
+
+def test_a_batch_in_parts_gives_the_whole_batchs_loss_and_gradient(trained_a_little, batch):
+    """The page splits each batch into four parts of eight sequences (its workers run one each) and adds their
+    losses and gradients: each part divides by the whole batch's scored positions, so the sum is the batch's mean
+    loss and its gradient, PyTorch's on the whole batch, not four means added up. (Clipping is off: it would hide a
+    gradient off by a constant factor.)"""
+    loss, gradients = torch_gradients(trained_a_little, batch)
+    weights = weights_of(trained_a_little)
+    request = {"kind": "step", "config": CONFIG.to_dict(), "weights": weights, "batch": batch_of(batch),
+               "learningRate": LEARNING_RATE, "gradClip": 0}
+    whole, parts = spread.run_in_node({**request, "batchParts": 1}), spread.run_in_node({**request, "batchParts": 4})
+    assert parts["loss"] == pytest.approx(loss, rel=1e-5) and whole["loss"] == pytest.approx(loss, rel=1e-5)
+    assert parts["gradient"] != whole["gradient"]  # the rows are summed part by part: other roundings
+    for name, theirs in gradients.items():
+        if name.endswith("b_K"):  # rounding noise on both sides (see above)
+            continue
+        assert close_to(parts["gradient"][name], theirs, 1e-4) < 1e-4, name
+        assert close_to(parts["gradient"][name], torch.tensor(whole["gradient"][name]), 1e-5) < 1e-5, name
 
 
 def test_one_clipped_adamw_step_gives_pytorchs_weights(trained_a_little, batch):

@@ -212,7 +212,9 @@ def _wrapped(root, module: _Module, is_entry: bool) -> str:
 
 def join_modules(entry: str, root=None, *, name: str | None = None) -> str:
     """The classic script of ``entry`` (a path relative to ``root``, by default the package's ``web/`` folder) and
-    every module it imports; ``name`` is the script's name in its first line."""
+    every module it imports; ``name`` is the script's name in its first line. The script is one function named
+    ``joinedScript``, called at once, so a module can hand its own script's text to a Web Worker (``joined_script.js``).
+    """
     check_type("entry", entry, str, "a module's path inside web/, e.g. 'views/main.js'")
     if name is not None:
         check_type("name", name, str, "the joined script's file name, e.g. 'views.js'")
@@ -225,7 +227,7 @@ def join_modules(entry: str, root=None, *, name: str | None = None) -> str:
         raise JoinError(f"the modules use names the join keeps for itself: {', '.join(clashes)}")
     parts = [f"// {name or entry}: joined by mha.views.widget from {entry} and the {len(modules) - 1} modules it "
              "imports (src/mha/views/web/).\n// Edit those modules, not this script. Each module runs in its own "
-             "function and sees only what it imports.\n(function () {\n\"use strict\";\n"]
+             "function and sees only what it imports.\n(function joinedScript() {\n\"use strict\";\n"]
     parts += [_wrapped(root, module, module.path == entry) for module in modules]
     parts.append("}());\n")
     return "\n".join(parts)

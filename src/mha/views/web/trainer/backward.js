@@ -18,8 +18,9 @@ function addInto(into, from) { for (var i = 0; i < into.length; i++) into[i] += 
 // The loss of `batch` ({inputs, targets, lossMask, batchSize, seqLen}) and its gradient with respect to every
 // parameter, written into `gradient` (Float32Array in model.values' layout). `pass` is forward's (logits at every
 // row) or runModel's with outputRows = the loss mask's rows (the same gradient: rows outside the mask add zeros).
+// options.divisor: as maskedCrossEntropy's (a part of a batch passes the whole batch's scored positions).
 // Returns {loss, pass} (pass: the forward pass, whose attention weights a caller may read).
-export function lossAndGradient(model, engine, pass, batch, gradient) {
+export function lossAndGradient(model, engine, pass, batch, gradient, options) {
   var config = model.config, D = config.d_model, V = config.vocab_size, H = config.n_heads;
   var rows = batch.batchSize * batch.seqLen, seq = batch.seqLen, offsets = {};
   model.layout.forEach(function (entry) { offsets[entry.name] = entry.offset; });
@@ -35,7 +36,7 @@ export function lossAndGradient(model, engine, pass, batch, gradient) {
     mask = new Uint8Array(count).fill(1);
   }
   var dLogits = new Float32Array(count * V);
-  var loss = maskedCrossEntropy(pass.logits, targets, mask, V, dLogits);
+  var loss = maskedCrossEntropy(pass.logits, targets, mask, V, dLogits, options ? options.divisor : undefined);
   gradient.fill(0);
   // logits = final @ W_U
   engine.productTransposedLeft(pass.final, count, D, dLogits, V, gradient.subarray(offsets.W_U, offsets.W_U + D * V));

@@ -78,11 +78,18 @@ export function forward(model, engine, tokens, batch, seq) {
 }
 
 // Mean cross-entropy (nats) over the positions where `mask` (Uint8Array (batch * seq)) is 1, and, when `gradient`
-// is given (Float32Array (batch * seq, vocab)), its gradient with respect to the logits written there.
-export function maskedCrossEntropy(logits, targets, mask, vocab, gradient) {
+// is given (Float32Array (batch * seq, vocab)), its gradient with respect to the logits written there. `divisor`
+// (default: the positions scored here) is the count the sum is divided by: a part of a batch passes the whole
+// batch's, so the parts' losses and gradients add up to the batch's mean.
+export function maskedCrossEntropy(logits, targets, mask, vocab, gradient, divisor) {
   var rows = mask.length, scored = 0, total = 0, r, c;
   for (r = 0; r < rows; r++) if (mask[r]) scored++;
-  if (!scored) throw new Error("the loss mask scores no position; score at least one.");
+  if (divisor === undefined) {
+    if (!scored) throw new Error("the loss mask scores no position; score at least one.");
+  } else if (!(Number.isInteger(divisor) && divisor >= scored && divisor > 0)) {
+    throw new Error("divisor must be a whole number >= the " + scored + " positions scored here, got " + divisor + ".");
+  }
+  if (divisor !== undefined) scored = divisor;
   if (gradient) gradient.fill(0);
   for (r = 0; r < rows; r++) {
     if (!mask[r]) continue;

@@ -8,19 +8,25 @@
  * generator of our own (random.js): the same distributions as torch's initialisation and sampling, not its draws.
  *
  * API (what a page calls):
- *   await mhaTrainer.train(options) -> {formed, formedStep, steps, seconds, rows, model, backend}
+ *   await mhaTrainer.train(options) -> {formed, formedStep, steps, seconds, rows, model, backend, workers,
+ *     workerProblem}
  *     trains until a last-layer head's held-out prefix matching passes options.stopWhenFormed (0.5; null: run
  *     maxSteps), scoring every scoreEvery steps and before the first. options (defaults: mhaTrainer.PAGE_SETTING):
  *       seed            whole number 0..2^32-1 (model initialisation and training data)   default 0
  *       config          {vocab_size, max_seq_len, d_model, n_layers, n_heads}             the book's fast model
- *       learningRate, batchSize, warmupSteps, weightDecay, betas, gradClip, maxSteps, scoreEvery,
+ *       learningRate, batchSize, batchParts, warmupSteps, weightDecay, betas, gradClip, maxSteps, scoreEvery,
  *       heldOutSize, heldOutSeed (the held-out batch: held-out periods 7, 11, 14, 17, 19)
  *       onProgress(row) called after each scoring step, for a live chart; row = {step, seconds (training time so
  *         far), train_loss (mean since the last row; NaN at step 0), repeat_loss (held out), best_previous_token
  *         (layer 0), best_prefix_matching (last layer), previous_token, prefix_matching ([layers][heads])}
  *       signal          an AbortSignal: aborting rejects with an Error named "AbortError"
- *       chunkMs         milliseconds of work between yields to the page (40)
+ *       chunkMs         milliseconds of work between yields to the page, when no worker runs (40)
  *       simd            false forces the plain-JavaScript matrix product (the numbers are identical)
+ *       workers         Web Workers to run the batch's parts on (0: none, the page's own thread); by default one
+ *                       per part, at most navigator.hardwareConcurrency. The numbers do not depend on it: each
+ *                       batch is split into batchParts parts (4) and their gradients added in order either way.
+ *                       result.workers says how many ran at the end (0 if they could not start or failed, with
+ *                       result.workerProblem saying why)
  *   mhaTrainer.createModel(config, seed) -> model   the package's initialisation scheme, seeded
  *   mhaTrainer.modelFromWeights(config, weights) -> model   weights: {name: flat row-major array}, names as the
  *     package's named_parameters() ("W_E", "W_pos", "blocks.0.attention.W_Q", ..., "W_U")
@@ -33,10 +39,11 @@
  *     (batch, heads, seq, seq), row = query, column = key}
  *   mhaTrainer.lossAndGradient(model, engine, pass, batch, gradient) -> {loss}; gradient in model.values' layout
  *   mhaTrainer.clipGradientNorm(gradient, maxNorm), mhaTrainer.adamW(size, {betas, eps, weightDecay}),
- *   mhaTrainer.createTrainer(options) -> {model, step(batch?) -> loss}, mhaTrainer.scoreModel(model, engine, batch),
+ *   mhaTrainer.createTrainer(options) -> {model, step(batch?) -> loss} (batchParts 1 unless given), mhaTrainer.scoreModel(model, engine, batch),
  *   mhaTrainer.headScores(attention, tokens, queryMask, batch, seq, heads) -> {previous_token, prefix_matching};
  *     mhaTrainer.previousTokenScores(attention, batch, seq, heads) and prefixMatchingScores(attention, tokens,
  *     queryMask, batch, seq, heads) give each alone (prefix matching throws where no token repeats)
+ *   mhaTrainer.serveWorker(scope): what a training worker runs (workers.js); a page does not call it
  *   mhaTrainer.pauseUnlessStopped(signal) -> a promise: resolves once the page has had a turn, or rejects with an
  *     AbortError if signal has been aborted by then
  *   mhaTrainer.twoRelation: section 3.7's task and live run (two_relation_task.js): task(options), train(options) ->
@@ -53,6 +60,7 @@ import { headScores, prefixMatchingScores, previousTokenScores } from "./scores.
 import { HELD_OUT_PERIODS, heldOutBatch, inductionTask, TRAIN_PERIODS } from "./task.js";
 import { createTrainer, PAGE_SETTING, pauseUnlessStopped, scoreModel, train } from "./train.js";
 import { headRole, measureTwoRelation, relationShares, tokenNames, trainTwoRelation, twoRelationTask } from "./two_relation_task.js";
+import { serveWorker } from "./workers.js";
 
 globalThis.mhaTrainer = {
   train: train, PAGE_SETTING: PAGE_SETTING, createTrainer: createTrainer, scoreModel: scoreModel,
@@ -65,5 +73,5 @@ globalThis.mhaTrainer = {
   prefixMatchingScores: prefixMatchingScores,
   twoRelation: { task: twoRelationTask, train: trainTwoRelation, measure: measureTwoRelation, // chapter 3.7
     relationShares: relationShares, headRole: headRole, tokenNames: tokenNames },
-  pauseUnlessStopped: pauseUnlessStopped,
+  pauseUnlessStopped: pauseUnlessStopped, serveWorker: serveWorker,
 };

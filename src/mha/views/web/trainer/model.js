@@ -110,6 +110,16 @@ export function modelFromWeights(config, weights) {
   return assemble(config, values);
 }
 
+// A model whose parameters are `values` itself (a Float32Array in parameterLayout(config)'s order, not copied).
+export function modelWithValues(config, values) {
+  config = checkConfig(config);
+  var layout = parameterLayout(config), last = layout[layout.length - 1];
+  if (!(values instanceof Float32Array) || values.length !== last.offset + last.size) {
+    throw new Error("values must be a Float32Array of the config's " + (last.offset + last.size) + " parameters.");
+  }
+  return assemble(config, values);
+}
+
 // A copy of `model` (same config, its own values).
 export function cloneModel(model) {
   return assemble(model.config, new Float32Array(model.values));
