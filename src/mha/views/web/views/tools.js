@@ -260,15 +260,19 @@ export function showState(view, map) {
 }
 
 /* The width a map may take (view.mapWidth, px): the view's own content width, followed as the window changes; a
-   view is drawn afresh to fit a new width (its maps, drawing.js; a timeline's loss curve). Unknown (Infinity) while
-   the view is hidden. */
+   view is drawn afresh to fit a new width (its maps, drawing.js; a timeline's loss curve), and the grid's tiles
+   size themselves to it (views.css's --mha-view-width). Unknown (Infinity) while the view is hidden. */
 function followWidth(view) {
-  view.mapWidth = contentWidth(view.root);
+  const setWidth = (width) => {
+    view.mapWidth = width;
+    if (width !== Infinity) view.root.style.setProperty("--mha-view-width", `${width}px`);
+  };
+  setWidth(contentWidth(view.root));
   if (typeof ResizeObserver === "undefined") return;
   new ResizeObserver((entries) => {
     const width = Math.floor(entries[entries.length - 1].contentRect.width) || Infinity;
     if (width === view.mapWidth) return;
-    view.mapWidth = width;
+    setWidth(width);
     if (view.started) view.redraw();
   }).observe(view.root);
 }
