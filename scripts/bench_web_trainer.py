@@ -7,9 +7,9 @@ Serves a page that adds trainer.js (as a chapter page does when the reader press
 mhaTrainer.train at the page's setting until a last-layer head's held-out prefix matching passes 0.5. Prints, per
 profile (those of scripts/bench_site_views.py: a laptop at the machine's own speed, a phone with the CPU slowed 4
 times), the formation step and the seconds to reach it for each seed (wall clock from pressing train, scoring
-included, and the training time alone), their medians, the milliseconds per training step, and the longest the page
-went without yielding (a frame it could not paint). The plain-JavaScript fallback is timed too on the laptop,
-unless --simd-only.
+included, and the training time alone), their medians, the milliseconds per training step, the longest the page
+went without yielding (a frame it could not paint) and how many Web Workers ran the batch's parts (one per part, at
+most the machine's cores). The plain-JavaScript fallback is timed too on the laptop, unless --simd-only.
 """
 
 from __future__ import annotations
