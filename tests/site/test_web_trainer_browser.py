@@ -10,6 +10,7 @@ took for that seed under Node.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 
 import numpy as np
@@ -72,6 +73,20 @@ def page_folder(tmp_path_factory):
     return folder
 
 
+@contextlib.asynccontextmanager
+async def offline_context(chromium: str, folder):
+    """A Chromium context that reaches nothing but ``folder``, served, with the served address: (context, site)."""
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=chromium, args=HARNESS.CHROMIUM_ARGS)
+        try:
+            with HARNESS.served(folder) as site:
+                yield await browser.new_context(proxy=HARNESS.offline_proxy(site)), site
+        finally:
+            await browser.close()
+
+
 def one_batch_request() -> tuple[dict, dict[str, torch.Tensor]]:
     model = TinyTransformer(CONFIG, seed=4)
     batch = InductionTask().sample(16, 21)
@@ -97,32 +112,24 @@ def agree(ours: dict, theirs: dict[str, torch.Tensor]) -> None:
 
 @pytest.mark.browser
 def test_trainer_js_in_chromium_gives_pytorchs_gradients_and_forms_a_head_within_the_spread(chromium, page_folder):
-    from playwright.async_api import async_playwright
-
     request, theirs = one_batch_request()
     study = load_json("web_trainer_spread.json")
     kernel_steps = [run["formation_step"] for run in study["kernel_runs"]]
     node_run = next(run for run in study["javascript_runs"] if run["seed"] == 0)  # the seed a reader gets first
 
     async def run() -> tuple[list, dict]:
-        async with async_playwright() as playwright:
-            browser = await playwright.chromium.launch(executable_path=chromium, args=HARNESS.CHROMIUM_ARGS)
-            try:
-                with HARNESS.served(page_folder) as site:
-                    context = await browser.new_context(proxy=HARNESS.offline_proxy(site))
-                    found = []
-                    for address in (site + "index.html", (page_folder / "index.html").as_uri()):
-                        page = await context.new_page()
-                        await page.goto(address)
-                        assert await page.evaluate("typeof globalThis.mhaTrainer") == "undefined"  # not until asked
-                        assert await page.evaluate("loadTrainer()") == "object"
-                        found.append(await page.evaluate("(request) => gradients(request)", request))
-                    trained = await page.evaluate("([seed, options]) => trainSeed(seed, options)",
-                                                  [node_run["seed"], {"scoreEvery": study["score_every"],
-                                                                      "maxSteps": study["max_steps"]}])
-                    return found, trained
-            finally:
-                await browser.close()
+        async with offline_context(chromium, page_folder) as (context, site):
+            found = []
+            for address in (site + "index.html", (page_folder / "index.html").as_uri()):
+                page = await context.new_page()
+                await page.goto(address)
+                assert await page.evaluate("typeof globalThis.mhaTrainer") == "undefined"  # not until asked
+                assert await page.evaluate("loadTrainer()") == "object"
+                found.append(await page.evaluate("(request) => gradients(request)", request))
+            trained = await page.evaluate("([seed, options]) => trainSeed(seed, options)",
+                                          [node_run["seed"], {"scoreEvery": study["score_every"],
+                                                              "maxSteps": study["max_steps"]}])
+            return found, trained
 
     found, trained = asyncio.run(run())
     for ours in found:
@@ -144,29 +151,21 @@ def test_training_on_workers_and_in_the_pages_own_thread_gives_the_same_numbers(
     """A page whose policy forbids workers (worker-src 'none') trains in its own thread, and a page asked for one
     worker sends it every part: each run's scores at every row and its final weights are those of the run on a
     worker per part, to the bit."""
-    from playwright.async_api import async_playwright
-
     (page_folder / "no_workers.html").write_text(PAGE.replace(
         "<title>", "<meta http-equiv=\"Content-Security-Policy\" content=\"worker-src 'none'\"><title>"),
         encoding="utf-8")
     options = {"maxSteps": 40, "scoreEvery": 20, "stopWhenFormed": None}
 
     async def run() -> list[dict]:
-        async with async_playwright() as playwright:
-            browser = await playwright.chromium.launch(executable_path=chromium, args=HARNESS.CHROMIUM_ARGS)
-            try:
-                with HARNESS.served(page_folder) as site:
-                    context = await browser.new_context(proxy=HARNESS.offline_proxy(site))
-                    runs = []
-                    for name, extra in (("index.html", {}), ("index.html", {"workers": 1}), ("no_workers.html", {})):
-                        page = await context.new_page()
-                        await page.goto(site + name)
-                        await page.evaluate("loadTrainer()")
-                        runs.append(await page.evaluate("([seed, options]) => trainSeed(seed, options)",
-                                                        [3, {**options, **extra}]))
-                    return runs
-            finally:
-                await browser.close()
+        async with offline_context(chromium, page_folder) as (context, site):
+            runs = []
+            for name, extra in (("index.html", {}), ("index.html", {"workers": 1}), ("no_workers.html", {})):
+                page = await context.new_page()
+                await page.goto(site + name)
+                await page.evaluate("loadTrainer()")
+                runs.append(await page.evaluate("([seed, options]) => trainSeed(seed, options)",
+                                                [3, {**options, **extra}]))
+            return runs
 
     on_workers, on_one, alone = asyncio.run(run())
     assert on_workers["workers"] == min(4, on_workers["cores"]), on_workers  # one per part, at most the cores

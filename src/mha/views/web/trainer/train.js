@@ -7,10 +7,10 @@
 // this thread in chunks, yielding to the page between them; the numbers are the same either way. An AbortSignal
 // stops it.
 
-import { clipGradientNorm, adamW, learningRateAt } from "./optimiser.js";
 import { maskedCrossEntropy } from "./forward.js";
 import { createEngine } from "./matmul.js";
 import { checkConfig, createModel } from "./model.js";
+import { adamW, clipGradientNorm, learningRateAt } from "./optimiser.js";
 import { addParts, batchPart, forwardPiece, partGradient, splitBatch } from "./parts.js";
 import { randomStream, STREAMS } from "./random.js";
 import { headScores } from "./scores.js";
@@ -45,9 +45,10 @@ export function pauseUnlessStopped(signal) {
 }
 
 // A trainer of one model: {model, engine, step(batch?) -> the batch's loss before the update, steps(), and the
-// step in pieces for a caller that runs the parts elsewhere: nextBatch(), split(batch) -> {parts, divisor},
-// update(results) -> loss}. options as for train (config, seed or model, learningRate, batchSize, batchParts (1
-// unless given), warmupSteps, weightDecay, betas, gradClip, simd, task).
+// step in pieces for a caller that may run the parts elsewhere: nextBatch(), split(batch) -> {parts, divisor},
+// partGradients({parts, divisor}) -> results, update(results) -> loss}. options as for train (config, seed or
+// model, learningRate, batchSize, batchParts (1 unless given), warmupSteps, weightDecay, betas, gradClip, simd,
+// task).
 export function createTrainer(options) {
   var setting = Object.assign({}, PAGE_SETTING, options || {});
   if (!options || options.batchParts === undefined) setting.batchParts = 1;
@@ -74,11 +75,12 @@ export function createTrainer(options) {
     steps: function () { return taken; },
     nextBatch: function () { return task.sample(setting.batchSize, data); },
     split: split, update: update,
-    // One optimiser step on `batch` (default: the next batch of the data stream), every part in this thread.
-    step: function (batch) {
-      var pieces = split(batch || trainer.nextBatch());
-      return update(pieces.parts.map(function (part) { return partGradient(model, engine, part, pieces.divisor); }));
+    // Every part's {loss, gradient} of split(batch)'s {parts, divisor}, in this thread.
+    partGradients: function (pieces) {
+      return pieces.parts.map(function (part) { return partGradient(model, engine, part, pieces.divisor); });
     },
+    // One optimiser step on `batch` (default: the next batch of the data stream), every part in this thread.
+    step: function (batch) { return update(trainer.partGradients(split(batch || trainer.nextBatch()))); },
   };
   return trainer;
 }
@@ -178,7 +180,7 @@ export async function train(options) {
   function step() {
     var pieces = trainer.split(trainer.nextBatch());
     return withWorkers(function (pool) {
-      if (!pool) return pieces.parts.map(function (part) { return partGradient(model, trainer.engine, part, pieces.divisor); });
+      if (!pool) return trainer.partGradients(pieces);
       return Promise.all(pieces.parts.map(function (part, p) {
         return pool.ask(p, { kind: "gradient", config: model.config, values: model.values, simd: setting.simd,
           part: part, divisor: pieces.divisor });

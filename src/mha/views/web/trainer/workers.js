@@ -34,7 +34,7 @@ export function startWorkers(count) {
     address = URL.createObjectURL(new Blob([joinedScriptText() + "globalThis.mhaTrainer.serveWorker(self);\n"],
       { type: "text/javascript" }));
     for (var w = 0; w < count; w++) workers.push(new Worker(address));
-  } catch (problem) { // eslint-disable-line no-unused-vars -- a page that forbids workers: the caller trains alone
+  } catch { // a page that forbids workers: the caller trains alone
     workers.forEach(function (worker) { worker.terminate(); });
     if (address) URL.revokeObjectURL(address);
     return null;
